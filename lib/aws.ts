@@ -1,0 +1,26 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import type { Config } from './config/config.ts';
+import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
+
+/**
+ * AWS clients from configuration alone: endpoints come from AWS_ENDPOINT_URL(_S3|_DYNAMODB), which
+ * the SDK reads itself, so the local stack, LocalStack and AWS need no code path of their own.
+ */
+export function createClients(config: Config) {
+  const s3 = new S3Client({ forcePathStyle: config.s3ForcePathStyle, maxAttempts: 5 });
+  const dynamo = new DynamoDBClient({ maxAttempts: 5 });
+  return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable) };
+}
+
+/** Creates the bucket and state table if missing (local and dev use; serverless.yml owns them in AWS). */
+export async function initResources(config: Config, clients: ReturnType<typeof createClients>): Promise<{ bucket: 'exists' | 'created' }> {
+  await ensureStateTable(clients.dynamo, config.stateTable);
+  try {
+    await clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }));
+    return { bucket: 'exists' };
+  } catch {
+    await clients.s3.send(new CreateBucketCommand({ Bucket: config.bucket }));
+    return { bucket: 'created' };
+  }
+}

@@ -1,0 +1,1 @@
+export async function runDemo(_rounds: number): Promise<void> {}

@@ -1,0 +1,169 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, Option } from 'commander';
+import { createClients, initResources } from '../aws.ts';
+import { loadConfig } from '../config/config.ts';
+import { SluiceError } from '../errors.ts';
+import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
+import { createLogger } from '../log.ts';
+import { runCapture } from '../pipeline/capture.ts';
+import { sourceStatus } from '../pipeline/status.ts';
+import { formatPosition } from '../source/mysql/position.ts';
+import { connect, preflight, redact } from '../source/mysql/server.ts';
+import { runDemo } from './demo.ts';
+
+const FLAGS = {
+  source: 'SLUICE_SOURCE_ID',
+  mysqlUrl: 'SLUICE_MYSQL_URL',
+  stateTable: 'SLUICE_STATE_TABLE',
+  bucket: 'SLUICE_BUCKET',
+  prefix: 'SLUICE_PREFIX',
+  include: 'SLUICE_INCLUDE',
+  exclude: 'SLUICE_EXCLUDE',
+  startup: 'SLUICE_STARTUP',
+} as const;
+
+/** A running local stack's variables, used as defaults so `sluice local up && sluice capture` just works. */
+function localDefaults(): Record<string, string> {
+  const file = join(stackHome(), 'stack.json');
+  if (!existsSync(file)) return {};
+  return stackEnv(JSON.parse(readFileSync(file, 'utf8')) as StackInfo);
+}
+
+/** Environment, overridden by flags; applied to process.env so the AWS SDK sees the endpoints too. */
+function configure(flags: Record<string, string | undefined>) {
+  for (const [key, value] of Object.entries(localDefaults())) process.env[key] ??= value;
+  for (const [flag, variable] of Object.entries(FLAGS)) if (flags[flag] !== undefined) process.env[variable] = flags[flag];
+  const config = loadConfig(process.env);
+  return { config, clients: createClients(config) };
+}
+
+const program = new Command('sluice').description('Serverless change-data-capture from MySQL/MariaDB into S3, exactly once.').showHelpAfterError();
+program
+  .option('--source <id>', 'source id ($SLUICE_SOURCE_ID)')
+  .option('--mysql-url <url>', 'mysql://user:pass@host:port/ ($SLUICE_MYSQL_URL)')
+  .option('--state-table <name>', 'DynamoDB table ($SLUICE_STATE_TABLE)')
+  .option('--bucket <name>', 'S3 bucket ($SLUICE_BUCKET)')
+  .option('--prefix <prefix>', 'key prefix ($SLUICE_PREFIX)')
+  .option('--include <regexes>', 'comma-separated regexes over db.table ($SLUICE_INCLUDE)')
+  .option('--exclude <regexes>', 'comma-separated regexes over db.table ($SLUICE_EXCLUDE)')
+  .option('--startup <mode>', 'latest | earliest | position:<file>:<pos> ($SLUICE_STARTUP)');
+
+const local = program.command('local').description('the embedded local stack: MariaDB, DynamoDB Local, S3 emulator');
+local
+  .command('up')
+  .description('start the local stack (idempotent) and create the bucket and state table')
+  .action(async () => {
+    const stack = await up({ log: (line) => console.error(line) });
+    for (const [key, value] of Object.entries(stackEnv(stack))) process.env[key] ??= value;
+    const config = loadConfig(process.env);
+    await initResources(config, createClients(config));
+    console.error(`local stack up: MariaDB 127.0.0.1:${stack.mariadb.port}, DynamoDB 127.0.0.1:${stack.dynamodb.port}, S3 127.0.0.1:${stack.s3.port}`);
+    console.error('use it from any shell with: eval "$(npx sluice local env)"');
+  });
+local
+  .command('down')
+  .description('stop what `local up` started')
+  .option('--wipe', 'also delete the local MariaDB data (.sluice/)')
+  .action(async (options: { wipe?: boolean }) => down({ wipe: options.wipe }));
+local
+  .command('env')
+  .description('print export lines pointing sluice and the AWS SDK at the local stack')
+  .action(() => {
+    const vars = localDefaults();
+    if (!Object.keys(vars).length) throw new SluiceError('LOCAL_STACK', 'the local stack is not running here; start it with `sluice local up`');
+    for (const [key, value] of Object.entries(vars)) console.log(`export ${key}='${value}'`);
+  });
+
+program
+  .command('init')
+  .description('create the S3 bucket and DynamoDB state table if they are missing')
+  .action(async () => {
+    const { config, clients } = configure(program.opts());
+    const { bucket } = await initResources(config, clients);
+    console.log(`state table ${config.stateTable} ready; bucket ${config.bucket} ${bucket}`);
+  });
+
+program
+  .command('doctor')
+  .description('check configuration, MySQL settings and grants, DynamoDB and S3 access')
+  .action(async () => {
+    const { config, clients } = configure(program.opts());
+    let failed = false;
+    const check = async (name: string, run: () => Promise<unknown>) => {
+      try {
+        await run();
+        console.log(`ok    ${name}`);
+      } catch (error) {
+        failed = true;
+        console.log(`FAIL  ${name}: ${(error as Error).message}`);
+      }
+    };
+    await check(`MySQL ${redact(config.mysqlUrl)}: binlog settings and grants`, async () => {
+      const conn = await connect(config.mysqlUrl);
+      try {
+        await preflight(conn);
+      } finally {
+        await conn.end();
+      }
+    });
+    await check(`DynamoDB table ${config.stateTable}`, () => clients.store.get(config.sourceId));
+    await check(`S3 bucket ${config.bucket}`, () =>
+      import('@aws-sdk/client-s3').then(({ HeadBucketCommand }) => clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }))),
+    );
+    if (failed) process.exitCode = 1;
+  });
+
+program
+  .command('capture')
+  .description('run the poller: one capture run, as the schedule would')
+  .option('--once', 'stop as soon as caught up with the binlog end seen at start')
+  .addOption(new Option('--seconds <n>', 'run length (default $SLUICE_RUN_SECONDS)').argParser(Number))
+  .action(async (options: { once?: boolean; seconds?: number }) => {
+    const { config, clients } = configure(program.opts());
+    const result = await runCapture(
+      { config, s3: clients.s3, store: clients.store, log: createLogger('WARN') },
+      { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000, drain: options.once },
+    );
+    console.log(
+      result.status === 'busy'
+        ? 'another run holds the lease; nothing done'
+        : `captured ${result.events} events in ${result.transactions} transactions, ${result.commits} commits, ${result.heartbeats} heartbeats; position ${result.position ? formatPosition(result.position) : '-'}${result.caughtUp ? ' (caught up)' : ''}`,
+    );
+  });
+
+program
+  .command('status')
+  .description('stored vs server position, lag, last commit, lease, pending renames, errors')
+  .option('--json', 'machine-readable output')
+  .action(async (options: { json?: boolean }) => {
+    const { config, clients } = configure(program.opts());
+    const status = await sourceStatus(config, clients.store);
+    if (options.json) return console.log(JSON.stringify(status, null, 2));
+    const rows: [string, string][] = [
+      ['source', status.source],
+      ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
+      ['server position', status.master ? formatPosition(status.master) : `unknown (${status.mysqlError})`],
+      ['lag', status.lagBytes === undefined ? '-' : `${status.lagBytes} bytes of binlog`],
+      ['commits', `${status.commitSeq}${status.lastCommitAt ? `, last at ${status.lastCommitAt}` : ''}`],
+      ['lease', status.lease ? `${status.lease.owner} until ${status.lease.expiresAt}${status.lease.live ? '' : ' (expired)'}` : 'free'],
+      ['pending renames', status.pending ? `commit ${status.pending.commitSeq} (${status.pending.objects} objects)` : 'none'],
+    ];
+    if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
+    if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
+    for (const [k, v] of rows) console.log(`${k.padEnd(16)} ${v}`);
+  });
+
+program
+  .command('demo')
+  .description('start the local stack, write a stream of changes, capture them as the schedule would, show what landed')
+  .option('--rounds <n>', 'capture rounds', (v) => Number(v), 4)
+  .action(async (options: { rounds: number }) => runDemo(options.rounds));
+
+try {
+  await program.parseAsync();
+} catch (error) {
+  const message = error instanceof SluiceError ? `${error.code}: ${error.message}` : ((error as Error).stack ?? String(error));
+  console.error(`sluice: ${message}`);
+  process.exitCode = 1;
+}

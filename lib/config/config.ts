@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { ConfigError } from '../errors.ts';
+import { type BinlogPosition, parsePosition } from '../source/mysql/position.ts';
+
+/** Where a source with no stored position starts reading. */
+export type Startup = { mode: 'latest' } | { mode: 'earliest' } | { mode: 'position'; position: BinlogPosition };
+
+function parseStartup(text: string, ctx: z.RefinementCtx): Startup {
+  if (text === 'latest' || text === 'earliest') return { mode: text };
+  if (text.startsWith('position:')) {
+    try {
+      return { mode: 'position', position: parsePosition(text.slice('position:'.length)) };
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  }
+  ctx.addIssue({ code: 'custom', message: `expected latest, earliest or position:<file>:<pos>, got "${text}"` });
+  return z.NEVER;
+}
+
+function parsePatterns(text: string, ctx: z.RefinementCtx): RegExp[] {
+  const patterns: RegExp[] = [];
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    try {
+      patterns.push(new RegExp(`^(?:${part})$`));
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: `"${part}" is not a valid regular expression: ${(error as Error).message}` });
+    }
+  }
+  return patterns;
+}
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const schema = z.object({
+  SLUICE_SOURCE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1-64 letters, digits, "-" or "_"'),
+  SLUICE_MYSQL_URL: z.string().regex(/^mysql:\/\//, 'expected mysql://user:password@host:port/'),
+  SLUICE_STATE_TABLE: z.string().min(3, 'name the DynamoDB table holding offsets and leases'),
+  SLUICE_BUCKET: z.string().min(3, 'name the S3 bucket receiving the change files'),
+  SLUICE_PREFIX: z
+    .string()
+    .default('')
+    .transform((p) => p.replace(/^\/+|\/+$/g, ''))
+    .transform((p) => (p ? `${p}/` : '')),
+  SLUICE_INCLUDE: z.string().default('').transform(parsePatterns),
+  SLUICE_EXCLUDE: z.string().default('').transform(parsePatterns),
+  SLUICE_STARTUP: z.string().default('latest').transform(parseStartup),
+  /** Cut a batch once its uncompressed JSON reaches this many bytes (at the next transaction end). */
+  SLUICE_BATCH_MAX_BYTES: positiveInt(64 * 1024 * 1024),
+  SLUICE_BATCH_MAX_EVENTS: positiveInt(200_000),
+  /** Cut a batch once its first event is this old, so data lands within a bounded delay. */
+  SLUICE_BATCH_MAX_AGE_SECONDS: positiveInt(20),
+  /** With no captured rows, commit the advancing position (heartbeat) at most this often. */
+  SLUICE_COMMIT_INTERVAL_SECONDS: positiveInt(10),
+  /** Stop reading this long before the Lambda's (or the CLI run's) time is up, to commit and hand over. */
+  SLUICE_SAFETY_MARGIN_SECONDS: positiveInt(15),
+  /** CLI runs without --once: how long one capture run lasts. Lambda uses its own remaining time. */
+  SLUICE_RUN_SECONDS: positiveInt(60),
+  SLUICE_S3_FORCE_PATH_STYLE: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+});
+
+export type Config = Readonly<{
+  sourceId: string;
+  mysqlUrl: string;
+  stateTable: string;
+  bucket: string;
+  prefix: string;
+  include: readonly RegExp[];
+  exclude: readonly RegExp[];
+  startup: Startup;
+  batch: Readonly<{ maxBytes: number; maxEvents: number; maxAgeMs: number }>;
+  commitIntervalMs: number;
+  safetyMarginMs: number;
+  runMs: number;
+  s3ForcePathStyle: boolean;
+}>;
+
+/** Parses and validates the environment once; a bad value names the variable and what it accepts. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse(present);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => {
+      const variable = String(issue.path[0]);
+      const message = issue.code === 'invalid_type' && env[variable] === undefined ? 'is required' : issue.message;
+      return `  ${variable}: ${message}`;
+    });
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
+  }
+  const e = result.data;
+  return Object.freeze({
+    sourceId: e.SLUICE_SOURCE_ID,
+    mysqlUrl: e.SLUICE_MYSQL_URL,
+    stateTable: e.SLUICE_STATE_TABLE,
+    bucket: e.SLUICE_BUCKET,
+    prefix: e.SLUICE_PREFIX,
+    include: Object.freeze(e.SLUICE_INCLUDE),
+    exclude: Object.freeze(e.SLUICE_EXCLUDE),
+    startup: e.SLUICE_STARTUP,
+    batch: Object.freeze({ maxBytes: e.SLUICE_BATCH_MAX_BYTES, maxEvents: e.SLUICE_BATCH_MAX_EVENTS, maxAgeMs: e.SLUICE_BATCH_MAX_AGE_SECONDS * 1000 }),
+    commitIntervalMs: e.SLUICE_COMMIT_INTERVAL_SECONDS * 1000,
+    safetyMarginMs: e.SLUICE_SAFETY_MARGIN_SECONDS * 1000,
+    runMs: e.SLUICE_RUN_SECONDS * 1000,
+    s3ForcePathStyle: e.SLUICE_S3_FORCE_PATH_STYLE,
+  });
+}
+
+/** True when `db.table` passes the include/exclude filters (include empty = everything). */
+export function tableFilter(config: Pick<Config, 'include' | 'exclude'>): (db: string, table: string) => boolean {
+  return (db, table) => {
+    const name = `${db}.${table}`;
+    if (config.exclude.some((r) => r.test(name))) return false;
+    return config.include.length === 0 || config.include.some((r) => r.test(name));
+  };
+}

@@ -1,0 +1,67 @@
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { EncodedShape } from '../format/event.ts';
+import { stagingKey } from '../sink/s3/keys.ts';
+import { StagingObject } from '../sink/s3/staging.ts';
+import type { BinlogPosition } from '../source/mysql/position.ts';
+
+export interface TableObject {
+  readonly shape: EncodedShape;
+  readonly object: StagingObject;
+  seqMin: string;
+  seqMax: string;
+}
+
+/**
+ * The uncommitted micro-batch: one streaming staging object per table touched. It only ever
+ * holds whole transactions when it is committed (the capture loop cuts at boundaries).
+ */
+export class Batch {
+  readonly tables = new Map<string, TableObject>();
+  events = 0;
+  bytes = 0;
+  transactions = 0;
+  readonly startedAt: number;
+
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+    private readonly prefix: string,
+    private readonly sourceId: string,
+    readonly runId: string,
+    readonly number: number,
+    /** The committed position this batch starts after. */
+    readonly from: BinlogPosition,
+    now: number,
+  ) {
+    this.startedAt = now;
+  }
+
+  stagingKey(name: string): string {
+    return stagingKey(this.prefix, this.sourceId, this.runId, this.number, name);
+  }
+
+  /** Appends encoded lines for one table; resolves once the data is accepted (back-pressure). */
+  write(shape: EncodedShape, lines: string, count: number, seqFirst: string, seqLast: string): Promise<void> | undefined {
+    const name = `${shape.db}.${shape.table}`;
+    let entry = this.tables.get(name);
+    if (!entry) {
+      const object = new StagingObject(this.s3, this.bucket, this.stagingKey(`${encodeURIComponent(shape.db)}/${encodeURIComponent(shape.table)}.jsonl.gz`));
+      entry = { shape, object, seqMin: seqFirst, seqMax: seqLast };
+      this.tables.set(name, entry);
+    }
+    // The shape can change inside a batch (DDL); the manifest records the latest.
+    if (entry.shape !== shape) (entry as { shape: EncodedShape }).shape = shape;
+    entry.seqMax = seqLast;
+    this.events += count;
+    this.bytes += lines.length;
+    return entry.object.write(lines, count);
+  }
+
+  async finish(): Promise<void> {
+    await Promise.all([...this.tables.values()].map((t) => t.object.finish()));
+  }
+
+  async abort(): Promise<void> {
+    await Promise.all([...this.tables.values()].map((t) => t.object.abort()));
+  }
+}

@@ -1,0 +1,270 @@
+import { randomUUID } from 'node:crypto';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { type Config, tableFilter } from '../config/config.ts';
+import { LeaseLostError, SluiceError } from '../errors.ts';
+import { type EncodedShape, encodeKey, encodeRow, encodeSource, eventLine } from '../format/event.ts';
+import { seq, seqPrefix } from '../format/seq.ts';
+import type { Log } from '../log.ts';
+import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
+import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
+import { binaryLogs, checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
+import type { SourceState, StateStore } from '../state/store.ts';
+import { Batch } from './batch.ts';
+import { type CommitContext, commitBatch, commitPosition, recover } from './commit.ts';
+import { type Faults, noFaults } from './faults.ts';
+
+export interface CaptureDeps {
+  readonly config: Config;
+  readonly s3: S3Client;
+  readonly store: StateStore;
+  readonly log: Log;
+  readonly clock?: () => number;
+  readonly faults?: Faults;
+}
+
+export interface CaptureOptions {
+  /** Time this run may take in all (a Lambda's remaining time); the lease lasts exactly this long. */
+  readonly budgetMs: number;
+  /** Stop once caught up with the server's binlog end as of the start (`--once`), not at the budget. */
+  readonly drain?: boolean;
+  /** Identifies this run as lease owner and in staging keys. */
+  readonly runId?: string;
+}
+
+export interface CaptureResult {
+  status: 'captured' | 'busy';
+  runId: string;
+  commits: number;
+  heartbeats: number;
+  events: number;
+  transactions: number;
+  position?: BinlogPosition;
+  caughtUp: boolean;
+}
+
+const TICK = Symbol('tick');
+
+/** Yields the source's items, or TICK when nothing arrived for `ms` (so idle runs can still stop and heartbeat). */
+async function* withTicks<T>(source: AsyncIterable<T>, ms: number): AsyncGenerator<T | typeof TICK> {
+  const iterator = source[Symbol.asyncIterator]();
+  let next = iterator.next();
+  while (true) {
+    let timer: NodeJS.Timeout | undefined;
+    const tick = new Promise<typeof TICK>((resolve) => {
+      timer = setTimeout(() => resolve(TICK), ms);
+    });
+    const result = await Promise.race([next, tick]);
+    clearTimeout(timer);
+    if (result === TICK) {
+      yield TICK;
+      continue;
+    }
+    if (result.done) return;
+    next = iterator.next();
+    yield result.value;
+  }
+}
+
+let preflightDone: string | undefined;
+
+async function startPosition(config: Config, state: SourceState, url: string, log: Log): Promise<{ start: BinlogPosition; target: BinlogPosition }> {
+  const conn = await connect(url);
+  try {
+    if (preflightDone !== url) {
+      await preflight(conn);
+      preflightDone = url; // cached per container: settings do not change between ticks
+    }
+    const target = await masterPosition(conn);
+    if (state.position) {
+      await checkPositionReadable(conn, state.position);
+      return { start: state.position, target };
+    }
+    const startup = config.startup;
+    let start: BinlogPosition;
+    if (startup.mode === 'latest') start = target;
+    else if (startup.mode === 'earliest') {
+      const [first] = await binaryLogs(conn);
+      start = { file: first?.file ?? target.file, pos: 4 };
+    } else {
+      await checkPositionReadable(conn, startup.position);
+      start = startup.position;
+    }
+    log.info('no stored position: starting from startup setting', { startup: startup.mode, start });
+    return { start, target };
+  } finally {
+    await conn.end();
+  }
+}
+
+/**
+ * One capture run (one poller invocation): lease → recovery → preflight → stream and commit in
+ * batches at transaction boundaries → release. See lib/pipeline/commit.ts for the protocol.
+ */
+export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Promise<CaptureResult> {
+  const { config, store, log } = deps;
+  const clock = deps.clock ?? Date.now;
+  const runId = options.runId ?? randomUUID();
+  const startedAt = clock();
+  const leaseExpires = startedAt + options.budgetMs;
+  // Soft deadline: stop taking new transactions. Hard deadline: give up a transaction still in flight
+  // rather than commit after the lease is gone (the store would refuse it anyway).
+  const softDeadline = leaseExpires - config.safetyMarginMs;
+  const hardDeadline = leaseExpires - Math.min(2000, config.safetyMarginMs / 2);
+  const result: CaptureResult = { status: 'captured', runId, commits: 0, heartbeats: 0, events: 0, transactions: 0, caughtUp: false };
+
+  let state: SourceState;
+  try {
+    state = await store.acquireLease(config.sourceId, runId, leaseExpires, startedAt);
+  } catch (error) {
+    if (error instanceof LeaseLostError) {
+      log.info('another run holds the lease; exiting', { reason: error.message });
+      return { ...result, status: 'busy' };
+    }
+    throw error;
+  }
+  const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, prefix: config.prefix, store, owner: runId, faults: deps.faults ?? noFaults, log, clock };
+
+  let reader: BinlogReader | undefined;
+  let batch: Batch | undefined;
+  try {
+    state = await recover(ctx, state);
+    const { start, target } = await startPosition(config, state, config.mysqlUrl, log);
+    let position = start;
+    if (!state.position) state = await commitPosition(ctx, state, start);
+    let committed: BinlogPosition = start;
+    const caughtUp = () => comparePositions(position, target) >= 0;
+    if (options.drain && caughtUp()) {
+      result.caughtUp = true;
+      result.position = position;
+      return result;
+    }
+
+    reader = new BinlogReader({ url: config.mysqlUrl, start, filter: tableFilter(config) });
+    let lastCommitAt = clock();
+    let batchNumber = 0;
+    let inTxn = false;
+    let prefix = '';
+    let index = 0;
+    let source = '';
+
+    const commitData = async (to: BinlogPosition) => {
+      if (!batch) return;
+      state = await commitBatch(ctx, state, batch, to);
+      result.commits++;
+      result.events += batch.events;
+      result.transactions += batch.transactions;
+      batch = undefined;
+      committed = to;
+      lastCommitAt = clock();
+    };
+    /** At a boundary: cut the batch if it is due, or heartbeat the position if nothing is batched. */
+    const atBoundary = async (force: boolean) => {
+      const now = clock();
+      if (batch && batch.events > 0) {
+        const { maxBytes, maxEvents, maxAgeMs } = config.batch;
+        if (force || batch.bytes >= maxBytes || batch.events >= maxEvents || now - batch.startedAt >= maxAgeMs) await commitData(position);
+      } else if (comparePositions(position, committed) > 0 && (force || now - lastCommitAt >= config.commitIntervalMs)) {
+        state = await commitPosition(ctx, state, position);
+        committed = position;
+        lastCommitAt = now;
+        result.heartbeats++;
+      }
+    };
+
+    read: for await (const item of withTicks<BinlogItem>(reader, 1000)) {
+      const now = clock();
+      if (item === TICK) {
+        if (inTxn) continue;
+        const stop = now >= softDeadline || (options.drain === true && caughtUp());
+        await atBoundary(stop);
+        if (stop) break;
+        continue;
+      }
+      if (inTxn && now >= hardDeadline) {
+        throw new SluiceError('TXN_OVER_BUDGET', `the transaction at seq ${prefix} did not end before this run's time was up; the next run re-reads it`, {
+          retriable: true,
+        });
+      }
+      switch (item.kind) {
+        case 'begin':
+          inTxn = true;
+          prefix = seqPrefix(item.file, item.pos);
+          index = 0;
+          source = encodeSource({
+            file: item.file,
+            pos: item.pos,
+            gtid: item.gtid,
+            serverId: item.serverId,
+            tsMs: item.tsMs,
+            txn: item.gtid ?? `${item.file}:${item.pos}`,
+            snapshot: false,
+          });
+          break;
+        case 'rows': {
+          batch ??= new Batch(deps.s3, config.bucket, config.prefix, config.sourceId, runId, ++batchNumber, committed, now);
+          const first = seq(prefix, index);
+          const lines = encodeRows(item, prefix, index, source);
+          index += lines.count;
+          const accepted = batch.write(item.shape, lines.text, lines.count, first, seq(prefix, index - 1));
+          if (accepted) await accepted;
+          break;
+        }
+        case 'commit':
+        case 'progress': {
+          if (item.kind === 'commit') {
+            inTxn = false;
+            if (batch) batch.transactions++;
+            if (item.ddl) log.info('schema change', { db: item.ddl.db, query: item.ddl.query.slice(0, 200) });
+          }
+          position = item.position;
+          const stop = now >= softDeadline || (options.drain === true && caughtUp());
+          await atBoundary(stop);
+          if (stop) break read;
+          break;
+        }
+      }
+    }
+    result.position = committed;
+    result.caughtUp ||= caughtUp();
+    return result;
+  } catch (error) {
+    if (batch) await batch.abort();
+    if (error instanceof SluiceError && !error.retriable) {
+      await store.recordError(config.sourceId, { code: error.code, message: error.message }, clock()).catch(() => {});
+    }
+    throw error;
+  } finally {
+    await reader?.stop();
+    await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
+  }
+}
+
+/** Encodes one rows event into lines; a primary-key change becomes a delete of the old key and a create of the new. */
+function encodeRows(item: Extract<BinlogItem, { kind: 'rows' }>, prefix: string, start: number, source: string): { text: string; count: number } {
+  const shape: EncodedShape = item.shape;
+  let text = '';
+  let index = start;
+  if (item.op === 'update') {
+    for (const { before, after } of item.rows) {
+      const b = encodeRow(shape, before);
+      const a = encodeRow(shape, after);
+      const kb = encodeKey(shape, before);
+      const ka = encodeKey(shape, after);
+      if (kb === ka) text += eventLine('u', shape, ka, b, a, source, seq(prefix, index++));
+      else {
+        text += eventLine('d', shape, kb, b, 'null', source, seq(prefix, index++));
+        text += eventLine('c', shape, ka, 'null', a, source, seq(prefix, index++));
+      }
+    }
+  } else {
+    const op = item.op === 'insert' ? 'c' : 'd';
+    for (const row of item.rows) {
+      const r = encodeRow(shape, row);
+      text +=
+        op === 'c'
+          ? eventLine('c', shape, encodeKey(shape, row), 'null', r, source, seq(prefix, index++))
+          : eventLine('d', shape, encodeKey(shape, row), r, 'null', source, seq(prefix, index++));
+    }
+  }
+  return { text, count: index - start };
+}

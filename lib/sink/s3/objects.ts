@@ -1,0 +1,59 @@
+import {
+  CopyObjectCommand,
+  DeleteObjectsCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  NotFound,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+
+const copySource = (bucket: string, key: string) => `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+
+export async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
+  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `${JSON.stringify(value, null, 1)}\n`, ContentType: 'application/json' }));
+}
+
+async function exists(s3: S3Client, bucket: string, key: string): Promise<boolean> {
+  try {
+    await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    return true;
+  } catch (error) {
+    if (error instanceof NotFound || (error as { name?: string }).name === 'NotFound') return false;
+    throw error;
+  }
+}
+
+/**
+ * Copies staging → final. Idempotent: if the staging object is gone, an earlier run already copied
+ * it (staging is deleted only after every copy of its commit), so the final object must exist.
+ */
+export async function copyObject(s3: S3Client, bucket: string, from: string, to: string): Promise<void> {
+  try {
+    await s3.send(new CopyObjectCommand({ Bucket: bucket, CopySource: copySource(bucket, from), Key: to }));
+  } catch (error) {
+    const missing = error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey';
+    if (!missing) throw error;
+    if (!(await exists(s3, bucket, to))) {
+      throw new Error(`staging object ${from} and final object ${to} are both missing; the commit cannot be completed`, { cause: error });
+    }
+  }
+}
+
+export async function deleteObjects(s3: S3Client, bucket: string, keys: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 1000) {
+    const chunk = keys.slice(i, i + 1000);
+    const { Errors } = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }));
+    if (Errors?.length) throw new Error(`could not delete ${Errors.length} staging objects, first: ${Errors[0]?.Key}: ${Errors[0]?.Message}`);
+  }
+}
+
+export async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
+  let ContinuationToken: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken }));
+    for (const object of page.Contents ?? []) if (object.Key) yield object.Key;
+    ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (ContinuationToken);
+}

@@ -1,0 +1,35 @@
+import { ConfigError } from '../../errors.ts';
+
+/**
+ * A binlog position at a transaction boundary: resuming from it replays nothing and skips nothing.
+ * `gtid` is the last transaction committed at that point (MariaDB `d-s-n` or a MySQL `uuid:n`),
+ * kept as an opaque string because the two servers' shapes differ.
+ */
+export interface BinlogPosition {
+  readonly file: string;
+  readonly pos: number;
+  readonly gtid?: string;
+}
+
+/** The numeric suffix of a binlog file name (`binlog.000042` → 42). */
+export function fileNumber(file: string): number {
+  const match = /\.(\d+)$/.exec(file);
+  if (!match?.[1]) throw new ConfigError(`binlog file name "${file}" has no numeric suffix (expected e.g. binlog.000042)`);
+  return Number(match[1]);
+}
+
+/** Orders positions: by file number, then by offset. */
+export function comparePositions(a: BinlogPosition, b: BinlogPosition): number {
+  return fileNumber(a.file) - fileNumber(b.file) || a.pos - b.pos;
+}
+
+export function formatPosition(p: BinlogPosition): string {
+  return `${p.file}:${p.pos}${p.gtid ? ` (gtid ${p.gtid})` : ''}`;
+}
+
+/** Parses `<file>:<pos>`, as in `SLUICE_STARTUP=position:binlog.000003:1234`. */
+export function parsePosition(text: string): BinlogPosition {
+  const match = /^([^:\s]+\.\d+):(\d+)$/.exec(text);
+  if (!match?.[1] || !match[2]) throw new ConfigError(`"${text}" is not a binlog position; expected <file>:<pos>, e.g. binlog.000003:1234`);
+  return { file: match[1], pos: Number(match[2]) };
+}
