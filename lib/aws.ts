@@ -24,3 +24,17 @@ export async function initResources(config: Config, clients: ReturnType<typeof c
     return { bucket: 'created' };
   }
 }
+
+/** Counts requests per command name on a client (benchmarks report S3 requests per 1M rows). */
+export function countRequests(client: S3Client | DynamoDBClient): Map<string, number> {
+  const counts = new Map<string, number>();
+  (client as S3Client).middlewareStack.add(
+    (next, context) => (args) => {
+      const name = context.commandName ?? 'unknown';
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name: 'sluiceRequestCounter' },
+  );
+  return counts;
+}

@@ -1,9 +1,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { LocalStackError } from '../errors.ts';
-import { freePort, spawnDetached, waitFor } from './process.ts';
+import { freePort, spawnDetached, stopProcess, waitFor } from './process.ts';
 
 export interface MariaDbInstance {
   pid: number;
@@ -68,6 +68,9 @@ export async function startMariaDb(dir: string, log: (line: string) => void): Pr
       stdio: 'pipe',
     });
   }
+  // The datadir is ours alone: an instance still holding it (e.g. after an interrupted `up`) is stale.
+  const pidFile = join(dir, 'mariadb.pid');
+  if (existsSync(pidFile)) await stopProcess(Number(readFileSync(pidFile, 'utf8').trim()));
   const port = await freePort();
   const errLog = join(dir, 'error.log');
   const socket = join(dir, 'mariadb.sock');
@@ -77,7 +80,7 @@ export async function startMariaDb(dir: string, log: (line: string) => void): Pr
       '--no-defaults',
       `--datadir=${datadir}`,
       `--socket=${socket}`,
-      `--pid-file=${join(dir, 'mariadb.pid')}`,
+      `--pid-file=${pidFile}`,
       `--port=${port}`,
       '--bind-address=127.0.0.1',
       '--user=root',

@@ -92,7 +92,7 @@ export async function commitBatch(ctx: CommitContext, state: SourceState, batch:
   };
   const stagedManifest = batch.stagingKey('manifest.json');
   await putJson(ctx.s3, ctx.bucket, stagedManifest, manifest);
-  ctx.faults.hit('after-staging');
+  await ctx.faults.hit('after-staging');
 
   const pending: PendingCommit = {
     commitSeq,
@@ -103,7 +103,7 @@ export async function commitBatch(ctx: CommitContext, state: SourceState, batch:
   };
   const committed = await ctx.store.commit(fence(ctx, state), { position: to, pending });
   ctx.log.info('committed batch', { commitSeq, events: batch.events, transactions: batch.transactions, objects: tables.length, position: to });
-  ctx.faults.hit('after-commit');
+  await ctx.faults.hit('after-commit');
   return finishPending(ctx, committed);
 }
 
@@ -113,9 +113,9 @@ export async function finishPending(ctx: CommitContext, state: SourceState): Pro
   if (!pending) return state;
   for (const [i, copy] of pending.copies.entries()) {
     await copyObject(ctx.s3, ctx.bucket, copy.from, copy.to);
-    if (i === 0) ctx.faults.hit('mid-rename');
+    if (i === 0) await ctx.faults.hit('mid-rename');
   }
-  ctx.faults.hit('before-clear');
+  await ctx.faults.hit('before-clear');
   await deleteObjects(
     ctx.s3,
     ctx.bucket,

@@ -13,7 +13,8 @@ export type FaultPoint =
   | 'before-clear';
 
 export interface Faults {
-  hit(point: FaultPoint): void;
+  /** May throw (a crash) or wait (a stall, e.g. until the lease expires). */
+  hit(point: FaultPoint): void | Promise<void>;
 }
 
 export const noFaults: Faults = { hit() {} };

@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseLostError, PositionLostError } from '../../lib/errors.ts';
+import { startMariaDb } from '../../lib/local/mariadb.ts';
+import { stopProcess } from '../../lib/local/process.ts';
+import { crashAt, type FaultPoint, InjectedFault } from '../../lib/pipeline/faults.ts';
+import { connect, preflight } from '../../lib/source/mysql/server.ts';
+import { expectExactlyOnce, testSource } from '../support/source.ts';
+
+const POINTS: FaultPoint[] = ['after-staging', 'after-commit', 'mid-rename', 'before-clear'];
+
+describe('crash recovery and fencing (real stack)', () => {
+  it.each(POINTS)('a crash at %s, then a clean run: every change lands exactly once', async (point) => {
+    await using source = await testSource('crash');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT); CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40), n INT)');
+    await source.capture();
+    await source.sql("INSERT INTO a VALUES (1,'x',1),(2,'y',2); BEGIN; INSERT INTO b VALUES (1,'z',1); UPDATE a SET n = 5; COMMIT; DELETE FROM a WHERE id = 2");
+
+    await expect(source.capture({ faults: crashAt(point) })).rejects.toBeInstanceOf(InjectedFault);
+    const crashed = await source.state();
+    // Before the commit nothing moved; after it the renames are recorded as pending.
+    expect(crashed?.pending !== undefined).toBe(point !== 'after-staging');
+
+    await source.sql("INSERT INTO a VALUES (3,'later',3)");
+    await source.capture();
+    const { events, duplicates, differences } = await expectExactlyOnce(source, ['a', 'b']);
+    expect(duplicates).toBe(0);
+    expect(differences).toEqual([]);
+    expect(events).toHaveLength(7);
+    expect(await source.stagingKeys()).toEqual([]);
+    expect((await source.state())?.pending).toBeUndefined();
+  });
+
+  it('a zombie whose lease expired cannot commit; its successor captures everything once', async () => {
+    await using source = await testSource('zombie');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT)');
+    await source.capture();
+    await source.sql("INSERT INTO a VALUES (1,'x',1),(2,'y',2)");
+
+    let successor: Awaited<ReturnType<typeof source.capture>> | undefined;
+    // The zombie stalls after staging (a GC pause, a frozen container) until its 3 s lease is gone;
+    // meanwhile a new run takes over, cleans the zombie's staging and commits the same changes.
+    const zombie = source.capture({
+      budgetMs: 3_000,
+      faults: {
+        async hit(point) {
+          if (point !== 'after-staging') return;
+          await new Promise((resolve) => setTimeout(resolve, 3_200));
+          successor = await source.capture();
+        },
+      },
+    });
+    await expect(zombie).rejects.toBeInstanceOf(LeaseLostError);
+    expect(successor?.status).toBe('captured');
+    expect(successor?.events).toBe(2);
+    const { events, duplicates, differences } = await expectExactlyOnce(source, ['a']);
+    expect(events).toHaveLength(2);
+    expect(duplicates).toBe(0);
+    expect(differences).toEqual([]);
+  });
+});
+
+describe('on a private MariaDB (these change server-wide settings)', () => {
+  let dir: string;
+  let server: Awaited<ReturnType<typeof startMariaDb>>;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sluice-private-'));
+    server = await startMariaDb(dir, () => {});
+  });
+  afterAll(async () => {
+    await stopProcess(server.pid);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a purged binlog position fails with a clear error, recorded for status, and skips nothing', async () => {
+    await using source = await testSource('purge', { SLUICE_MYSQL_URL: server.url });
+    const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
+    await admin.query(`CREATE DATABASE ${source.db}; CREATE TABLE ${source.db}.a (id INT PRIMARY KEY)`);
+    await source.capture();
+    await admin.query(`INSERT INTO ${source.db}.a VALUES (1); FLUSH BINARY LOGS; INSERT INTO ${source.db}.a VALUES (2); FLUSH BINARY LOGS`);
+    const [[newest]] = (await admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string }]];
+    // MariaDB keeps a binlog until the storage engine's checkpoint has passed it: retry until gone.
+    for (let attempt = 0; attempt < 100; attempt++) {
+      await admin.query(`PURGE BINARY LOGS TO '${newest.File}'`);
+      const [logs] = (await admin.query('SHOW BINARY LOGS')) as unknown as [{ Log_name: string }[]];
+      if (logs[0]?.Log_name === newest.File) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await admin.end();
+
+    const failure = source.capture();
+    await expect(failure).rejects.toBeInstanceOf(PositionLostError);
+    await expect(failure).rejects.toThrow(/not on the server.*purged.*re-snapshot/s);
+    expect((await source.state())?.error?.code).toBe('POSITION_LOST');
+    expect(await source.manifests()).toEqual([]);
+  });
+
+  it('refuses a server without FULL row metadata, naming the fix', async () => {
+    const admin = await mysql.createConnection({ uri: server.adminUrl });
+    await admin.query("SET GLOBAL binlog_row_metadata = 'MINIMAL'");
+    try {
+      const conn = await connect(server.url);
+      await expect(preflight(conn).finally(() => conn.end())).rejects.toThrow(/binlog_row_metadata is MINIMAL.*SET GLOBAL binlog_row_metadata = 'FULL'/);
+    } finally {
+      await admin.query("SET GLOBAL binlog_row_metadata = 'FULL'");
+      await admin.end();
+    }
+  });
+});

@@ -1,0 +1,20 @@
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { down, env, up } from '../../lib/local/stack.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    stackEnv: Record<string, string>;
+  }
+}
+
+const home = join(process.cwd(), '.sluice', 'test');
+
+/** Starts the local stack for the test run (a separate home from `npm start`'s) and stops it after. */
+export default async function setup(project: TestProject) {
+  const stack = await up({ home, log: (line) => console.error(`[stack] ${line}`) });
+  project.provide('stackEnv', env(stack));
+  return async () => {
+    if (process.env.SLUICE_KEEP_STACK !== '1') await down({ home });
+  };
+}
