@@ -112,9 +112,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   });
 }
 
-/** True when `db.table` passes the include/exclude filters (include empty = everything). */
+/** The server's own schemas are never captured. */
+const SYSTEM_SCHEMAS = new Set(['mysql', 'sys', 'information_schema', 'performance_schema']);
+
+/** True when `db.table` passes the include/exclude filters (include empty = every user table). */
 export function tableFilter(config: Pick<Config, 'include' | 'exclude'>): (db: string, table: string) => boolean {
   return (db, table) => {
+    if (SYSTEM_SCHEMAS.has(db)) return false;
     const name = `${db}.${table}`;
     if (config.exclude.some((r) => r.test(name))) return false;
     return config.include.length === 0 || config.include.some((r) => r.test(name));

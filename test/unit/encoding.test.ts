@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { binlogColumn } from '../../lib/format/binlog-columns.ts';
+import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
+import { seq, seqPrefix } from '../../lib/format/seq.ts';
+import { encodeValue, float32Text } from '../../lib/format/types.ts';
+
+describe('value encoding', () => {
+  it('writes FLOAT as the shortest decimal that round-trips to the stored float32', () => {
+    expect(float32Text(3.141590118408203)).toBe('3.14159');
+    expect(float32Text(Math.fround(0.1))).toBe('0.1');
+    expect(float32Text(Math.fround(16777217))).toBe('16777216');
+    expect(float32Text(Math.fround(-1.5e-7))).toBe('-1.5e-7');
+    for (const v of [1 / 3, 123456.789, 3.4e38, 1e-38]) expect(Math.fround(Number(float32Text(Math.fround(v))))).toBe(Math.fround(v));
+  });
+
+  it('keeps integers exact and unquoted, and refuses a non-integer in an integer column', () => {
+    expect(encodeValue('int', '18446744073709551615')).toBe('18446744073709551615');
+    expect(encodeValue('int', -128)).toBe('-128');
+    expect(() => encodeValue('int', '1.5')).toThrow(/non-integer/);
+  });
+
+  it('encodes the other kinds as the format specifies', () => {
+    expect(encodeValue('decimal', '12.50')).toBe('"12.50"');
+    expect(encodeValue('double', 1e300)).toBe('1e+300');
+    expect(encodeValue('bit', Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]))).toBe('18446744073709551615');
+    expect(encodeValue('binary', Buffer.from([0, 1, 2]))).toBe('"AAEC"');
+    expect(encodeValue('timestamp', '2024-01-01 00:00:00.120')).toBe('"2024-01-01T00:00:00.120Z"');
+    expect(encodeValue('timestamp', '0000-00-00 00:00:00')).toBe('"0000-00-00 00:00:00"');
+    expect(encodeValue('string', 'a"b\n')).toBe('"a\\"b\\n"');
+    expect(encodeValue('date', null)).toBe('null');
+  });
+
+  it('tells text from binary columns by charset', () => {
+    expect(binlogColumn({ name: 'a', type: 252, charset: 'utf8mb4' }).kind).toBe('string');
+    expect(binlogColumn({ name: 'a', type: 252, charset: null }).kind).toBe('binary');
+    expect(binlogColumn({ name: 'a', type: 8 }, true).sqlType).toBe('bigint unsigned');
+    expect(binlogColumn({ name: 'a', type: 18, metadata: { decimals: 6 } }).sqlType).toBe('datetime(6)');
+  });
+});
+
+describe('event lines', () => {
+  const shape = encodeShape({
+    db: 'shop',
+    table: 'orders',
+    columns: [
+      { name: 'id', kind: 'int', sqlType: 'bigint unsigned' },
+      { name: 'total', kind: 'decimal', sqlType: 'decimal(10,2)' },
+    ],
+    key: [0],
+  });
+
+  it('builds parseable JSON with the key taken from the primary-key columns', () => {
+    const row = { id: '18446744073709551615', total: '9.90' };
+    const line = eventLine('c', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), '{}', 'S');
+    expect(line.endsWith('\n')).toBe(true);
+    expect(line).toBe(
+      '{"op":"c","db":"shop","table":"orders","key":{"id":18446744073709551615},"before":null,"after":{"id":18446744073709551615,"total":"9.90"},"source":{},"seq":"S"}\n',
+    );
+    expect(JSON.parse(line).after.total).toBe('9.90');
+  });
+
+  it('writes a null key for tables without a primary key', () => {
+    expect(encodeKey(encodeShape({ ...shape, key: null }), { id: 1, total: '1.00' })).toBe('null');
+  });
+});
+
+describe('seq', () => {
+  it('sorts as strings exactly as (file number, transaction offset, index) sort as numbers', () => {
+    const cases: [string, number, number][] = [
+      ['binlog.000009', 999_999, 9],
+      ['binlog.000009', 1_000_000, 0],
+      ['binlog.000009', 1_000_000, 10],
+      ['binlog.000010', 4, 0],
+      ['binlog.1000000', 4, 0],
+    ];
+    const seqs = cases.map(([file, pos, i]) => seq(seqPrefix(file, pos), i));
+    expect([...seqs].sort()).toEqual(seqs);
+    expect(new Set(seqs).size).toBe(seqs.length);
+  });
+});
