@@ -18,7 +18,8 @@ export interface TableObject {
 export class Batch {
   readonly tables = new Map<string, TableObject>();
   events = 0;
-  bytes = 0;
+  /** Uncompressed size in characters (≈ bytes for mostly-ASCII data). */
+  size = 0;
   transactions = 0;
   readonly startedAt: number;
 
@@ -53,7 +54,8 @@ export class Batch {
     if (entry.shape !== shape) (entry as { shape: EncodedShape }).shape = shape;
     entry.seqMax = seqLast;
     this.events += count;
-    this.bytes += lines.length;
+    // Characters, not bytes: close enough to cut batches by size without encoding twice.
+    this.size += lines.length;
     return entry.object.write(lines, count);
   }
 

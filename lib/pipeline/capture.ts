@@ -42,29 +42,6 @@ export interface CaptureResult {
   caughtUp: boolean;
 }
 
-const TICK = Symbol('tick');
-
-/** Yields the source's items, or TICK when nothing arrived for `ms` (so idle runs can still stop and heartbeat). */
-async function* withTicks<T>(source: AsyncIterable<T>, ms: number): AsyncGenerator<T | typeof TICK> {
-  const iterator = source[Symbol.asyncIterator]();
-  let next = iterator.next();
-  while (true) {
-    let timer: NodeJS.Timeout | undefined;
-    const tick = new Promise<typeof TICK>((resolve) => {
-      timer = setTimeout(() => resolve(TICK), ms);
-    });
-    const result = await Promise.race([next, tick]);
-    clearTimeout(timer);
-    if (result === TICK) {
-      yield TICK;
-      continue;
-    }
-    if (result.done) return;
-    next = iterator.next();
-    yield result.value;
-  }
-}
-
 let preflightDone: string | undefined;
 
 async function startPosition(config: Config, state: SourceState, url: string, log: Log): Promise<{ start: BinlogPosition; target: BinlogPosition }> {
@@ -162,7 +139,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       const now = clock();
       if (batch && batch.events > 0) {
         const { maxBytes, maxEvents, maxAgeMs } = config.batch;
-        if (force || batch.bytes >= maxBytes || batch.events >= maxEvents || now - batch.startedAt >= maxAgeMs) await commitData(position);
+        if (force || batch.size >= maxBytes || batch.events >= maxEvents || now - batch.startedAt >= maxAgeMs) await commitData(position);
       } else if (comparePositions(position, committed) > 0 && (force || now - lastCommitAt >= config.commitIntervalMs)) {
         state = await commitPosition(ctx, state, position);
         committed = position;
@@ -171,9 +148,9 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       }
     };
 
-    read: for await (const item of withTicks<BinlogItem>(reader, 1000)) {
+    read: for await (const item of reader) {
       const now = clock();
-      if (item === TICK) {
+      if (item.kind === 'idle') {
         if (inTxn) continue;
         const stop = now >= softDeadline || (options.drain === true && caughtUp());
         await atBoundary(stop);

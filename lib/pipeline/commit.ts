@@ -63,6 +63,7 @@ export interface Manifest {
 
 /** Stages, commits and renames one batch; returns the new state. */
 export async function commitBatch(ctx: CommitContext, state: SourceState, batch: Batch, to: BinlogPosition): Promise<SourceState> {
+  const started = ctx.clock();
   await batch.finish();
   const commitSeq = state.commitSeq + 1;
   const tables = [...batch.tables.values()];
@@ -101,10 +102,21 @@ export async function commitBatch(ctx: CommitContext, state: SourceState, batch:
       { from: stagedManifest, to: manifestKey(ctx.prefix, state.sourceId, commitSeq) },
     ],
   };
+  const staged = ctx.clock();
   const committed = await ctx.store.commit(fence(ctx, state), { position: to, pending });
-  ctx.log.info('committed batch', { commitSeq, events: batch.events, transactions: batch.transactions, objects: tables.length, position: to });
+  const stored = ctx.clock();
   await ctx.faults.hit('after-commit');
-  return finishPending(ctx, committed);
+  const done = await finishPending(ctx, committed);
+  ctx.log.info('committed batch', {
+    commitSeq,
+    events: batch.events,
+    transactions: batch.transactions,
+    objects: tables.length,
+    size: batch.size,
+    position: to,
+    ms: { stage: staged - started, commit: stored - staged, rename: ctx.clock() - stored },
+  });
+  return done;
 }
 
 /** Step 3: copy staging → final (idempotent), delete staging, clear `pending`. Also the roll-forward. */

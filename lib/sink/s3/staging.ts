@@ -3,22 +3,30 @@ import { createGzip, type Gzip } from 'node:zlib';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 
+/** Uncompressed bytes a staging object may hold before the writer waits for compression. */
+const MAX_BUFFERED = 16 * 1024 * 1024;
+/** Writes are coalesced to this size: each gzip write is a thread-pool round trip, costly per small event. */
+const CHUNK = 1024 * 1024;
+
 /**
  * One staging object being written: text → gzip → S3 (a single PUT when small, multipart when
  * large), so a batch or a transaction of any size streams through bounded memory.
  */
 export class StagingObject {
   readonly key: string;
-  /** Uncompressed bytes written. */
+  /** Uncompressed bytes written (exact once finished). */
   bytes = 0;
   events = 0;
   private readonly gzip: Gzip;
   private readonly upload: Upload;
   private readonly done: Promise<unknown>;
+  private pending = '';
 
   constructor(s3: S3Client, bucket: string, key: string, contentType = 'application/x-ndjson') {
     this.key = key;
-    this.gzip = createGzip({ level: 6 });
+    // Level 1: on a 2-core Lambda the compressor competes with decoding; level 6 costs ~3x the CPU
+    // for ~15% smaller objects (measured in docs/PERFORMANCE.md).
+    this.gzip = createGzip({ level: 1, chunkSize: 256 * 1024 });
     this.upload = new Upload({
       client: s3,
       params: { Bucket: bucket, Key: key, Body: this.gzip, ContentType: contentType, ContentEncoding: 'gzip' },
@@ -31,15 +39,30 @@ export class StagingObject {
     this.done.catch(() => {});
   }
 
-  /** Appends text; resolves at once unless the gzip buffer is full (back-pressure). */
+  /**
+   * Appends text. Waits only when more than MAX_BUFFERED bytes await compression: waiting at the
+   * stream's own high-water mark would make decoding and compression (in the libuv pool) take
+   * turns, since 'drain' fires only once the buffer is empty.
+   */
   write(text: string, events: number): Promise<void> | undefined {
-    this.bytes += Buffer.byteLength(text);
     this.events += events;
-    if (this.gzip.write(text)) return undefined;
+    this.pending += text;
+    if (this.pending.length < CHUNK) return undefined;
+    this.flush();
+    if (this.gzip.writableLength < MAX_BUFFERED) return undefined;
     return once(this.gzip, 'drain').then(() => undefined);
   }
 
+  /** Encodes the coalesced text once: its UTF-8 length is the exact byte count. */
+  private flush(): void {
+    const chunk = Buffer.from(this.pending, 'utf8');
+    this.pending = '';
+    this.bytes += chunk.length;
+    this.gzip.write(chunk);
+  }
+
   async finish(): Promise<void> {
+    this.flush();
     this.gzip.end();
     await this.done;
   }

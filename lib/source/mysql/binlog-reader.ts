@@ -16,7 +16,9 @@ export type BinlogItem =
   /** A transaction (or a DDL statement) ended; `position` is right after it. */
   | { kind: 'commit'; position: BinlogPosition; ddl?: { db: string; query: string } }
   /** A non-transactional event between transactions (rotate, checkpoint, heartbeat): the position moved. */
-  | { kind: 'progress'; position: BinlogPosition };
+  | { kind: 'progress'; position: BinlogPosition }
+  /** Nothing arrived for `idleMs`: lets an idle consumer stop or heartbeat on time. */
+  | { kind: 'idle' };
 
 export interface BinlogReaderOptions {
   url: string;
@@ -27,6 +29,8 @@ export interface BinlogReaderOptions {
   serverId?: number;
   /** Pause the connection when this many rows wait unconsumed (memory back-pressure). */
   highWaterRows?: number;
+  /** Emit an `idle` item after this long without events. */
+  idleMs?: number;
 }
 
 const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete' } as const;
@@ -198,10 +202,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         continue;
       }
       if (this.stopped) return;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
+      let timer: NodeJS.Timeout | undefined;
+      const idle = await new Promise<boolean>((resolve) => {
+        this.wake = () => resolve(false);
+        timer = setTimeout(() => resolve(true), this.options.idleMs ?? 1000);
       });
+      clearTimeout(timer);
       this.wake = undefined;
+      if (idle) yield { kind: 'idle' };
     }
   }
 

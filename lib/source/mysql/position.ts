@@ -11,11 +11,18 @@ export interface BinlogPosition {
   readonly gtid?: string;
 }
 
-/** The numeric suffix of a binlog file name (`binlog.000042` → 42). */
+const fileNumbers = new Map<string, number>();
+
+/** The numeric suffix of a binlog file name (`binlog.000042` → 42); memoized, it is asked per transaction. */
 export function fileNumber(file: string): number {
+  const known = fileNumbers.get(file);
+  if (known !== undefined) return known;
   const match = /\.(\d+)$/.exec(file);
   if (!match?.[1]) throw new ConfigError(`binlog file name "${file}" has no numeric suffix (expected e.g. binlog.000042)`);
-  return Number(match[1]);
+  const n = Number(match[1]);
+  if (fileNumbers.size > 10_000) fileNumbers.clear();
+  fileNumbers.set(file, n);
+  return n;
 }
 
 /** Orders positions: by file number, then by offset. */
