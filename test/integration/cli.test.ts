@@ -1,0 +1,60 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { testSource } from '../support/source.ts';
+
+const run = promisify(execFile);
+
+/** Runs the real `sluice` command with the given environment; never throws, returns exit code and output. */
+async function sluice(args: string[], env: Record<string, string | undefined>) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['bin/sluice.js', ...args], {
+      env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('sluice CLI', () => {
+  it('init, doctor, capture --once and status work against the local stack', async () => {
+    await using source = await testSource('cli');
+    const env = { ...process.env, SLUICE_SOURCE_ID: source.db, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\..*`, SLUICE_HOME: '/nonexistent' };
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10))');
+
+    expect((await sluice(['init'], env)).stdout).toMatch(/state table sluice-state ready; bucket sluice-local exists/);
+    const doctor = await sluice(['doctor'], env);
+    expect(doctor.code).toBe(0);
+    expect(doctor.stdout.match(/^ok /gm)).toHaveLength(3);
+
+    expect((await sluice(['capture', '--once'], env)).stdout).toMatch(/captured 0 events/);
+    await source.sql("INSERT INTO a VALUES (1,'x'),(2,'y')");
+    const capture = await sluice(['capture', '--once'], env);
+    expect(capture.stdout).toMatch(/captured 2 events in 1 transactions, 1 commits.*\(caught up\)/);
+
+    const status = JSON.parse((await sluice(['status', '--json'], env)).stdout);
+    expect(status).toMatchObject({ source: source.db, commitSeq: 1, lagBytes: 0, positionOnServer: true });
+    expect(status.lease).toBeUndefined();
+    expect((await sluice(['status'], env)).stdout).toMatch(/lag\s+0 bytes of binlog/);
+  });
+
+  it('a bad setting exits non-zero naming the variable and what it accepts', async () => {
+    const result = await sluice(['capture', '--once', '--startup', 'yesterday'], { ...process.env, SLUICE_SOURCE_ID: 'x', SLUICE_HOME: '/nonexistent' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/SLUICE_STARTUP: expected latest, earliest or position:<file>:<pos>, got "yesterday"/);
+  });
+
+  it('doctor reports a server it cannot reach, and exits non-zero', async () => {
+    const result = await sluice(['doctor'], {
+      ...process.env,
+      SLUICE_SOURCE_ID: 'x',
+      SLUICE_MYSQL_URL: 'mysql://u:secret@127.0.0.1:1/',
+      SLUICE_HOME: '/nonexistent',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/FAIL {2}MySQL mysql:\/\/u:\*\*\*@127\.0\.0\.1:1\//);
+    expect(result.stdout).not.toMatch(/secret/);
+  });
+});
