@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { BucketAlreadyOwnedByYou, CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from './config/config.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 
@@ -20,7 +20,12 @@ export async function initResources(config: Config, clients: ReturnType<typeof c
     await clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }));
     return { bucket: 'exists' };
   } catch {
-    await clients.s3.send(new CreateBucketCommand({ Bucket: config.bucket }));
+    try {
+      await clients.s3.send(new CreateBucketCommand({ Bucket: config.bucket }));
+    } catch (error) {
+      // Created concurrently by another `init`: that is what we wanted.
+      if (!(error instanceof BucketAlreadyOwnedByYou)) throw error;
+    }
     return { bucket: 'created' };
   }
 }

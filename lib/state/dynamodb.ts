@@ -4,6 +4,7 @@ import {
   DescribeTableCommand,
   type DynamoDBClient,
   GetItemCommand,
+  ResourceInUseException,
   ResourceNotFoundException,
   UpdateItemCommand,
   type UpdateItemCommandInput,
@@ -172,13 +173,18 @@ export async function ensureStateTable(client: DynamoDBClient, table: string): P
   } catch (error) {
     if (!(error instanceof ResourceNotFoundException)) throw error;
   }
-  await client.send(
-    new CreateTableCommand({
-      TableName: table,
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: table,
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+  } catch (error) {
+    // Another `init` (or a test running in parallel) created it first: fine, wait until it is ACTIVE.
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
   await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName: table });
 }

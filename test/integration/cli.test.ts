@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { createClients, initResources } from '../../lib/aws.ts';
+import { loadConfig } from '../../lib/config/config.ts';
 import { testSource } from '../support/source.ts';
 
 const run = promisify(execFile);
@@ -38,6 +40,16 @@ describe('sluice CLI', () => {
     expect(status).toMatchObject({ source: source.db, commitSeq: 1, lagBytes: 0, positionOnServer: true });
     expect(status.lease).toBeUndefined();
     expect((await sluice(['status'], env)).stdout).toMatch(/lag\s+0 bytes of binlog/);
+  });
+
+  it('init is idempotent and safe to run concurrently', async () => {
+    const name = `init-${Date.now()}`;
+    const config = loadConfig({ ...process.env, SLUICE_SOURCE_ID: 'x', SLUICE_STATE_TABLE: name, SLUICE_BUCKET: name });
+    const clients = createClients(config);
+    const results = await Promise.all([initResources(config, clients), initResources(config, clients), initResources(config, clients)]);
+    expect(results).toHaveLength(3);
+    expect(await initResources(config, clients)).toEqual({ bucket: 'exists' });
+    expect(await clients.store.get('x')).toBeUndefined();
   });
 
   it('a bad setting exits non-zero naming the variable and what it accepts', async () => {
