@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { countRequests } from '../../lib/aws.ts';
 import { loadConfig } from '../../lib/config/config.ts';
-import { comparePositions } from '../../lib/source/mysql/position.ts';
-import { connect, masterPosition } from '../../lib/source/mysql/server.ts';
+import { comparePositions, fileNumber } from '../../lib/source/mysql/position.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
 
 const TABLES = 'CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT); CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40), n INT);';
@@ -140,15 +139,13 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     await other.sql('INSERT INTO t VALUES (1),(2),(3); FLUSH BINARY LOGS; INSERT INTO t VALUES (4)');
     const result = await source.capture();
     const after = (await source.state())?.position;
-    const conn = await connect(source.config.mysqlUrl);
-    const master = await masterPosition(conn);
-    await conn.end();
 
     expect(result.events).toBe(0);
     expect(result.heartbeats).toBeGreaterThanOrEqual(1);
+    expect(result.caughtUp).toBe(true);
     expect(await source.manifests()).toEqual([]);
-    expect(before && after && comparePositions(after, before)).toBeGreaterThan(0);
-    expect(after?.file).toBe(master.file);
+    // The filtered traffic crossed a FLUSH: the stored position left the old file.
+    expect(before && after && fileNumber(after.file)).toBeGreaterThan(before ? fileNumber(before.file) : Infinity);
   });
 
   it('applies the include/exclude filters to tables', async () => {
