@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { gunzipSync } from 'node:zlib';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
 import mysql from 'mysql2/promise';
 import { inject } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
@@ -9,6 +7,7 @@ import { silentLog } from '../../lib/log.ts';
 import { type CaptureOptions, type CaptureResult, runCapture } from '../../lib/pipeline/capture.ts';
 import type { Manifest } from '../../lib/pipeline/commit.ts';
 import type { Faults } from '../../lib/pipeline/faults.ts';
+import { eventLines, manifests } from '../../lib/pipeline/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 
@@ -65,30 +64,21 @@ export async function testSource(name: string, overrides: Record<string, string>
     async state() {
       return clients.store.get(config.sourceId);
     },
-    async get(key: string): Promise<Buffer> {
-      const object = await clients.s3.send(new GetObjectCommand({ Bucket: config.bucket, Key: key }));
-      return Buffer.from(await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
-    },
     async keys(prefix: string): Promise<string[]> {
       const keys: string[] = [];
       for await (const key of listKeys(clients.s3, config.bucket, prefix)) keys.push(key);
       return keys;
     },
     async manifests(): Promise<Manifest[]> {
-      const keys = await source.keys(`${config.prefix}manifests/${config.sourceId}/`);
-      return Promise.all(keys.sort().map(async (key) => JSON.parse((await source.get(key)).toString()) as Manifest));
+      const all: Manifest[] = [];
+      for await (const manifest of manifests(clients.s3, config.bucket, config.prefix, config.sourceId)) all.push(manifest);
+      return all;
     },
     /** Every committed event, in the order of the manifests (the change feed). */
     async events(): Promise<ChangeEvent[]> {
       const events: ChangeEvent[] = [];
-      for (const manifest of await source.manifests()) {
-        for (const object of manifest.objects) {
-          const lines = gunzipSync(await source.get(object.key))
-            .toString('utf8')
-            .split('\n')
-            .filter(Boolean);
-          for (const raw of lines) events.push({ ...(JSON.parse(raw) as ChangeEvent), raw, commitSeq: manifest.commit_seq });
-        }
+      for await (const { manifest, line } of eventLines(clients.s3, config.bucket, config.prefix, config.sourceId)) {
+        events.push({ ...(JSON.parse(line) as ChangeEvent), raw: line, commitSeq: manifest.commit_seq });
       }
       return events;
     },
