@@ -1,6 +1,5 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { EncodedShape } from '../format/event.ts';
-import { stagingKey } from '../sink/s3/keys.ts';
 import { StagingObject } from '../sink/s3/staging.ts';
 import type { BinlogPosition } from '../source/mysql/position.ts';
 
@@ -26,19 +25,17 @@ export class Batch {
   constructor(
     private readonly s3: S3Client,
     private readonly bucket: string,
-    private readonly prefix: string,
-    private readonly sourceId: string,
-    readonly runId: string,
-    readonly number: number,
-    /** The committed position this batch starts after. */
-    readonly from: BinlogPosition,
+    /** Staging "folder" (key prefix ending in /) for this batch's objects. */
+    private readonly stagingDir: string,
+    /** The committed position this batch starts after (binlog batches). */
+    readonly from: BinlogPosition | undefined,
     now: number,
   ) {
     this.startedAt = now;
   }
 
   stagingKey(name: string): string {
-    return stagingKey(this.prefix, this.sourceId, this.runId, this.number, name);
+    return `${this.stagingDir}${name}`;
   }
 
   /** Appends encoded lines for one table; resolves once the data is accepted (back-pressure). */

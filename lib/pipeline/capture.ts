@@ -5,6 +5,7 @@ import { LeaseLostError, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeKey, encodeRow, encodeSource, eventLine } from '../format/event.ts';
 import { seq, seqPrefix } from '../format/seq.ts';
 import type { Log } from '../log.ts';
+import { binlogStaging, pad } from '../sink/s3/keys.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
 import { binaryLogs, checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
@@ -178,7 +179,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
           });
           break;
         case 'rows': {
-          batch ??= new Batch(deps.s3, config.bucket, config.prefix, config.sourceId, runId, ++batchNumber, committed, now);
+          batch ??= new Batch(deps.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${runId}/${pad(++batchNumber, 6)}/`, committed, now);
           const first = seq(prefix, index);
           const lines = encodeRows(item, prefix, index, source);
           index += lines.count;

@@ -1,6 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Log } from '../log.ts';
-import { dataKey, manifestKey, stagingRoot } from '../sink/s3/keys.ts';
+import { binlogStaging, dataKey, manifestKey } from '../sink/s3/keys.ts';
 import { copyObject, deleteObjects, listKeys, putJson } from '../sink/s3/objects.ts';
 import type { BinlogPosition } from '../source/mysql/position.ts';
 import type { Fence, PendingCommit, SourceState, StateStore } from '../state/store.ts';
@@ -48,35 +48,44 @@ const fence = (ctx: CommitContext, state: SourceState): Fence => ({
   now: ctx.clock(),
 });
 
-/** Manifest v1: what one commit contains. Listing manifests in key order is the ordered change feed. */
+/** Manifest v1: what one commit contains (docs/FORMAT.md). */
 export interface Manifest {
   format: 'sluice/v1';
   source: string;
-  commit_seq: number;
   committed_at: string;
-  position: { from: BinlogPosition; to: BinlogPosition };
   events: number;
-  transactions: number;
   objects: { key: string; db: string; table: string; events: number; bytes: number; seq_min: string; seq_max: string }[];
   tables: Record<string, { key: string[] | null; columns: { name: string; type: string }[] }>;
+  /** Binlog commits. */
+  commit_seq?: number;
+  position?: { from: BinlogPosition; to: BinlogPosition };
+  transactions?: number;
+  /** Snapshot pages. */
+  snapshot?: { id: string; table: string; chunk: number; page: number; watermark: BinlogPosition; after: unknown[] | null; last: unknown[] | null };
 }
 
-/** Stages, commits and renames one batch; returns the new state. */
-export async function commitBatch(ctx: CommitContext, state: SourceState, batch: Batch, to: BinlogPosition): Promise<SourceState> {
-  const started = ctx.clock();
+/**
+ * Step 1, shared: finish a batch's staging objects and write its manifest next to them. Returns the
+ * copies that step 3 must make, the manifest's last so a visible manifest implies visible data.
+ */
+export async function stage(
+  ctx: CommitContext,
+  batch: Batch,
+  sourceId: string,
+  finalKey: (db: string, table: string) => string,
+  manifestKey: string,
+  extra: Partial<Manifest>,
+): Promise<PendingCopy[]> {
   await batch.finish();
-  const commitSeq = state.commitSeq + 1;
   const tables = [...batch.tables.values()];
   const manifest: Manifest = {
     format: 'sluice/v1',
-    source: state.sourceId,
-    commit_seq: commitSeq,
+    source: sourceId,
     committed_at: new Date(ctx.clock()).toISOString(),
-    position: { from: batch.from, to },
     events: batch.events,
-    transactions: batch.transactions,
+    ...extra,
     objects: tables.map(({ shape, object, seqMin, seqMax }) => ({
-      key: dataKey(ctx.prefix, shape.db, shape.table, state.sourceId, commitSeq),
+      key: finalKey(shape.db, shape.table),
       db: shape.db,
       table: shape.table,
       events: object.events,
@@ -94,36 +103,14 @@ export async function commitBatch(ctx: CommitContext, state: SourceState, batch:
   const stagedManifest = batch.stagingKey('manifest.json');
   await putJson(ctx.s3, ctx.bucket, stagedManifest, manifest);
   await ctx.faults.hit('after-staging');
-
-  const pending: PendingCommit = {
-    commitSeq,
-    copies: [
-      ...tables.map((t, i) => ({ from: t.object.key, to: manifest.objects[i]?.key ?? '' })),
-      { from: stagedManifest, to: manifestKey(ctx.prefix, state.sourceId, commitSeq) },
-    ],
-  };
-  const staged = ctx.clock();
-  const committed = await ctx.store.commit(fence(ctx, state), { position: to, pending });
-  const stored = ctx.clock();
-  await ctx.faults.hit('after-commit');
-  const done = await finishPending(ctx, committed);
-  ctx.log.info('committed batch', {
-    commitSeq,
-    events: batch.events,
-    transactions: batch.transactions,
-    objects: tables.length,
-    size: batch.size,
-    position: to,
-    ms: { stage: staged - started, commit: stored - staged, rename: ctx.clock() - stored },
-  });
-  return done;
+  return [...tables.map((t, i) => ({ from: t.object.key, to: manifest.objects[i]?.key ?? '' })), { from: stagedManifest, to: manifestKey }];
 }
 
-/** Step 3: copy staging → final (idempotent), delete staging, clear `pending`. Also the roll-forward. */
-export async function finishPending(ctx: CommitContext, state: SourceState): Promise<SourceState> {
-  const pending = state.pending;
-  if (!pending) return state;
-  for (const [i, copy] of pending.copies.entries()) {
+export type PendingCopy = PendingCommit['copies'][number];
+
+/** Step 3, shared: copy staging → final (idempotent), then delete the staging objects. */
+export async function applyCopies(ctx: Pick<CommitContext, 's3' | 'bucket' | 'faults'>, copies: readonly PendingCopy[]): Promise<void> {
+  for (const [i, copy] of copies.entries()) {
     await copyObject(ctx.s3, ctx.bucket, copy.from, copy.to);
     if (i === 0) await ctx.faults.hit('mid-rename');
   }
@@ -131,8 +118,57 @@ export async function finishPending(ctx: CommitContext, state: SourceState): Pro
   await deleteObjects(
     ctx.s3,
     ctx.bucket,
-    pending.copies.map((c) => c.from),
+    copies.map((c) => c.from),
   );
+}
+
+/** Deletes everything under a writer's own staging area (work of runs that never committed). */
+export async function cleanStaging(ctx: Pick<CommitContext, 's3' | 'bucket' | 'log'>, root: string): Promise<void> {
+  const garbage: string[] = [];
+  for await (const key of listKeys(ctx.s3, ctx.bucket, root)) garbage.push(key);
+  if (garbage.length) {
+    ctx.log.info('deleting staging objects of uncommitted runs', { root, objects: garbage.length });
+    await deleteObjects(ctx.s3, ctx.bucket, garbage);
+  }
+}
+
+/** The poller's commit: stage, one conditional write (offset + pending), renames, clear. */
+export async function commitBatch(ctx: CommitContext, state: SourceState, batch: Batch, to: BinlogPosition): Promise<SourceState> {
+  const started = ctx.clock();
+  const commitSeq = state.commitSeq + 1;
+  const copies = await stage(
+    ctx,
+    batch,
+    state.sourceId,
+    (db, table) => dataKey(ctx.prefix, db, table, state.sourceId, commitSeq),
+    manifestKey(ctx.prefix, state.sourceId, commitSeq),
+    {
+      commit_seq: commitSeq,
+      position: { from: batch.from ?? to, to },
+      transactions: batch.transactions,
+    },
+  );
+  const staged = ctx.clock();
+  const committed = await ctx.store.commit(fence(ctx, state), { position: to, pending: { commitSeq, copies } });
+  const stored = ctx.clock();
+  await ctx.faults.hit('after-commit');
+  const done = await finishPending(ctx, committed);
+  ctx.log.info('committed batch', {
+    commitSeq,
+    events: batch.events,
+    transactions: batch.transactions,
+    objects: batch.tables.size,
+    size: batch.size,
+    position: to,
+    ms: { stage: staged - started, commit: stored - staged, rename: ctx.clock() - stored },
+  });
+  return done;
+}
+
+/** Step 3 for the poller, and its roll-forward after a crash. */
+export async function finishPending(ctx: CommitContext, state: SourceState): Promise<SourceState> {
+  if (!state.pending) return state;
+  await applyCopies(ctx, state.pending.copies);
   return ctx.store.clearPending(fence(ctx, state));
 }
 
@@ -142,8 +178,8 @@ export function commitPosition(ctx: CommitContext, state: SourceState, to: Binlo
 }
 
 /**
- * Recovery, run under the lease before reading: roll a committed batch forward, then delete staging
- * objects of runs that never committed. Returns the state to continue from.
+ * Recovery, run under the lease before reading: roll a committed batch forward, then delete the
+ * poller's staging objects of runs that never committed. Returns the state to continue from.
  */
 export async function recover(ctx: CommitContext, state: SourceState): Promise<SourceState> {
   let current = state;
@@ -151,11 +187,6 @@ export async function recover(ctx: CommitContext, state: SourceState): Promise<S
     ctx.log.info('rolling forward a committed batch', { commitSeq: current.pending.commitSeq });
     current = await finishPending(ctx, current);
   }
-  const garbage: string[] = [];
-  for await (const key of listKeys(ctx.s3, ctx.bucket, stagingRoot(ctx.prefix, state.sourceId))) garbage.push(key);
-  if (garbage.length) {
-    ctx.log.info('deleting staging objects of uncommitted runs', { objects: garbage.length });
-    await deleteObjects(ctx.s3, ctx.bucket, garbage);
-  }
+  await cleanStaging(ctx, binlogStaging(ctx.prefix, state.sourceId));
   return current;
 }

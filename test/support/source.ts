@@ -12,7 +12,7 @@ import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 
 export interface ChangeEvent {
-  op: 'c' | 'u' | 'd';
+  op: 'c' | 'u' | 'd' | 'r';
   db: string;
   table: string;
   key: Record<string, unknown> | null;
@@ -22,7 +22,8 @@ export interface ChangeEvent {
   seq: string;
   /** The line as written, for checks that JSON.parse would blur (big integers). */
   raw: string;
-  commitSeq: number;
+  /** The binlog commit that carried it; undefined for snapshot rows. */
+  commitSeq?: number;
 }
 
 /**

@@ -17,6 +17,20 @@ export function stagingRoot(prefix: string, sourceId: string): string {
   return `${prefix}_staging/${sourceId}/`;
 }
 
-export function stagingKey(prefix: string, sourceId: string, runId: string, batch: number, name: string): string {
-  return `${stagingRoot(prefix, sourceId)}${runId}/${pad(batch, 6)}/${name}`;
+/** The poller's staging area. Each writer cleans only its own area, never another's in-flight work. */
+export function binlogStaging(prefix: string, sourceId: string): string {
+  return `${stagingRoot(prefix, sourceId)}binlog/`;
+}
+
+/** One snapshot chunk's staging area. */
+export function chunkStaging(prefix: string, sourceId: string, snapshotId: string, chunk: string): string {
+  return `${stagingRoot(prefix, sourceId)}snapshot/${snapshotId}/${chunk}/`;
+}
+
+export function snapshotDataKey(prefix: string, db: string, table: string, sourceId: string, snapshotId: string, chunk: number, page: number): string {
+  return `${prefix}tables/${db}/${table}/${sourceId}-snapshot-${snapshotId}-${pad(chunk, 4)}-${pad(page, 8)}.jsonl.gz`;
+}
+
+export function snapshotManifestKey(prefix: string, sourceId: string, snapshotId: string, db: string, table: string, chunk: number, page: number): string {
+  return `${prefix}manifests/${sourceId}/snapshots/${snapshotId}/${db}.${table}/${pad(chunk, 4)}-${pad(page, 8)}.json`;
 }
