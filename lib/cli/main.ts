@@ -7,9 +7,11 @@ import { SluiceError } from '../errors.ts';
 import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { createLogger } from '../log.ts';
 import { runCapture } from '../pipeline/capture.ts';
+import { planSnapshot, requestSnapshot, runSnapshotWorker, snapshotProgress } from '../pipeline/snapshot.ts';
 import { sourceStatus } from '../pipeline/status.ts';
 import { formatPosition } from '../source/mysql/position.ts';
 import { connect, preflight, redact } from '../source/mysql/server.ts';
+import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import { runDemo } from './demo.ts';
 
 const FLAGS = {
@@ -47,7 +49,7 @@ program
   .option('--prefix <prefix>', 'key prefix ($SLUICE_PREFIX)')
   .option('--include <regexes>', 'comma-separated regexes over db.table ($SLUICE_INCLUDE)')
   .option('--exclude <regexes>', 'comma-separated regexes over db.table ($SLUICE_EXCLUDE)')
-  .option('--startup <mode>', 'latest | earliest | position:<file>:<pos> ($SLUICE_STARTUP)');
+  .option('--startup <mode>', 'initial | initial-only | latest | earliest | position:<file>:<pos> | gtid:<set> | timestamp:<ISO> ($SLUICE_STARTUP)');
 
 const local = program.command('local').description('the embedded local stack: MariaDB, DynamoDB Local, S3 emulator');
 local
@@ -122,7 +124,14 @@ program
   .action(async (options: { once?: boolean; seconds?: number }) => {
     const { config, clients } = configure(program.opts());
     const result = await runCapture(
-      { config, s3: clients.s3, store: clients.store, log: createLogger('WARN') },
+      {
+        config,
+        s3: clients.s3,
+        store: clients.store,
+        snapshots: clients.snapshots,
+        log: createLogger('WARN'),
+        onSnapshotRequested: async (job) => console.error(`initial snapshot ${job.id} requested: copy the existing rows with \`sluice snapshot\``),
+      },
       { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000, drain: options.once },
     );
     console.log(
@@ -133,13 +142,66 @@ program
   });
 
 program
+  .command('snapshot')
+  .description("copy tables' existing rows (resumable, chunked, parallel); continues the pending snapshot if any")
+  .option('--tables <list>', 'comma-separated db.table names: a new snapshot of just these (e.g. a table added later)')
+  .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
+  .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
+  .action(async (options: { tables?: string; workers: number; seconds: number }) => {
+    const { config, clients } = configure(program.opts());
+    const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN') };
+    const latest = await clients.snapshots.latestJob(config.sourceId);
+    const job =
+      options.tables || !latest || latest.status === 'done'
+        ? await requestSnapshot(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null)
+        : latest;
+    const planned = await planSnapshot(deps, job);
+    const timer = setInterval(() => void printProgress(clients.snapshots, planned, true), 1000);
+    try {
+      const results = await Promise.all(
+        Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
+          runSnapshotWorker(deps, { budgetMs: options.seconds * 1000, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
+        ),
+      );
+      clearInterval(timer);
+      await printProgress(clients.snapshots, planned, false);
+      const rows = results.reduce((a, r) => a + r.rows, 0);
+      console.log(
+        `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${results.some((r) => r.complete) ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
+      );
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
+async function printProgress(snapshots: SnapshotStore, job: SnapshotJob, live: boolean): Promise<void> {
+  const tables = await snapshotProgress(snapshots, job);
+  const rows = tables.reduce((a, t) => a + t.rows, 0);
+  const estimate = Math.max(
+    tables.reduce((a, t) => a + t.estimatedRows, 0),
+    rows,
+    1,
+  );
+  const done = tables.every((t) => t.chunksDone === t.chunks);
+  const share = done ? 1 : Math.min(rows / estimate, 0.99);
+  const bar = `${'#'.repeat(Math.round(share * 30))}${'-'.repeat(30 - Math.round(share * 30))}`;
+  const rate = tables.reduce((a, t) => a + t.rowsPerSecond, 0);
+  const eta = Math.max(0, ...tables.map((t) => t.etaSeconds ?? 0));
+  const line = `[${bar}] ${Math.round(share * 100)}% ${rows.toLocaleString('en-US')}/${estimate.toLocaleString('en-US')} rows, ${tables.reduce((a, t) => a + t.chunksDone, 0)}/${tables.reduce((a, t) => a + t.chunks, 0)} chunks, ${rate.toLocaleString('en-US')} rows/s${done ? '' : `, ETA ${eta}s`}`;
+  if (live && process.stderr.isTTY) process.stderr.write(`\r${line}`);
+  else if (!live) process.stderr.write(`${process.stderr.isTTY ? '\r' : ''}${line}\n`);
+}
+
+program
   .command('status')
   .description('stored vs server position, lag, last commit, lease, pending renames, errors')
   .option('--json', 'machine-readable output')
   .action(async (options: { json?: boolean }) => {
     const { config, clients } = configure(program.opts());
     const status = await sourceStatus(config, clients.store);
-    if (options.json) return console.log(JSON.stringify(status, null, 2));
+    const job = await clients.snapshots.latestJob(config.sourceId);
+    const snapshot = job ? { id: job.id, status: job.status, tables: await snapshotProgress(clients.snapshots, job) } : undefined;
+    if (options.json) return console.log(JSON.stringify({ ...status, snapshot }, null, 2));
     const rows: [string, string][] = [
       ['source', status.source],
       ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
@@ -151,6 +213,15 @@ program
     ];
     if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
     if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
+    if (snapshot) {
+      rows.push(['snapshot', `${snapshot.id} (${snapshot.status})`]);
+      for (const t of snapshot.tables) {
+        rows.push([
+          `  ${t.table}`,
+          `${t.rows.toLocaleString('en-US')}/${t.estimatedRows.toLocaleString('en-US')} rows, ${t.chunksDone}/${t.chunks} chunks, ${t.rowsPerSecond.toLocaleString('en-US')} rows/s${t.etaSeconds ? `, ETA ${t.etaSeconds}s` : ''}`,
+        ]);
+      }
+    }
     for (const [k, v] of rows) console.log(`${k.padEnd(16)} ${v}`);
   });
 

@@ -3,10 +3,23 @@ import { ConfigError } from '../errors.ts';
 import { type BinlogPosition, parsePosition } from '../source/mysql/position.ts';
 
 /** Where a source with no stored position starts reading. */
-export type Startup = { mode: 'latest' } | { mode: 'earliest' } | { mode: 'position'; position: BinlogPosition };
+export type Startup =
+  | { mode: 'initial' | 'initial-only' | 'latest' | 'earliest' }
+  | { mode: 'position'; position: BinlogPosition }
+  | { mode: 'gtid'; gtid: string }
+  | { mode: 'timestamp'; at: number };
+
+const STARTUP_HELP = 'expected initial, initial-only, latest, earliest, position:<file>:<pos>, gtid:<set> or timestamp:<ISO-8601>';
 
 function parseStartup(text: string, ctx: z.RefinementCtx): Startup {
-  if (text === 'latest' || text === 'earliest') return { mode: text };
+  if (text === 'initial' || text === 'initial-only' || text === 'latest' || text === 'earliest') return { mode: text };
+  if (text.startsWith('gtid:') && /^\d+-\d+-\d+(,\d+-\d+-\d+)*$/.test(text.slice(5))) return { mode: 'gtid', gtid: text.slice(5) };
+  if (text.startsWith('timestamp:')) {
+    const at = Date.parse(text.slice('timestamp:'.length));
+    if (Number.isFinite(at) && /[zZ]|[+-]\d\d:?\d\d$/.test(text)) return { mode: 'timestamp', at };
+    ctx.addIssue({ code: 'custom', message: `"${text.slice(10)}" is not an ISO-8601 time with a zone, e.g. timestamp:2026-11-29T15:00:00Z` });
+    return z.NEVER;
+  }
   if (text.startsWith('position:')) {
     try {
       return { mode: 'position', position: parsePosition(text.slice('position:'.length)) };
@@ -15,8 +28,24 @@ function parseStartup(text: string, ctx: z.RefinementCtx): Startup {
       return z.NEVER;
     }
   }
-  ctx.addIssue({ code: 'custom', message: `expected latest, earliest or position:<file>:<pos>, got "${text}"` });
+  ctx.addIssue({ code: 'custom', message: `${STARTUP_HELP}, got "${text}"` });
   return z.NEVER;
+}
+
+function parseKeyColumns(text: string, ctx: z.RefinementCtx): ReadonlyMap<string, string> {
+  const map = new Map<string, string>();
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const match = /^([^.:\s]+\.[^.:\s]+):([^:\s]+)$/.exec(part);
+    if (!match?.[1] || !match[2]) {
+      ctx.addIssue({ code: 'custom', message: `"${part}" is not <db>.<table>:<column>` });
+      continue;
+    }
+    map.set(match[1], match[2]);
+  }
+  return map;
 }
 
 function parsePatterns(text: string, ctx: z.RefinementCtx): RegExp[] {
@@ -48,7 +77,14 @@ const schema = z.object({
     .transform((p) => (p ? `${p}/` : '')),
   SLUICE_INCLUDE: z.string().default('').transform(parsePatterns),
   SLUICE_EXCLUDE: z.string().default('').transform(parsePatterns),
-  SLUICE_STARTUP: z.string().default('latest').transform(parseStartup),
+  SLUICE_STARTUP: z.string().default('initial').transform(parseStartup),
+  /** For tables without a primary key: `db.table:column,...`, a unique NOT NULL column identifying rows. */
+  SLUICE_KEY_COLUMNS: z.string().default('').transform(parseKeyColumns),
+  /** Rows per snapshot page (one commit each) and rows per chunk (the unit parallel workers claim). */
+  SLUICE_SNAPSHOT_PAGE_ROWS: positiveInt(50_000),
+  SLUICE_SNAPSHOT_CHUNK_ROWS: positiveInt(1_000_000),
+  /** A chunk's lease; renewed by every page commit, so a killed worker blocks its chunk this long at most. */
+  SLUICE_SNAPSHOT_LEASE_SECONDS: positiveInt(60),
   /** Cut a batch once its uncompressed JSON reaches this many bytes (at the next transaction end). */
   SLUICE_BATCH_MAX_BYTES: positiveInt(64 * 1024 * 1024),
   SLUICE_BATCH_MAX_EVENTS: positiveInt(200_000),
@@ -75,6 +111,8 @@ export type Config = Readonly<{
   include: readonly RegExp[];
   exclude: readonly RegExp[];
   startup: Startup;
+  keyColumns: ReadonlyMap<string, string>;
+  snapshot: Readonly<{ pageRows: number; chunkRows: number; leaseMs: number }>;
   batch: Readonly<{ maxBytes: number; maxEvents: number; maxAgeMs: number }>;
   commitIntervalMs: number;
   safetyMarginMs: number;
@@ -104,6 +142,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     include: Object.freeze(e.SLUICE_INCLUDE),
     exclude: Object.freeze(e.SLUICE_EXCLUDE),
     startup: e.SLUICE_STARTUP,
+    keyColumns: e.SLUICE_KEY_COLUMNS,
+    snapshot: Object.freeze({
+      pageRows: e.SLUICE_SNAPSHOT_PAGE_ROWS,
+      chunkRows: e.SLUICE_SNAPSHOT_CHUNK_ROWS,
+      leaseMs: e.SLUICE_SNAPSHOT_LEASE_SECONDS * 1000,
+    }),
     batch: Object.freeze({ maxBytes: e.SLUICE_BATCH_MAX_BYTES, maxEvents: e.SLUICE_BATCH_MAX_EVENTS, maxAgeMs: e.SLUICE_BATCH_MAX_AGE_SECONDS * 1000 }),
     commitIntervalMs: e.SLUICE_COMMIT_INTERVAL_SECONDS * 1000,
     safetyMarginMs: e.SLUICE_SAFETY_MARGIN_SECONDS * 1000,

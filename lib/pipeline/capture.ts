@@ -8,11 +8,14 @@ import type { Log } from '../log.ts';
 import { binlogStaging, pad } from '../sink/s3/keys.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
-import { binaryLogs, checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
+import { checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
+import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
 import { Batch } from './batch.ts';
 import { type CommitContext, commitBatch, commitPosition, recover } from './commit.ts';
 import { type Faults, noFaults } from './faults.ts';
+import { requestSnapshot } from './snapshot.ts';
+import { startupPosition } from './startup.ts';
 
 export interface CaptureDeps {
   readonly config: Config;
@@ -21,6 +24,10 @@ export interface CaptureDeps {
   readonly log: Log;
   readonly clock?: () => number;
   readonly faults?: Faults;
+  /** Where snapshot requests are recorded (startup `initial`); without it `initial` behaves like `latest`. */
+  readonly snapshots?: SnapshotStore;
+  /** Called once a snapshot is requested, e.g. to invoke the snapshot function. */
+  readonly onSnapshotRequested?: (job: SnapshotJob) => Promise<void>;
 }
 
 export interface CaptureOptions {
@@ -41,34 +48,36 @@ export interface CaptureResult {
   transactions: number;
   position?: BinlogPosition;
   caughtUp: boolean;
+  /** Set when this run requested the initial snapshot. */
+  snapshotRequested?: string;
 }
 
 let preflightDone: string | undefined;
 
-async function startPosition(config: Config, state: SourceState, url: string, log: Log): Promise<{ start: BinlogPosition; target: BinlogPosition }> {
-  const conn = await connect(url);
+async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ start: BinlogPosition; target: BinlogPosition; requested?: SnapshotJob }> {
+  const { config, log } = deps;
+  const conn = await connect(config.mysqlUrl);
   try {
-    if (preflightDone !== url) {
+    if (preflightDone !== config.mysqlUrl) {
       await preflight(conn);
-      preflightDone = url; // cached per container: settings do not change between ticks
+      preflightDone = config.mysqlUrl; // cached per container: settings do not change between ticks
     }
     const target = await masterPosition(conn);
     if (state.position) {
       await checkPositionReadable(conn, state.position);
       return { start: state.position, target };
     }
-    const startup = config.startup;
-    let start: BinlogPosition;
-    if (startup.mode === 'latest') start = target;
-    else if (startup.mode === 'earliest') {
-      const [first] = await binaryLogs(conn);
-      start = { file: first?.file ?? target.file, pos: 4 };
-    } else {
-      await checkPositionReadable(conn, startup.position);
-      start = startup.position;
+    // initial: the position read before the snapshot was requested is where the poller starts, so
+    // every change the snapshot's pages might miss is in the stream (see lib/pipeline/snapshot.ts).
+    if ((config.startup.mode === 'initial' || config.startup.mode === 'initial-only') && deps.snapshots) {
+      const existing = await deps.snapshots.latestJob(config.sourceId);
+      if (existing?.startPosition) return { start: existing.startPosition, target };
+      const start = await startupPosition(config, conn, log);
+      const requested = await requestSnapshot({ ...deps, snapshots: deps.snapshots }, null, start);
+      await deps.onSnapshotRequested?.(requested);
+      return { start, target, requested };
     }
-    log.info('no stored position: starting from startup setting', { startup: startup.mode, start });
-    return { start, target };
+    return { start: await startupPosition(config, conn, log), target };
   } finally {
     await conn.end();
   }
@@ -106,7 +115,12 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   let batch: Batch | undefined;
   try {
     state = await recover(ctx, state);
-    const { start, target } = await startPosition(config, state, config.mysqlUrl, log);
+    const { start, target, requested } = await startPosition(deps, state);
+    result.snapshotRequested = requested?.id;
+    if (config.startup.mode === 'initial-only' && !state.position) {
+      log.info('initial-only: the snapshot copies the tables; the poller does not stream');
+      return result;
+    }
     let position = start;
     if (!state.position) state = await commitPosition(ctx, state, start);
     let committed: BinlogPosition = start;

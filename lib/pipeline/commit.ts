@@ -61,7 +61,7 @@ export interface Manifest {
   position?: { from: BinlogPosition; to: BinlogPosition };
   transactions?: number;
   /** Snapshot pages. */
-  snapshot?: { id: string; table: string; chunk: number; page: number; watermark: BinlogPosition; after: unknown[] | null; last: unknown[] | null };
+  snapshot?: { id: string; table: string; chunk: number; page: number; watermark: BinlogPosition; after: unknown; last: unknown };
 }
 
 /**

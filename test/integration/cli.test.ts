@@ -59,7 +59,9 @@ describe('sluice CLI', () => {
   it('a bad setting exits non-zero naming the variable and what it accepts', async () => {
     const result = await sluice(['capture', '--once', '--startup', 'yesterday'], { ...process.env, SLUICE_SOURCE_ID: 'x', SLUICE_HOME: '/nonexistent' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/SLUICE_STARTUP: expected latest, earliest or position:<file>:<pos>, got "yesterday"/);
+    expect(result.stderr).toMatch(
+      /SLUICE_STARTUP: expected initial, initial-only, latest, earliest, position:<file>:<pos>, gtid:<set> or timestamp:<ISO-8601>, got "yesterday"/,
+    );
   });
 
   it('doctor reports a server it cannot reach, and exits non-zero', async () => {

@@ -8,6 +8,7 @@ import { type CaptureOptions, type CaptureResult, runCapture } from '../../lib/p
 import type { Manifest } from '../../lib/pipeline/commit.ts';
 import type { Faults } from '../../lib/pipeline/faults.ts';
 import { eventLines, manifests } from '../../lib/pipeline/feed.ts';
+import { requestSnapshot, runSnapshotWorker } from '../../lib/pipeline/snapshot.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 
@@ -42,6 +43,7 @@ export async function testSource(name: string, overrides: Record<string, string>
     SLUICE_PREFIX: db,
     SLUICE_INCLUDE: `${db}\\..*`,
     SLUICE_SAFETY_MARGIN_SECONDS: '2',
+    SLUICE_STARTUP: 'latest',
     ...overrides,
   });
   const clients = createClients(config);
@@ -58,9 +60,36 @@ export async function testSource(name: string, overrides: Record<string, string>
     },
     capture(options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config } = {}): Promise<CaptureResult> {
       return runCapture(
-        { config: options.config ?? config, s3: clients.s3, store: clients.store, log: silentLog, faults: options.faults, clock: options.clock },
+        {
+          config: options.config ?? config,
+          s3: clients.s3,
+          store: clients.store,
+          snapshots: clients.snapshots,
+          log: silentLog,
+          faults: options.faults,
+          clock: options.clock,
+        },
         { budgetMs: 30_000, drain: true, ...options },
       );
+    },
+    /** Requests (unless one is pending) and runs a snapshot with `workers` in-process workers. */
+    async snapshot(options: { tables?: string[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config } = {}) {
+      const deps = {
+        config: options.config ?? config,
+        s3: clients.s3,
+        store: clients.store,
+        snapshots: clients.snapshots,
+        log: silentLog,
+        faults: options.faults,
+      };
+      const latest = await clients.snapshots.latestJob(deps.config.sourceId);
+      const job = options.tables || !latest || latest.status === 'done' ? await requestSnapshot(deps, options.tables ?? null) : latest;
+      const results = await Promise.all(
+        Array.from({ length: options.workers ?? 1 }, (_, i) =>
+          runSnapshotWorker(deps, { budgetMs: options.budgetMs ?? 60_000, snapshotId: job.id, workerId: `w${i}-${randomBytes(2).toString('hex')}` }),
+        ),
+      );
+      return { job, results, rows: results.reduce((a, r) => a + r.rows, 0), complete: results.some((r) => r.complete) };
     },
     async state() {
       return clients.store.get(config.sourceId);
@@ -110,14 +139,18 @@ export function materialize(events: ChangeEvent[], table: string): Map<string, R
 }
 
 /** Checks the exactly-once contract for `tables`: no seq twice, and the materialized output equals MySQL. */
-export async function expectExactlyOnce(source: TestSource, tables: string[]) {
+export async function expectExactlyOnce(
+  source: TestSource,
+  tables: string[],
+  keyOf: (row: Record<string, unknown>) => Record<string, unknown> = (r) => ({ id: r.id }),
+) {
   const events = await source.events();
   const seqs = new Set(events.map((e) => e.seq));
   const duplicates = events.length - seqs.size;
   const differences: string[] = [];
   for (const table of tables) {
-    const rows = await source.sql(`SELECT * FROM \`${table}\` ORDER BY id`);
-    const expected = new Map(rows.map((r) => [JSON.stringify({ id: r.id }), r]));
+    const rows = await source.sql(`SELECT * FROM \`${table}\``);
+    const expected = new Map(rows.map((r) => [JSON.stringify(keyOf(r)), r]));
     const actual = materialize(events, table);
     for (const [key, row] of expected)
       if (JSON.stringify(actual.get(key)) !== JSON.stringify(row))

@@ -15,7 +15,7 @@ describe('configuration', () => {
   it('applies defaults and normalizes the prefix', () => {
     const config = loadConfig({ ...valid, SLUICE_PREFIX: '/cdc/raw/' });
     expect(config.prefix).toBe('cdc/raw/');
-    expect(config.startup).toEqual({ mode: 'latest' });
+    expect(config.startup).toEqual({ mode: 'initial' });
     expect(config.batch.maxAgeMs).toBe(20_000);
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -35,7 +35,9 @@ describe('configuration', () => {
   });
 
   it('names the variable and the accepted values for a bad value', () => {
-    expect(() => loadConfig({ ...valid, SLUICE_STARTUP: 'yesterday' })).toThrow(/SLUICE_STARTUP: expected latest, earliest or position:<file>:<pos>/);
+    expect(() => loadConfig({ ...valid, SLUICE_STARTUP: 'yesterday' })).toThrow(
+      /SLUICE_STARTUP: expected initial, initial-only, latest, earliest, position:<file>:<pos>, gtid:<set> or timestamp:<ISO-8601>/,
+    );
     expect(() => loadConfig({ ...valid, SLUICE_STARTUP: 'position:binlog:12' })).toThrow(/SLUICE_STARTUP: "binlog:12" is not a binlog position/);
     expect(() => loadConfig({ ...valid, SLUICE_INCLUDE: 'shop\\.(' })).toThrow(/SLUICE_INCLUDE: "shop\\\.\(" is not a valid regular expression/);
     expect(() => loadConfig({ ...valid, SLUICE_BATCH_MAX_EVENTS: '-3' })).toThrow(/SLUICE_BATCH_MAX_EVENTS/);

@@ -1,0 +1,125 @@
+import type { Config } from '../config/config.ts';
+import { SluiceError } from '../errors.ts';
+import type { Log } from '../log.ts';
+import { BinlogReader } from '../source/mysql/binlog-reader.ts';
+import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
+import { binaryLogs, checkPositionReadable, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
+
+/**
+ * Scans the binlog from `start` without decoding any rows and returns the transaction boundary just
+ * before the first transaction `stop` accepts, or `end` if none does before it.
+ */
+async function boundaryBefore(
+  url: string,
+  start: BinlogPosition,
+  end: BinlogPosition,
+  stop: (txn: { gtid: string | null; tsMs: number }) => boolean,
+): Promise<BinlogPosition> {
+  if (comparePositions(start, end) >= 0) return end;
+  const reader = new BinlogReader({ url, start, filter: () => false, idleMs: 200 });
+  let boundary = start;
+  try {
+    for await (const item of reader) {
+      if (item.kind === 'begin' && stop({ gtid: item.gtid, tsMs: item.tsMs })) return boundary;
+      if (item.kind === 'commit' || item.kind === 'progress') {
+        boundary = item.position;
+        if (comparePositions(boundary, end) >= 0) return end;
+      }
+      if (item.kind === 'idle') return boundary;
+    }
+    return boundary;
+  } finally {
+    await reader.stop();
+  }
+}
+
+/** The first transaction time of a binlog file, or undefined if it holds none. */
+async function firstTransactionTime(url: string, file: string, end: BinlogPosition): Promise<number | undefined> {
+  let first: number | undefined;
+  await boundaryBefore(url, { file, pos: 4 }, end, (txn) => {
+    first = txn.tsMs;
+    return true;
+  });
+  return first;
+}
+
+/** `timestamp:<T>`: the boundary before the first transaction at or after T (binlog times have second precision). */
+export async function positionAtTime(url: string, conn: SqlConnection, at: number): Promise<BinlogPosition> {
+  const end = await masterPosition(conn);
+  const logs = await binaryLogs(conn);
+  let from = logs[0];
+  for (const log of [...logs].reverse()) {
+    const first = await firstTransactionTime(url, log.file, end);
+    if (first !== undefined && first < at) {
+      from = log;
+      break;
+    }
+  }
+  if (!from) return end;
+  return boundaryBefore(url, { file: from.file, pos: 4 }, end, (txn) => txn.tsMs >= at);
+}
+
+/** MariaDB GTID position `d-s-n,...` → per domain, the last sequence number it covers. */
+function parseGtidPosition(text: string): Map<number, bigint> {
+  const covered = new Map<number, bigint>();
+  for (const part of text.split(',').filter(Boolean)) {
+    const [domain, , seq] = part.trim().split('-');
+    covered.set(Number(domain), BigInt(seq ?? '0'));
+  }
+  return covered;
+}
+
+const coveredBy = (position: Map<number, bigint>, gtid: string) => {
+  const [domain, , seq] = gtid.split('-');
+  const last = position.get(Number(domain));
+  return last !== undefined && BigInt(seq ?? '0') <= last;
+};
+
+/** `gtid:<d-s-n,...>` (MariaDB): the boundary before the first transaction the set does not cover. */
+export async function positionAfterGtid(url: string, conn: SqlConnection, gtid: string): Promise<BinlogPosition> {
+  const target = parseGtidPosition(gtid);
+  const end = await masterPosition(conn);
+  const logs = await binaryLogs(conn);
+  let from = logs[0];
+  for (const log of [...logs].reverse()) {
+    const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, 4) AS gtid', [log.file]);
+    const state = String((rows as { gtid: string | null }[])[0]?.gtid ?? '');
+    if ([...parseGtidPosition(state)].every(([domain, seq]) => coveredBy(target, `${domain}-0-${seq}`))) {
+      from = log;
+      break;
+    }
+  }
+  if (!from) return end;
+  return boundaryBefore(url, { file: from.file, pos: 4 }, end, (txn) => txn.gtid !== null && !coveredBy(target, txn.gtid));
+}
+
+/** Where a source with no stored position starts, per SLUICE_STARTUP (`initial*` are handled by the caller). */
+export async function startupPosition(config: Config, conn: SqlConnection, log: Log): Promise<BinlogPosition> {
+  const startup = config.startup;
+  let start: BinlogPosition;
+  switch (startup.mode) {
+    case 'latest':
+    case 'initial':
+    case 'initial-only':
+      start = await masterPosition(conn);
+      break;
+    case 'earliest': {
+      const [first] = await binaryLogs(conn);
+      if (!first) throw new SluiceError('NO_BINLOG', 'the server lists no binary logs (SHOW BINARY LOGS is empty)');
+      start = { file: first.file, pos: 4 };
+      break;
+    }
+    case 'position':
+      await checkPositionReadable(conn, startup.position);
+      start = startup.position;
+      break;
+    case 'timestamp':
+      start = await positionAtTime(config.mysqlUrl, conn, startup.at);
+      break;
+    case 'gtid':
+      start = await positionAfterGtid(config.mysqlUrl, conn, startup.gtid);
+      break;
+  }
+  log.info('no stored position: starting from the startup setting', { startup: startup.mode, start });
+  return start;
+}

@@ -1,0 +1,164 @@
+import { SluiceError } from '../../errors.ts';
+import type { Column, ColumnKind } from '../../format/types.ts';
+import type { SqlConnection } from './server.ts';
+
+/** A table as the snapshot sees it: the same column kinds and type names the binlog path produces. */
+export interface TableInfo {
+  readonly db: string;
+  readonly table: string;
+  readonly columns: readonly Column[];
+  /** Names of the key columns the snapshot pages by (the primary key, or a configured unique NOT NULL column). */
+  readonly key: readonly string[];
+  /** Per key column: the SQL expression a cursor value is bound with, so comparison happens in SQL with the column's type. */
+  readonly keyParams: readonly string[];
+  readonly estimatedRows: number;
+}
+
+interface ColumnRow {
+  COLUMN_NAME: string;
+  DATA_TYPE: string;
+  COLUMN_TYPE: string;
+  IS_NULLABLE: string;
+  NUMERIC_PRECISION: string | number | null;
+  NUMERIC_SCALE: string | number | null;
+  DATETIME_PRECISION: string | number | null;
+}
+
+const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
+
+/** Maps an INFORMATION_SCHEMA column to the format's kind and the binlog path's type name. */
+export function schemaColumn(row: ColumnRow): Column {
+  const type = row.DATA_TYPE.toLowerCase();
+  const unsigned = /\bunsigned\b/i.test(row.COLUMN_TYPE);
+  const fsp = Number(row.DATETIME_PRECISION ?? 0);
+  const of = (kind: ColumnKind, sqlType: string): Column => ({ name: row.COLUMN_NAME, kind, sqlType: unsigned ? `${sqlType} unsigned` : sqlType });
+  if (INTEGERS.has(type)) return of('int', type);
+  switch (type) {
+    case 'decimal':
+    case 'numeric':
+      return of('decimal', `decimal(${row.NUMERIC_PRECISION},${row.NUMERIC_SCALE})`);
+    case 'float':
+      return of('float', 'float');
+    case 'double':
+    case 'real':
+      return of('double', 'double');
+    case 'year':
+      return of('year', 'year');
+    case 'bit':
+      return of('bit', `bit(${row.NUMERIC_PRECISION})`);
+    case 'date':
+      return of('date', 'date');
+    case 'datetime':
+    case 'timestamp':
+    case 'time':
+      return of(type, `${type}${fsp > 0 ? `(${fsp})` : ''}`);
+    case 'char':
+    case 'varchar':
+    case 'enum':
+    case 'set':
+      return of('string', type);
+    case 'tinytext':
+    case 'text':
+    case 'mediumtext':
+    case 'longtext':
+    case 'json':
+      return of('string', 'text');
+    case 'binary':
+    case 'varbinary':
+      return of('binary', type);
+    case 'tinyblob':
+    case 'blob':
+    case 'mediumblob':
+    case 'longblob':
+      return of('binary', 'blob');
+    default:
+      return of('binary', type);
+  }
+}
+
+/** How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via DOUBLE. */
+function keyParam(column: Column, row: ColumnRow): string {
+  if (column.kind === 'int') return /\bunsigned\b/i.test(row.COLUMN_TYPE) ? 'CAST(? AS UNSIGNED)' : 'CAST(? AS SIGNED)';
+  if (column.kind === 'decimal') return `CAST(? AS DECIMAL(${row.NUMERIC_PRECISION},${row.NUMERIC_SCALE}))`;
+  return '?';
+}
+
+async function rows<T>(conn: SqlConnection, sql: string, values: unknown[]): Promise<T[]> {
+  const [result] = await conn.query(sql, values);
+  return result as T[];
+}
+
+/**
+ * Reads a table's columns, key and row estimate. `chunkColumn` replaces a missing primary key; it
+ * must be unique and NOT NULL, or paging could skip or repeat rows.
+ */
+export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string): Promise<TableInfo> {
+  const columnRows = await rows<ColumnRow>(
+    conn,
+    `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION
+       FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
+    [db, table],
+  );
+  if (!columnRows.length)
+    throw new SluiceError('TABLE_NOT_FOUND', `table ${db}.${table} does not exist or the sluice user cannot see it (GRANT SELECT ON ${db}.* TO ...)`);
+  const primary = await rows<{ COLUMN_NAME: string }>(
+    conn,
+    `SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
+      WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION`,
+    [db, table],
+  );
+  let key = primary.map((r) => r.COLUMN_NAME);
+  if (!key.length) {
+    if (!chunkColumn) {
+      throw new SluiceError(
+        'SNAPSHOT_NO_KEY',
+        `table ${db}.${table} has no primary key, so it cannot be paged or merged with the binlog. Add a primary key, or name a unique NOT NULL column with SLUICE_KEY_COLUMNS=${db}.${table}:<column>, or exclude the table (SLUICE_EXCLUDE).`,
+      );
+    }
+    await checkChunkColumn(conn, db, table, chunkColumn, columnRows);
+    key = [chunkColumn];
+  }
+  const [estimate] = await rows<{ TABLE_ROWS: string | number | null }>(
+    conn,
+    'SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+    [db, table],
+  );
+  const columns = columnRows.map(schemaColumn);
+  return {
+    db,
+    table,
+    columns,
+    key,
+    keyParams: key.map((name) => {
+      const index = columnRows.findIndex((r) => r.COLUMN_NAME === name);
+      return keyParam(columns[index] as Column, columnRows[index] as ColumnRow);
+    }),
+    estimatedRows: Number(estimate?.TABLE_ROWS ?? 0),
+  };
+}
+
+async function checkChunkColumn(conn: SqlConnection, db: string, table: string, column: string, columnRows: ColumnRow[]): Promise<void> {
+  const info = columnRows.find((r) => r.COLUMN_NAME === column);
+  const unique = await rows<{ INDEX_NAME: string }>(
+    conn,
+    `SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0
+      GROUP BY INDEX_NAME HAVING COUNT(*) = 1 AND MAX(COLUMN_NAME) = ?`,
+    [db, table, column],
+  );
+  if (info?.IS_NULLABLE !== 'NO' || !unique.length) {
+    throw new SluiceError(
+      'SNAPSHOT_BAD_CHUNK_COLUMN',
+      `the chunk column ${db}.${table}.${column} must exist, be NOT NULL and carry a single-column UNIQUE index; otherwise paging could skip or repeat rows`,
+    );
+  }
+}
+
+/** Base tables passing `accept`, as `db.table` names. */
+export async function listTables(conn: SqlConnection, accept: (db: string, table: string) => boolean): Promise<{ db: string; table: string }[]> {
+  const all = await rows<{ TABLE_SCHEMA: string; TABLE_NAME: string }>(
+    conn,
+    "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+    [],
+  );
+  return all.map((r) => ({ db: r.TABLE_SCHEMA, table: r.TABLE_NAME })).filter((t) => accept(t.db, t.table));
+}

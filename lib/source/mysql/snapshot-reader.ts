@@ -1,0 +1,85 @@
+import mysql from 'mysql2';
+import type { Row } from '../../format/event.ts';
+import type { KeyValues } from '../../state/snapshot-store.ts';
+import type { TableInfo } from './schema.ts';
+import type { SqlConnection } from './server.ts';
+
+const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
+
+/**
+ * `(k1, k2, …) > (v1, v2, …)` as an OR-chain, which index range scans handle on every MySQL and
+ * MariaDB version (row constructors are not always optimized). `orEqual` makes the last step ≥/≤.
+ */
+function tupleCompare(info: TableInfo, op: '>' | '<', orEqual: boolean): string {
+  const keys = info.key.map(id);
+  const parts: string[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const equal = keys.slice(0, i).map((k, j) => `${k} = ${info.keyParams[j]}`);
+    const last = i === keys.length - 1 && orEqual ? `${op}=` : op;
+    parts.push(`(${[...equal, `${keys[i]} ${last} ${info.keyParams[i]}`].join(' AND ')})`);
+  }
+  return `(${parts.join(' OR ')})`;
+}
+
+/** The values a tupleCompare binds, in placeholder order. */
+function tupleValues(values: KeyValues): unknown[] {
+  const out: unknown[] = [];
+  for (let i = 0; i < values.length; i++) out.push(...values.slice(0, i), values[i]);
+  return out.map(bindable);
+}
+
+/** Big integers arrive as strings and are bound as strings into CAST(? AS UNSIGNED|SIGNED): exact. */
+const bindable = (v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
+
+export function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number): { sql: string; values: unknown[] } {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  if (after) {
+    where.push(tupleCompare(info, '>', false));
+    values.push(...tupleValues(after));
+  }
+  if (upTo) {
+    where.push(tupleCompare(info, '<', true));
+    values.push(...tupleValues(upTo));
+  }
+  const order = info.key.map(id).join(', ');
+  const sql = `SELECT ${info.columns.map((c) => id(c.name)).join(', ')} FROM ${id(info.db)}.${id(info.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${limit}`;
+  return { sql, values };
+}
+
+/** The first key at or beyond `step` rows after `after` (a chunk boundary), or null past the end. */
+export async function keyAtOffset(conn: SqlConnection, info: TableInfo, after: KeyValues | null, step: number): Promise<KeyValues | null> {
+  const { sql, values } = pageQuery({ ...info, columns: info.key.map((name) => ({ name, kind: 'string', sqlType: '' })) }, after, null, 1);
+  const [rows] = await conn.query(`${sql} OFFSET ${step - 1}`, values);
+  const row = (rows as Row[])[0];
+  return row ? info.key.map((k) => row[k]) : null;
+}
+
+export async function lastKey(conn: SqlConnection, info: TableInfo): Promise<KeyValues | null> {
+  const order = info.key.map((k) => `${id(k)} DESC`).join(', ');
+  const [rows] = await conn.query(`SELECT ${info.key.map(id).join(', ')} FROM ${id(info.db)}.${id(info.table)} ORDER BY ${order} LIMIT 1`);
+  const row = (rows as Row[])[0];
+  return row ? info.key.map((k) => row[k]) : null;
+}
+
+/**
+ * A connection for paging: values as exact text (big numbers as strings, dates as MySQL prints
+ * them), TIMESTAMP in UTC. Rows stream from the server; a page is never held whole in memory.
+ */
+export function pagingConnection(url: string) {
+  const conn = mysql.createConnection({ uri: url, dateStrings: true, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true });
+  const promise = conn.promise();
+  return {
+    sql: promise as unknown as SqlConnection,
+    async init() {
+      await promise.query("SET time_zone = '+00:00'");
+    },
+    /** Streams one page's rows in key order. */
+    async *page(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number): AsyncGenerator<Row> {
+      const { sql, values } = pageQuery(info, after, upTo, limit);
+      const stream = conn.query({ sql, values }).stream({ highWaterMark: 2000 });
+      for await (const row of stream) yield row as Row;
+    },
+    end: () => promise.end(),
+  };
+}

@@ -1,0 +1,218 @@
+import { spawn } from 'node:child_process';
+import mysql from 'mysql2/promise';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
+import { SluiceError } from '../../lib/errors.ts';
+import { crashAt, type FaultPoint, InjectedFault } from '../../lib/pipeline/faults.ts';
+import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
+
+/** Random inserts/updates/deletes on `table` (int id, v, n) until `stop()`; returns how many it made. */
+function writer(source: TestSource, table: string, ids: number) {
+  let running = true;
+  let changes = 0;
+  const done = (async () => {
+    const conn = await mysql.createConnection({ uri: process.env.SLUICE_LOCAL_ADMIN_URL, database: source.db });
+    while (running) {
+      const id = 1 + Math.floor(Math.random() * ids);
+      const r = Math.random();
+      if (r < 0.4) await conn.query(`INSERT INTO ${table} VALUES (?, 'new', 0) ON DUPLICATE KEY UPDATE n = n + 1`, [id]);
+      else if (r < 0.8) await conn.query(`UPDATE ${table} SET v = 'upd', n = n + 1 WHERE id = ?`, [id]);
+      else await conn.query(`DELETE FROM ${table} WHERE id = ?`, [id]);
+      changes++;
+    }
+    await conn.end();
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      return changes;
+    },
+  };
+}
+
+const snapshotRows = (events: ChangeEvent[], table: string) => events.filter((e) => e.op === 'r' && e.table === table);
+
+async function seed(source: TestSource, table: string, rows: number) {
+  await source.sql(`CREATE TABLE ${table} (id INT PRIMARY KEY, v VARCHAR(20), n INT)`);
+  await source.sql(`INSERT INTO ${table} SELECT seq, CONCAT('v', seq), seq FROM seq_1_to_${rows}`);
+}
+
+describe('snapshot (real stack)', () => {
+  it('initial hand-off: writes before, during and after the snapshot materialize to exactly the table', async () => {
+    await using source = await testSource('handoff', { SLUICE_STARTUP: 'initial', SLUICE_SNAPSHOT_PAGE_ROWS: '150', SLUICE_SNAPSHOT_CHUNK_ROWS: '700' });
+    await seed(source, 'a', 2000);
+    const first = await source.capture(); // requests the snapshot and records the position read before it
+    expect(first.snapshotRequested).toBeDefined();
+    const load = writer(source, 'a', 2400);
+    const snapshot = await source.snapshot({ workers: 2 });
+    const during = await load.stop();
+    await source.sql("INSERT INTO a VALUES (5000, 'after', 1); UPDATE a SET v = 'after' WHERE id < 50; DELETE FROM a WHERE id BETWEEN 100 AND 120");
+    await source.capture();
+
+    expect(snapshot.complete).toBe(true);
+    expect(during).toBeGreaterThan(50);
+    const { events, duplicates, differences } = await expectExactlyOnce(source, ['a']);
+    expect(duplicates).toBe(0);
+    expect(differences).toEqual([]);
+    expect(snapshotRows(events, 'a').every((e) => e.source.snapshot === true && e.before === null)).toBe(true);
+  });
+
+  it.each(['after-staging', 'after-commit', 'mid-rename', 'before-clear'] as FaultPoint[])(
+    'a crash at %s during a page commit, then a rerun: every row exactly once',
+    async (point) => {
+      await using source = await testSource('snapcrash', { SLUICE_SNAPSHOT_PAGE_ROWS: '100', SLUICE_SNAPSHOT_LEASE_SECONDS: '1' });
+      await seed(source, 'a', 450);
+      await expect(source.snapshot({ faults: crashAt(point) })).rejects.toBeInstanceOf(InjectedFault);
+      await new Promise((resolve) => setTimeout(resolve, 1100)); // the dead worker's chunk lease runs out
+      const rerun = await source.snapshot();
+      expect(rerun.complete).toBe(true);
+      const events = await source.events();
+      const rows = snapshotRows(events, 'a');
+      expect(rows).toHaveLength(450);
+      expect(new Set(rows.map((e) => JSON.stringify(e.key))).size).toBe(450);
+      expect(new Set(events.map((e) => e.seq)).size).toBe(events.length);
+      expect(await source.stagingKeys()).toEqual([]);
+    },
+  );
+
+  it('a SIGKILLed `sluice snapshot` resumes where it stopped and copies every row once', async () => {
+    await using source = await testSource('snapkill', { SLUICE_SNAPSHOT_PAGE_ROWS: '500', SLUICE_SNAPSHOT_LEASE_SECONDS: '2' });
+    await seed(source, 'a', 20000);
+    const env = {
+      ...process.env,
+      SLUICE_SOURCE_ID: source.db,
+      SLUICE_PREFIX: source.db,
+      SLUICE_INCLUDE: `${source.db}\\..*`,
+      SLUICE_SNAPSHOT_PAGE_ROWS: '500',
+      SLUICE_SNAPSHOT_LEASE_SECONDS: '2',
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    };
+    const child = spawn(process.execPath, ['bin/sluice.js', 'snapshot', '--workers', '1'], { env, stdio: 'ignore' });
+    // Kill it once some pages are committed, i.e. mid-run.
+    for (let i = 0; i < 300; i++) {
+      const job = await source.clients.snapshots.latestJob(source.db);
+      const chunk = job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, `${source.db}.a`, 0) : undefined;
+      if ((chunk?.pages ?? 0) >= 3) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    const job = await source.clients.snapshots.latestJob(source.db);
+    const killedAt = await source.clients.snapshots.chunk(source.db, job?.id ?? '', `${source.db}.a`, 0);
+    expect(killedAt?.done).toBe(false);
+    expect(killedAt?.rows).toBeGreaterThan(0);
+
+    await new Promise((resolve) => setTimeout(resolve, 2100)); // the killed worker's lease runs out
+    const rerun = await source.snapshot();
+    expect(rerun.complete).toBe(true);
+    expect(rerun.rows).toBe(20000 - (killedAt?.rows ?? 0)); // resumed at the cursor, not from zero
+    const rows = snapshotRows(await source.events(), 'a');
+    expect(rows).toHaveLength(20000);
+    expect(new Set(rows.map((e) => e.seq)).size).toBe(20000);
+  });
+
+  it('pages composite keys, unsigned BIGINT keys near 2^64 and case-insensitive string keys exactly', async () => {
+    await using source = await testSource('keys', { SLUICE_SNAPSHOT_PAGE_ROWS: '7', SLUICE_SNAPSHOT_CHUNK_ROWS: '20' });
+    await source.sql(`CREATE TABLE comp (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b));
+      INSERT INTO comp SELECT seq % 5, CONCAT('k', seq), seq FROM seq_1_to_60;
+      CREATE TABLE big (id BIGINT UNSIGNED PRIMARY KEY, v INT);
+      INSERT INTO big SELECT 18446744073709551615 - seq, seq FROM seq_0_to_49;
+      INSERT INTO big SELECT seq, seq FROM seq_1_to_10;
+      CREATE TABLE txt (k VARCHAR(10) COLLATE utf8mb4_unicode_ci PRIMARY KEY, v INT);
+      INSERT INTO txt VALUES ('a',1),('B',2),('c',3),('D',4),('e',5),('F',6),('g',7),('H',8),('ñ',9),('Z',10),('y',11),('X',12),('w',13),('V',14),('u',15);`);
+    const snapshot = await source.snapshot({ workers: 2 });
+    expect(snapshot.complete).toBe(true);
+    const events = await source.events();
+    const keys = (table: string) => snapshotRows(events, table).map((e) => e.raw.match(/"key":(\{[^}]*\})/)?.[1]);
+    expect(new Set(keys('comp')).size).toBe(60);
+    expect(keys('comp')).toHaveLength(60);
+    const big = keys('big');
+    expect(big).toHaveLength(60);
+    expect(new Set(big).size).toBe(60);
+    expect(big).toContain('{"id":18446744073709551615}');
+    expect(big).toContain('{"id":18446744073709551566}');
+    expect(keys('txt')).toHaveLength(15);
+    expect(new Set(keys('txt')).size).toBe(15);
+  });
+
+  it('copies an empty table (nothing to copy, done) and refuses a table without a key, naming the fix', async () => {
+    await using source = await testSource('refuse');
+    await source.sql('CREATE TABLE empty (id INT PRIMARY KEY); CREATE TABLE nokey (v INT); INSERT INTO nokey VALUES (1)');
+    await expect(source.snapshot()).rejects.toThrow(/nokey has no primary key.*SLUICE_KEY_COLUMNS=.*nokey:<column>.*SLUICE_EXCLUDE/s);
+    expect(await source.manifests()).toEqual([]);
+
+    const config = loadConfig({ ...process.env, SLUICE_SOURCE_ID: source.db, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\.empty` });
+    const snapshot = await source.snapshot({ config });
+    expect(snapshot.complete).toBe(true);
+    expect(snapshot.rows).toBe(0);
+  });
+
+  it('pages a table without a primary key by a configured unique NOT NULL column, and refuses a nullable one', async () => {
+    await using source = await testSource('keycol', { SLUICE_SNAPSHOT_PAGE_ROWS: '10' });
+    await source.sql('CREATE TABLE t (code VARCHAR(10) NOT NULL, v INT, UNIQUE KEY (code)); INSERT INTO t SELECT CONCAT("c", seq), seq FROM seq_1_to_35');
+    const base = { ...process.env, SLUICE_SOURCE_ID: source.db, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\..*` };
+    const snapshot = await source.snapshot({ config: loadConfig({ ...base, SLUICE_KEY_COLUMNS: `${source.db}.t:code` }) });
+    expect(snapshot.rows).toBe(35);
+    await source.sql('ALTER TABLE t ADD COLUMN maybe INT NULL');
+    await expect(
+      source.snapshot({ tables: [`${source.db}.t`], config: loadConfig({ ...base, SLUICE_KEY_COLUMNS: `${source.db}.t:maybe` }) }),
+    ).rejects.toBeInstanceOf(SluiceError);
+  });
+
+  it('parallel workers split one table and copy every row once', async () => {
+    await using source = await testSource('parallel', { SLUICE_SNAPSHOT_PAGE_ROWS: '100', SLUICE_SNAPSHOT_CHUNK_ROWS: '250' });
+    await seed(source, 'a', 3000);
+    const snapshot = await source.snapshot({ workers: 3 });
+    expect(snapshot.complete).toBe(true);
+    expect(snapshot.results.filter((r) => r.rows > 0).length).toBeGreaterThanOrEqual(2);
+    expect(snapshot.job.id).toBeDefined();
+    const rows = snapshotRows(await source.events(), 'a');
+    expect(rows).toHaveLength(3000);
+    expect(new Set(rows.map((e) => JSON.stringify(e.key))).size).toBe(3000);
+    expect(materialize(await source.events(), 'a').size).toBe(3000);
+  });
+
+  it('an on-demand snapshot of one table on a running source merges with the stream', async () => {
+    await using source = await testSource('ondemand', { SLUICE_SNAPSHOT_PAGE_ROWS: '100' });
+    await seed(source, 'a', 500);
+    await source.capture(); // a running source, started at latest: a's rows are not in the output
+    await source.sql("UPDATE a SET v = 'streamed' WHERE id <= 10");
+    await source.capture();
+    const load = writer(source, 'a', 600);
+    await source.snapshot({ tables: [`${source.db}.a`] });
+    await load.stop();
+    await source.capture();
+    const { duplicates, differences } = await expectExactlyOnce(source, ['a']);
+    expect(duplicates).toBe(0);
+    expect(differences).toEqual([]);
+  });
+});
+
+describe('startup positions', () => {
+  it('timestamp: and gtid: start at the first transaction at/after the time, or after the GTID', async () => {
+    await using source = await testSource('startat');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10), n INT)');
+    await source.sql("INSERT INTO a VALUES (1, 'before', 1)");
+    const [[{ gtid }]] = (await source.admin.query('SELECT @@gtid_binlog_pos AS gtid')) as unknown as [[{ gtid: string }]];
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // binlog timestamps have second precision
+    const between = new Date(Math.ceil(Date.now() / 1000) * 1000);
+    await new Promise((resolve) => setTimeout(resolve, between.getTime() - Date.now() + 50));
+    await source.sql("INSERT INTO a VALUES (2, 'after', 2)");
+
+    const base = { ...process.env, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\..*` };
+    for (const startup of [`timestamp:${between.toISOString()}`, `gtid:${gtid}`]) {
+      const config = loadConfig({ ...base, SLUICE_SOURCE_ID: `${source.db}_${startup.split(':')[0]}`, SLUICE_STARTUP: startup });
+      await source.capture({ config });
+      const { events } = await import('../../lib/pipeline/feed.ts').then(async ({ eventLines }) => {
+        const lines: string[] = [];
+        for await (const { line } of eventLines(source.clients.s3, config.bucket, config.prefix, config.sourceId)) lines.push(line);
+        return { events: lines.map((l) => JSON.parse(l)) };
+      });
+      expect(
+        events.map((e) => e.after?.v),
+        startup,
+      ).toEqual(['after']);
+    }
+  });
+});
