@@ -14,7 +14,7 @@ import type { SourceState, StateStore } from '../state/store.ts';
 import { Batch } from './batch.ts';
 import { type CommitContext, commitBatch, commitPosition, recover } from './commit.ts';
 import { type Faults, noFaults } from './faults.ts';
-import { requestSnapshot } from './snapshot.ts';
+import { requestSnapshot, snapshotStalled } from './snapshot.ts';
 import { startupPosition } from './startup.ts';
 
 export interface CaptureDeps {
@@ -26,7 +26,7 @@ export interface CaptureDeps {
   readonly faults?: Faults;
   /** Where snapshot requests are recorded (startup `initial`); without it `initial` behaves like `latest`. */
   readonly snapshots?: SnapshotStore;
-  /** Called once a snapshot is requested, e.g. to invoke the snapshot function. */
+  /** Called when a snapshot is requested or has stalled, e.g. to invoke the snapshot function. */
   readonly onSnapshotRequested?: (job: SnapshotJob) => Promise<void>;
 }
 
@@ -115,6 +115,14 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   let batch: Batch | undefined;
   try {
     state = await recover(ctx, state);
+    // Safety net for a snapshot whose workers all died: the schedule restarts it.
+    if (deps.snapshots && deps.onSnapshotRequested) {
+      const job = await deps.snapshots.latestJob(config.sourceId);
+      if (job && (await snapshotStalled(deps.snapshots, job, clock()))) {
+        log.info('snapshot has no live worker: restarting it', { snapshot: job.id });
+        await deps.onSnapshotRequested(job);
+      }
+    }
     const { start, target, requested } = await startPosition(deps, state);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {

@@ -119,6 +119,8 @@ export interface WorkerResult {
   chunksFinished: number;
   /** True when every chunk of the job is done. */
   complete: boolean;
+  /** True when this worker stopped for time with unfinished work it could have claimed. */
+  timedOut: boolean;
 }
 
 /**
@@ -135,7 +137,7 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
   let job = options.snapshotId ? await snapshots.job(config.sourceId, options.snapshotId) : await snapshots.latestJob(config.sourceId);
   if (!job) throw new SluiceError('SNAPSHOT_NONE', `source ${config.sourceId} has no snapshot request; start one with \`sluice snapshot\``);
   job = await planSnapshot(deps, job);
-  const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, chunksFinished: 0, complete: false };
+  const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, chunksFinished: 0, complete: false, timedOut: false };
   const reader = pagingConnection(config.mysqlUrl);
   await reader.init();
   const ctx: CommitContext = {
@@ -158,6 +160,7 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
         if (!current || current.done) continue;
         if (clock() >= softDeadline) {
           remaining++;
+          result.timedOut = true;
           continue;
         }
         let chunk: ChunkState;
@@ -173,7 +176,10 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
         try {
           chunk = await copyChunk(deps, ctx, job, info, chunk, reader, softDeadline, leaseExpires, result);
           if (chunk.done) result.chunksFinished++;
-          else remaining++;
+          else {
+            remaining++;
+            result.timedOut = true;
+          }
         } finally {
           await snapshots.release(config.sourceId, job.id, table.name, n, owner);
         }
@@ -329,4 +335,49 @@ export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJo
     });
   }
   return progress;
+}
+
+/** True when a snapshot is unfinished and no worker holds a live lease on any of its chunks (all died or stopped). */
+export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob, now: number): Promise<boolean> {
+  if (job.status === 'done') return false;
+  if (job.status === 'requested') return true;
+  for (const table of job.tables ?? []) {
+    for (let n = 0; n < table.chunks; n++) {
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      if (chunk && !chunk.done && chunk.lease && chunk.lease.expiresAt > now) return false;
+    }
+  }
+  return !(await allChunksDone(snapshots, job));
+}
+
+/** What the snapshot Lambda is invoked with: no `worker` = plan and fan out; `worker` = copy. */
+export interface SnapshotEvent {
+  snapshotId?: string;
+  tables?: string[];
+  workers?: number;
+  worker?: number;
+}
+
+/**
+ * One snapshot function invocation. The planner requests/plans and starts `workers` async
+ * invocations; a worker copies until its time is nearly up and re-invokes itself only if it
+ * stopped for time with work left, so idle workers never ping-pong.
+ */
+export async function snapshotInvocation(
+  deps: SnapshotDeps,
+  invoke: (event: SnapshotEvent) => Promise<void>,
+  event: SnapshotEvent,
+  options: { budgetMs: number; workerId: string },
+): Promise<WorkerResult | { snapshot: string; workers: number }> {
+  if (event.worker === undefined) {
+    const latest = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : await deps.snapshots.latestJob(deps.config.sourceId);
+    const job = event.tables || !latest || latest.status === 'done' ? await requestSnapshot(deps, event.tables ?? null) : latest;
+    await planSnapshot(deps, job);
+    const workers = Math.max(1, event.workers ?? 2);
+    for (let worker = 0; worker < workers; worker++) await invoke({ snapshotId: job.id, worker });
+    return { snapshot: job.id, workers };
+  }
+  const result = await runSnapshotWorker(deps, { budgetMs: options.budgetMs, snapshotId: event.snapshotId, workerId: options.workerId });
+  if (result.timedOut && !result.complete) await invoke(event);
+  return result;
 }

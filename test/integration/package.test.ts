@@ -23,12 +23,22 @@ describe('serverless package (osls 3, offline)', () => {
   const ofType = (type: string) => Object.values(template.Resources).filter((r) => r.Type === type);
 
   it('deploys the poller on nodejs22.x/arm64, scheduled every minute, with the SDK left out of the bundle', () => {
-    const [poller] = ofType('AWS::Lambda::Function');
+    const poller = template.Resources.PollerLambdaFunction;
     expect(poller?.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Timeout: 70 });
     expect(ofType('AWS::Events::Rule')[0]?.Properties.ScheduleExpression).toBe('rate(1 minute)');
     const zip = readFileSync(join(out, 'poller.zip'));
     expect(zip.length).toBeLessThan(4 * 1024 * 1024);
     expect(zip.includes(Buffer.from('node_modules/@aws-sdk/client-s3'))).toBe(false);
+  });
+
+  it('deploys the snapshot function with the 15-minute timeout and lets only sluice invoke it', () => {
+    expect(template.Resources.SnapshotLambdaFunction?.Properties).toMatchObject({ Runtime: 'nodejs22.x', Timeout: 900 });
+    const env = (template.Resources.PollerLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(env.SLUICE_SNAPSHOT_FUNCTION).toBe('sluice-dev-snapshot');
+    expect(env.SLUICE_STARTUP).toBe('initial');
+    const invoke = JSON.stringify(template.Resources.IamRoleLambdaExecution?.Properties.Policies);
+    expect(invoke).toContain('lambda:InvokeFunction');
+    expect(invoke).toContain('function:sluice-dev-snapshot');
   });
 
   it('creates an on-demand state table and a private, encrypted bucket that expires abandoned staging', () => {

@@ -3,7 +3,10 @@ import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { SluiceError } from '../../lib/errors.ts';
+import { silentLog } from '../../lib/log.ts';
+import { runCapture } from '../../lib/pipeline/capture.ts';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/pipeline/faults.ts';
+import { type SnapshotEvent, snapshotInvocation } from '../../lib/pipeline/snapshot.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
 
 /** Random inserts/updates/deletes on `table` (int id, v, n) until `stop()`; returns how many it made. */
@@ -186,6 +189,80 @@ describe('snapshot (real stack)', () => {
     const { duplicates, differences } = await expectExactlyOnce(source, ['a']);
     expect(duplicates).toBe(0);
     expect(differences).toEqual([]);
+  });
+});
+
+describe('snapshot function orchestration (Lambda invocations simulated in-process)', () => {
+  it('the planner fans out, workers out of time continue themselves, and the job completes exactly once', async () => {
+    await using source = await testSource('lambda', {
+      SLUICE_SNAPSHOT_PAGE_ROWS: '400',
+      SLUICE_SNAPSHOT_CHUNK_ROWS: '3000',
+      SLUICE_SAFETY_MARGIN_SECONDS: '1',
+    });
+    await seed(source, 'a', 12000);
+    const deps = { config: source.config, s3: source.clients.s3, store: source.clients.store, snapshots: source.clients.snapshots, log: silentLog };
+    const queue: SnapshotEvent[] = [];
+    const invoke = async (event: SnapshotEvent) => {
+      queue.push(event);
+    };
+    const planned = await snapshotInvocation(deps, invoke, { workers: 2 }, { budgetMs: 1_000, workerId: 'planner' });
+    expect(queue).toHaveLength(2);
+    let invocations = 0;
+    // Each "invocation" gets 1.15 s, of which 1 s is safety margin: a page or two, then it must hand over.
+    while (queue.length && invocations < 200) {
+      const batch = queue.splice(0);
+      invocations += batch.length;
+      await Promise.all(batch.map((event, i) => snapshotInvocation(deps, invoke, event, { budgetMs: 1_150, workerId: `inv-${invocations}-${i}` })));
+    }
+    expect(invocations).toBeGreaterThan(2);
+    const job = await source.clients.snapshots.job(source.db, (planned as { snapshot: string }).snapshot);
+    expect(job?.status).toBe('done');
+    const rows = snapshotRows(await source.events(), 'a');
+    expect(rows).toHaveLength(12000);
+    expect(new Set(rows.map((e) => e.seq)).size).toBe(12000);
+  });
+
+  it('the poller restarts a snapshot that has no live worker', async () => {
+    await using source = await testSource('stall', { SLUICE_STARTUP: 'initial' });
+    await seed(source, 'a', 10);
+    const started: string[] = [];
+    const first = await runCapture(
+      {
+        config: source.config,
+        s3: source.clients.s3,
+        store: source.clients.store,
+        snapshots: source.clients.snapshots,
+        log: silentLog,
+        onSnapshotRequested: async (job) => void started.push(job.id),
+      },
+      { budgetMs: 10_000, drain: true },
+    );
+    expect(started).toEqual([first.snapshotRequested]);
+    await runCapture(
+      {
+        config: source.config,
+        s3: source.clients.s3,
+        store: source.clients.store,
+        snapshots: source.clients.snapshots,
+        log: silentLog,
+        onSnapshotRequested: async (job) => void started.push(job.id),
+      },
+      { budgetMs: 10_000, drain: true },
+    );
+    expect(started).toEqual([first.snapshotRequested, first.snapshotRequested]);
+    await source.snapshot();
+    await runCapture(
+      {
+        config: source.config,
+        s3: source.clients.s3,
+        store: source.clients.store,
+        snapshots: source.clients.snapshots,
+        log: silentLog,
+        onSnapshotRequested: async (job) => void started.push(job.id),
+      },
+      { budgetMs: 10_000, drain: true },
+    );
+    expect(started).toHaveLength(2);
   });
 });
 

@@ -1,0 +1,23 @@
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import type { Context } from 'aws-lambda';
+import { createClients } from '../lib/aws.ts';
+import { loadConfig } from '../lib/config/config.ts';
+import { createLogger } from '../lib/log.ts';
+import { type SnapshotEvent, snapshotInvocation } from '../lib/pipeline/snapshot.ts';
+
+const config = loadConfig();
+const clients = createClients(config);
+const logger = createLogger();
+const lambda = new LambdaClient({});
+
+/** Snapshot planner (no `worker` in the event) or worker; continues itself asynchronously when time runs out. */
+export const handler = async (event: SnapshotEvent, context: Context) => {
+  logger.addContext(context);
+  const invoke = async (next: SnapshotEvent) => {
+    await lambda.send(new InvokeCommand({ FunctionName: context.functionName, InvocationType: 'Event', Payload: JSON.stringify(next) }));
+  };
+  const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger };
+  const result = await snapshotInvocation(deps, invoke, event ?? {}, { budgetMs: context.getRemainingTimeInMillis(), workerId: context.awsRequestId });
+  logger.info('snapshot invocation finished', { ...result });
+  return result;
+};
