@@ -38,22 +38,24 @@ export class Batch {
     return `${this.stagingDir}${name}`;
   }
 
-  /** Appends encoded lines for one table; resolves once the data is accepted (back-pressure). */
-  write(shape: EncodedShape, lines: string, count: number, seqFirst: string, seqLast: string): Promise<void> | undefined {
-    const name = `${shape.db}.${shape.table}`;
-    let entry = this.tables.get(name);
+  private last: TableObject | undefined;
+
+  /** Appends one encoded event line for a table; resolves once the data is accepted (back-pressure). */
+  write(shape: EncodedShape, line: string, seq: string): Promise<void> | undefined {
+    let entry = this.last?.shape === shape ? this.last : this.tables.get(`${shape.db}.${shape.table}`);
     if (!entry) {
       const object = new StagingObject(this.s3, this.bucket, this.stagingKey(`${encodeURIComponent(shape.db)}/${encodeURIComponent(shape.table)}.jsonl.gz`));
-      entry = { shape, object, seqMin: seqFirst, seqMax: seqLast };
-      this.tables.set(name, entry);
+      entry = { shape, object, seqMin: seq, seqMax: seq };
+      this.tables.set(`${shape.db}.${shape.table}`, entry);
     }
     // The shape can change inside a batch (DDL); the manifest records the latest.
     if (entry.shape !== shape) (entry as { shape: EncodedShape }).shape = shape;
-    entry.seqMax = seqLast;
-    this.events += count;
+    this.last = entry;
+    entry.seqMax = seq;
+    this.events++;
     // Characters, not bytes: close enough to cut batches by size without encoding twice.
-    this.size += lines.length;
-    return entry.object.write(lines, count);
+    this.size += line.length;
+    return entry.object.write(line, 1);
   }
 
   async finish(): Promise<void> {

@@ -202,11 +202,9 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
           break;
         case 'rows': {
           batch ??= new Batch(deps.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${runId}/${pad(++batchNumber, 6)}/`, committed, now);
-          const first = seq(prefix, index);
-          const lines = encodeRows(item, prefix, index, source);
-          index += lines.count;
-          const accepted = batch.write(item.shape, lines.text, lines.count, first, seq(prefix, index - 1));
-          if (accepted) await accepted;
+          const accepted = writeRows(batch, item, prefix, index, source);
+          index = accepted.next;
+          if (accepted.wait) await accepted.wait;
           break;
         }
         case 'commit':
@@ -239,32 +237,41 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   }
 }
 
-/** Encodes one rows event into lines; a primary-key change becomes a delete of the old key and a create of the new. */
-function encodeRows(item: Extract<BinlogItem, { kind: 'rows' }>, prefix: string, start: number, source: string): { text: string; count: number } {
+/**
+ * Encodes one rows event, line by line, into the batch; a primary-key change becomes a delete of
+ * the old key and a create of the new one. Returns the next change index and, if the batch asked
+ * for it, a promise to await before reading on (back-pressure, at most one rows event late).
+ */
+function writeRows(
+  batch: Batch,
+  item: Extract<BinlogItem, { kind: 'rows' }>,
+  prefix: string,
+  start: number,
+  source: string,
+): { next: number; wait?: Promise<void> } {
   const shape: EncodedShape = item.shape;
-  let text = '';
   let index = start;
+  let wait: Promise<void> | undefined;
+  const emit = (op: 'c' | 'u' | 'd', key: string, before: string, after: string) => {
+    const s = seq(prefix, index++);
+    wait = batch.write(shape, eventLine(op, shape, key, before, after, source, s), s) ?? wait;
+  };
   if (item.op === 'update') {
     for (const { before, after } of item.rows) {
       const b = encodeRow(shape, before);
       const a = encodeRow(shape, after);
       const kb = encodeKey(shape, before);
       const ka = encodeKey(shape, after);
-      if (kb === ka) text += eventLine('u', shape, ka, b, a, source, seq(prefix, index++));
+      if (kb === ka) emit('u', ka, b, a);
       else {
-        text += eventLine('d', shape, kb, b, 'null', source, seq(prefix, index++));
-        text += eventLine('c', shape, ka, 'null', a, source, seq(prefix, index++));
+        emit('d', kb, b, 'null');
+        emit('c', ka, 'null', a);
       }
     }
+  } else if (item.op === 'insert') {
+    for (const row of item.rows) emit('c', encodeKey(shape, row), 'null', encodeRow(shape, row));
   } else {
-    const op = item.op === 'insert' ? 'c' : 'd';
-    for (const row of item.rows) {
-      const r = encodeRow(shape, row);
-      text +=
-        op === 'c'
-          ? eventLine('c', shape, encodeKey(shape, row), 'null', r, source, seq(prefix, index++))
-          : eventLine('d', shape, encodeKey(shape, row), r, 'null', source, seq(prefix, index++));
-    }
+    for (const row of item.rows) emit('d', encodeKey(shape, row), encodeRow(shape, row), 'null');
   }
-  return { text, count: index - start };
+  return { next: index, wait };
 }

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type Config, tableFilter } from '../config/config.ts';
 import { LeaseLostError, SluiceError } from '../errors.ts';
-import { encodeKey, encodeRow, encodeShape, encodeSource, eventLine } from '../format/event.ts';
+import { encodeKey, encodeRow, encodeShape, encodeSource, eventLine, type Row } from '../format/event.ts';
 import { seqPrefix } from '../format/seq.ts';
 import type { Log } from '../log.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
@@ -234,6 +234,13 @@ async function copyChunk(
   await cleanStaging(ctx, stagingRoot);
 
   const shape = encodeShape({ db: info.db, table: info.table, columns: info.columns, key: info.key.map((k) => info.columns.findIndex((c) => c.name === k)) });
+  // A committed page's renames run while the next page is read; they must finish (pending cleared)
+  // before the next page commits, which the store's no-pending condition enforces anyway.
+  let renaming: Promise<void> | undefined;
+  const settleRenames = async () => {
+    if (renaming) await renaming;
+    renaming = undefined;
+  };
   const tag = `r.${job.id}.${tableTag(claimed.table)}.${pad(claimed.n, 4)}.`;
   while (!chunk.done && clock() < softDeadline) {
     const page = chunk.pages + 1;
@@ -251,30 +258,23 @@ async function copyChunk(
     const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${ctx.owner}/${pad(page, 8)}/`, undefined, clock());
     let count = 0;
     let last: KeyValues | null = null;
-    let lines = '';
-    let linesCount = 0;
-    let first = '';
-    for await (const row of reader.page(info, chunk.cursor ?? chunk.lo, chunk.hi, config.snapshot.pageRows)) {
-      const seq = `${prefix}${pad(count, 7)}`;
-      if (!lines) first = seq;
-      lines += eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq);
-      last = info.key.map((k) => row[k]);
-      count++;
-      linesCount++;
-      if (lines.length >= 256 * 1024) {
-        const accepted = batch.write(shape, lines, linesCount, first, seq);
-        lines = '';
-        linesCount = 0;
-        if (accepted) await accepted;
+    for await (const rows of reader.page(info, chunk.cursor ?? chunk.lo, chunk.hi, config.snapshot.pageRows)) {
+      let wait: Promise<void> | undefined;
+      for (const row of rows) {
+        const seq = `${prefix}${pad(count++, 7)}`;
+        wait = batch.write(shape, eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
       }
+      const lastRow = rows[rows.length - 1] as Row;
+      last = info.key.map((k) => lastRow[k]);
+      if (wait) await wait;
     }
     const done = count < config.snapshot.pageRows;
+    await settleRenames();
     if (count === 0) {
       await batch.abort();
       chunk = await snapshots.commitPage(sourceId, job.id, chunk, fence(chunk), { cursor: chunk.cursor, rows: 0, done: true, leaseUntil: leaseUntil() });
       break;
     }
-    if (lines) batch.write(shape, lines, linesCount, first, `${prefix}${pad(count - 1, 7)}`);
     const copies = await stage(
       ctx,
       batch,
@@ -291,12 +291,17 @@ async function copyChunk(
       leaseUntil: leaseUntil(),
     });
     await ctx.faults.hit('after-commit');
-    await applyCopies(ctx, copies);
-    chunk = await snapshots.clearPending(sourceId, job.id, chunk, fence(chunk));
+    const committed = chunk;
+    renaming = applyCopies(ctx, copies).then(async () => {
+      chunk = await snapshots.clearPending(sourceId, job.id, committed, fence(committed));
+    });
+    renaming.catch(() => {}); // awaited (and rethrown) by settleRenames; not an unhandled rejection meanwhile
+    if (chunk.done) await settleRenames();
     result.pages++;
     result.rows += count;
     deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, done });
   }
+  await settleRenames();
   return chunk;
 }
 

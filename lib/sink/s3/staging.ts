@@ -5,7 +5,11 @@ import { Upload } from '@aws-sdk/lib-storage';
 
 /** Uncompressed bytes a staging object may hold before the writer waits for compression. */
 const MAX_BUFFERED = 16 * 1024 * 1024;
-/** Writes are coalesced to this size: each gzip write is a thread-pool round trip, costly per small event. */
+/**
+ * Lines are UTF-8-encoded straight into a buffer of this size, then handed to gzip as one write:
+ * each gzip write is a thread-pool round trip, and building one big string first costs 4x more
+ * than encoding line by line (measured in docs/PERFORMANCE.md).
+ */
 const CHUNK = 1024 * 1024;
 
 /**
@@ -20,7 +24,8 @@ export class StagingObject {
   private readonly gzip: Gzip;
   private readonly upload: Upload;
   private readonly done: Promise<unknown>;
-  private pending = '';
+  private buffer = Buffer.allocUnsafe(CHUNK);
+  private used = 0;
 
   constructor(s3: S3Client, bucket: string, key: string, contentType = 'application/x-ndjson') {
     this.key = key;
@@ -46,19 +51,29 @@ export class StagingObject {
    */
   write(text: string, events: number): Promise<void> | undefined {
     this.events += events;
-    this.pending += text;
-    if (this.pending.length < CHUNK) return undefined;
+    // A UTF-8 character takes at most 3 bytes per UTF-16 code unit.
+    if (text.length * 3 <= CHUNK - this.used) {
+      this.used += this.buffer.write(text, this.used);
+      return undefined;
+    }
     this.flush();
+    if (text.length * 3 <= CHUNK) this.used = this.buffer.write(text, 0);
+    else this.push(Buffer.from(text, 'utf8'));
     if (this.gzip.writableLength < MAX_BUFFERED) return undefined;
     return once(this.gzip, 'drain').then(() => undefined);
   }
 
-  /** Encodes the coalesced text once: its UTF-8 length is the exact byte count. */
-  private flush(): void {
-    const chunk = Buffer.from(this.pending, 'utf8');
-    this.pending = '';
+  private push(chunk: Buffer): void {
     this.bytes += chunk.length;
     this.gzip.write(chunk);
+  }
+
+  private flush(): void {
+    if (this.used === 0) return;
+    this.push(this.buffer.subarray(0, this.used));
+    // gzip holds on to the written chunk until it is compressed: never reuse it.
+    this.buffer = Buffer.allocUnsafe(CHUNK);
+    this.used = 0;
   }
 
   async finish(): Promise<void> {
