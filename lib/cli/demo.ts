@@ -4,6 +4,7 @@ import { adminConnection, env as stackEnv, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
 import { runCapture } from '../pipeline/capture.ts';
 import { eventLines } from '../pipeline/feed.ts';
+import { runSnapshotWorker } from '../pipeline/snapshot.ts';
 import { sourceStatus } from '../pipeline/status.ts';
 import { formatPosition } from '../source/mysql/position.ts';
 
@@ -12,7 +13,9 @@ DROP DATABASE IF EXISTS shop; CREATE DATABASE shop; USE shop;
 CREATE TABLE customers (id BIGINT UNSIGNED PRIMARY KEY, email VARCHAR(120) NOT NULL, created_at DATETIME(6) NOT NULL);
 CREATE TABLE orders (
   id BIGINT UNSIGNED PRIMARY KEY, customer_id BIGINT UNSIGNED NOT NULL, total DECIMAL(12,2) NOT NULL,
-  status ENUM('new','paid','shipped','cancelled') NOT NULL, placed_at TIMESTAMP(3) NOT NULL, meta JSON);`;
+  status ENUM('new','paid','shipped','cancelled') NOT NULL, placed_at TIMESTAMP(3) NOT NULL, meta JSON);
+INSERT INTO customers SELECT seq, CONCAT('early', seq, '@example.com'), NOW(6) FROM seq_1_to_500;
+INSERT INTO orders SELECT seq, 1 + seq % 500, seq % 900 + 0.99, 'shipped', NOW(3), NULL FROM seq_1_to_2000;`;
 
 /** One burst of business: new customers, orders in multi-table transactions, status changes, cancellations. */
 async function writeBurst(conn: Awaited<ReturnType<typeof adminConnection>>, round: number): Promise<number> {
@@ -50,14 +53,20 @@ export async function runDemo(rounds: number): Promise<void> {
   await initResources(config, clients);
   const conn = await adminConnection(stack);
   await conn.query(SCHEMA);
-  const deps = { config, s3: clients.s3, store: clients.store, log: silentLog };
-  await runCapture(deps, { budgetMs: 60_000, drain: true }); // the first run records where the stream starts
-  say(`source ${sourceId}: capturing shop.* into s3://${config.bucket}/${config.prefix}\n`);
-
+  const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: silentLog };
+  // First run (startup "initial"): records where the stream starts and requests a snapshot of the 2,500 existing rows.
+  const first = await runCapture(deps, { budgetMs: 60_000, drain: true });
+  say(`source ${sourceId}: capturing shop.* into s3://${config.bucket}/${config.prefix}`);
   let written = 0;
+  const snapshotting = runSnapshotWorker(deps, { budgetMs: 60_000, snapshotId: first.snapshotRequested });
+  const duringSnapshot = await writeBurst(conn, 1); // changes land while the snapshot copies the tables
+  written += duringSnapshot;
+  const snapshot = await snapshotting;
+  say(`snapshot ${snapshot.snapshot}: copied ${snapshot.rows} existing rows in ${snapshot.pages} pages while the app kept writing\n`);
+
   for (let round = 1; round <= rounds; round++) {
-    const changes = await writeBurst(conn, round);
-    written += changes;
+    const changes = round === 1 ? duringSnapshot : await writeBurst(conn, round);
+    if (round > 1) written += changes;
     const started = Date.now();
     const result = await runCapture(deps, { budgetMs: 60_000, drain: true });
     say(
@@ -71,6 +80,7 @@ export async function runDemo(rounds: number): Promise<void> {
   let sample = '';
   for await (const { line } of eventLines(clients.s3, config.bucket, config.prefix, sourceId)) {
     const event = JSON.parse(line) as { op: string; table: string; key: unknown; seq: string };
+    // Snapshot rows and binlog events merge by one rule: per key, the greatest seq wins.
     perTable.set(event.table, (perTable.get(event.table) ?? 0) + 1);
     const id = `${event.table}:${JSON.stringify(event.key)}`;
     if ((latest.get(id)?.seq ?? '') < event.seq) latest.set(id, { seq: event.seq, op: event.op });
@@ -85,7 +95,7 @@ export async function runDemo(rounds: number): Promise<void> {
     say(`  shop.${table.padEnd(10)} ${String(perTable.get(table) ?? 0).padStart(5)} change events → ${live} live rows (MySQL has ${n})`);
   }
   const status = await sourceStatus(config, clients.store);
-  say(`  ${written} row changes written, ${[...perTable.values()].reduce((a, b) => a + b, 0)} events captured (a key change counts twice)`);
+  say(`  2500 rows snapshotted, ${written} row changes written; ${[...perTable.values()].reduce((a, b) => a + b, 0)} events in all (a key change counts twice)`);
   say(`  position ${status.stored ? formatPosition(status.stored) : '-'}, lag ${status.lagBytes ?? '?'} bytes, ${status.commitSeq} commits`);
   say(`\na change event (gzip JSON Lines, one per line):\n${JSON.stringify(JSON.parse(sample), null, 2)}`);
   say(consistent ? '\nS3 matches MySQL. Stop the stack with: npx sluice local down' : '\nMISMATCH between S3 and MySQL — please report this.');
