@@ -65,7 +65,9 @@ async function main() {
   await conn.query('CREATE DATABASE IF NOT EXISTS bench');
   const sizes = [250_000, 1_000_000];
   for (const rows of sizes) {
-    const [[existing]] = (await conn.query(`SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'bench' AND TABLE_NAME = 'snap${rows}'`)) as unknown as [[{ n: number }]];
+    const [[existing]] = (await conn.query(
+      `SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'bench' AND TABLE_NAME = 'snap${rows}'`,
+    )) as unknown as [[{ n: number }]];
     if (Number(existing.n) > 0) continue;
     console.error(`creating bench.snap${rows}…`);
     await conn.query(`CREATE TABLE bench.snap${rows} (

@@ -95,7 +95,9 @@ export async function runDemo(rounds: number): Promise<void> {
     say(`  shop.${table.padEnd(10)} ${String(perTable.get(table) ?? 0).padStart(5)} change events → ${live} live rows (MySQL has ${n})`);
   }
   const status = await sourceStatus(config, clients.store);
-  say(`  2500 rows snapshotted, ${written} row changes written; ${[...perTable.values()].reduce((a, b) => a + b, 0)} events in all (a key change counts twice)`);
+  say(
+    `  2500 rows snapshotted, ${written} row changes written; ${[...perTable.values()].reduce((a, b) => a + b, 0)} events in all (a key change counts twice)`,
+  );
   say(`  position ${status.stored ? formatPosition(status.stored) : '-'}, lag ${status.lagBytes ?? '?'} bytes, ${status.commitSeq} commits`);
   say(`\na change event (gzip JSON Lines, one per line):\n${JSON.stringify(JSON.parse(sample), null, 2)}`);
   say(consistent ? '\nS3 matches MySQL. Stop the stack with: npx sluice local down' : '\nMISMATCH between S3 and MySQL — please report this.');

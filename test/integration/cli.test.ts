@@ -46,6 +46,27 @@ describe('sluice CLI', () => {
     expect((await sluice(['status'], env)).stdout).toMatch(/lag\s+\d+ bytes of binlog/);
   });
 
+  it('snapshot shows progress and status reports it per table', async () => {
+    await using source = await testSource('clisnap');
+    const env = {
+      ...process.env,
+      SLUICE_SOURCE_ID: source.db,
+      SLUICE_PREFIX: source.db,
+      SLUICE_INCLUDE: `${source.db}\\..*`,
+      SLUICE_HOME: '/nonexistent',
+      SLUICE_SNAPSHOT_PAGE_ROWS: '300',
+      SLUICE_SNAPSHOT_CHUNK_ROWS: '1000',
+    };
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO a SELECT seq, "x" FROM seq_1_to_2500; ANALYZE TABLE a');
+    const run = await sluice(['snapshot', '--workers', '2'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/: 2500 rows in \d+ pages this run; complete/);
+    expect(run.stderr).toMatch(/\[#{30}\] 100% 2,500\/[\d,]+ rows, 3\/3 chunks/);
+    const status = JSON.parse((await sluice(['status', '--json'], env)).stdout);
+    expect(status.snapshot).toMatchObject({ status: 'done', tables: [{ table: `${source.db}.a`, rows: 2500, chunks: 3, chunksDone: 3, etaSeconds: 0 }] });
+    expect((await sluice(['status'], env)).stdout).toMatch(new RegExp(`${source.db}\\.a\\s+2,500/[\\d,]+ rows, 3/3 chunks`));
+  });
+
   it('init is idempotent and safe to run concurrently', async () => {
     const name = `init-${Date.now()}`;
     const config = loadConfig({ ...process.env, SLUICE_SOURCE_ID: 'x', SLUICE_STATE_TABLE: name, SLUICE_BUCKET: name });
