@@ -33,7 +33,7 @@ describe('serverless package (osls 3, offline)', () => {
 
   it('deploys the snapshot function with the 15-minute timeout and lets only sluice invoke it', () => {
     expect(template.Resources.SnapshotLambdaFunction?.Properties).toMatchObject({ Runtime: 'nodejs22.x', Timeout: 900 });
-    const env = (template.Resources.PollerLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    const env = (template.Resources.PollerLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {};
     expect(env.SLUICE_SNAPSHOT_FUNCTION).toBe('sluice-dev-snapshot');
     expect(env.SLUICE_STARTUP).toBe('initial');
     const invoke = JSON.stringify(template.Resources.IamRoleLambdaExecution?.Properties.Policies);
