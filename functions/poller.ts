@@ -22,7 +22,7 @@ async function startSnapshot(job: { id: string }): Promise<void> {
 export const handler = async (_event: unknown, context: Context) => {
   logger.addContext(context);
   const result = await runCapture(
-    { config, s3: clients.s3, store: clients.store, log: logger },
+    { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger, onSnapshotRequested: startSnapshot },
     { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId },
   );
   logger.info('capture run finished', { ...result });
