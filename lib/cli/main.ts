@@ -1,13 +1,15 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { createClients, initResources } from '../aws.ts';
-import { loadConfig } from '../config/config.ts';
+import { loadConfig, parseStartupSetting } from '../config/config.ts';
 import { SluiceError } from '../errors.ts';
 import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { createLogger } from '../log.ts';
 import { runCapture } from '../pipeline/capture.ts';
 import { planSnapshot, requestSnapshot, runSnapshotWorker, snapshotProgress } from '../pipeline/snapshot.ts';
+import { exportState, importState, resetState, type StateFile } from '../pipeline/state-admin.ts';
 import { sourceStatus } from '../pipeline/status.ts';
 import { formatPosition } from '../source/mysql/position.ts';
 import { connect, preflight, redact } from '../source/mysql/server.ts';
@@ -223,6 +225,34 @@ program
       }
     }
     for (const [k, v] of rows) console.log(`${k.padEnd(16)} ${v}`);
+  });
+
+const state = program.command('state').description('the source state as a savepoint: export, import, reset');
+state
+  .command('export')
+  .description('print the source state (position, commit sequence) as JSON')
+  .action(async () => {
+    const { config, clients } = configure(program.opts());
+    console.log(JSON.stringify(await exportState(config, clients.store), null, 2));
+  });
+state
+  .command('import <file>')
+  .description('restore a state exported with `state export`; refuses to move a source backwards unless --force')
+  .option('--force', 'roll back on purpose (changes after the saved position are captured again, with the same seq)')
+  .action(async (file: string, options: { force?: boolean }) => {
+    const { config, clients } = configure(program.opts());
+    const saved = JSON.parse(await readFile(file, 'utf8')) as StateFile;
+    const result = await importState(config, clients.store, saved, { force: options.force, log: createLogger('WARN') });
+    console.log(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
+  });
+state
+  .command('reset')
+  .description('move the stored position (the commit sequence is kept)')
+  .requiredOption('--to <where>', 'latest | earliest | position:<file>:<pos> | timestamp:<ISO> | gtid:<set>')
+  .action(async (options: { to: string }) => {
+    const { config, clients } = configure(program.opts());
+    const result = await resetState(config, clients.store, parseStartupSetting(options.to), createLogger('WARN'));
+    console.log(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
   });
 
 program

@@ -159,6 +159,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 /** The server's own schemas are never captured. */
 const SYSTEM_SCHEMAS = new Set(['mysql', 'sys', 'information_schema', 'performance_schema']);
 
+/** Parses a startup setting on its own (e.g. `sluice state reset --to …`). */
+export function parseStartupSetting(text: string): Startup {
+  const result = z.string().transform(parseStartup).safeParse(text);
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => i.message).join('; '));
+  return result.data;
+}
+
 /** True when `db.table` passes the include/exclude filters (include empty = every user table). */
 export function tableFilter(config: Pick<Config, 'include' | 'exclude'>): (db: string, table: string) => boolean {
   return (db, table) => {

@@ -56,6 +56,17 @@ export class DynamoDbStateStore implements StateStore {
     return toState(fence.sourceId, item);
   }
 
+  async overwrite(fence: Fence, change: { position: SourceState['position']; commitSeq: number }): Promise<SourceState> {
+    const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
+      set: ['#position = :position', '#seq = :seq'],
+      remove: ['#error'],
+      condition: 'attribute_not_exists(#pending)',
+      names: { '#position': 'position', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
+      values: { ':position': change.position, ':seq': change.commitSeq },
+    });
+    return toState(fence.sourceId, item);
+  }
+
   async clearPending(fence: Fence): Promise<SourceState> {
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
       set: [],

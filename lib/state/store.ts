@@ -42,6 +42,8 @@ export interface StateStore {
   commit(fence: Fence, change: { position: BinlogPosition; pending?: PendingCommit }): Promise<SourceState>;
   /** Clears a pending record once its renames are done. */
   clearPending(fence: Fence): Promise<SourceState>;
+  /** Replaces position and commit sequence (state import / reset), refused while a commit is pending. */
+  overwrite(fence: Fence, change: { position: BinlogPosition; commitSeq: number }): Promise<SourceState>;
   /** Records a fatal error for `status`; cleared by the next successful commit. */
   recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void>;
   releaseLease(sourceId: string, owner: string): Promise<void>;
