@@ -12,7 +12,8 @@ import { planSnapshot, requestSnapshot, runSnapshotWorker, snapshotProgress } fr
 import { exportState, importState, resetState, type StateFile } from '../pipeline/state-admin.ts';
 import { sourceStatus } from '../pipeline/status.ts';
 import { formatPosition } from '../source/mysql/position.ts';
-import { connect, preflight, redact } from '../source/mysql/server.ts';
+import { connect, preflight } from '../source/mysql/server.ts';
+import { mysqlTarget, redact } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import { runDemo } from './demo.ts';
 
@@ -103,8 +104,8 @@ program
         console.log(`FAIL  ${name}: ${(error as Error).message}`);
       }
     };
-    await check(`MySQL ${redact(config.mysqlUrl)}: binlog settings and grants`, async () => {
-      const conn = await connect(config.mysqlUrl);
+    await check(`MySQL ${config.mysqlSecretId ? `secret ${config.mysqlSecretId}` : redact(config.mysqlUrl ?? '')}: binlog settings and grants`, async () => {
+      const conn = await connect(await mysqlTarget(config));
       try {
         await preflight(conn);
       } finally {

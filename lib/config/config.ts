@@ -67,7 +67,14 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 
 const schema = z.object({
   SLUICE_SOURCE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1-64 letters, digits, "-" or "_"'),
-  SLUICE_MYSQL_URL: z.string().regex(/^mysql:\/\//, 'expected mysql://user:password@host:port/'),
+  SLUICE_MYSQL_URL: z
+    .string()
+    .regex(/^mysql:\/\//, 'expected mysql://user:password@host:port/')
+    .optional(),
+  /** AWS Secrets Manager secret holding {"username","password","host","port"}; replaces SLUICE_MYSQL_URL. */
+  SLUICE_MYSQL_SECRET_ID: z.string().min(1).optional(),
+  SLUICE_MYSQL_TLS: z.enum(['off', 'required', 'verify']).default('off'),
+  SLUICE_MYSQL_CA: z.string().optional(),
   SLUICE_STATE_TABLE: z.string().min(3, 'name the DynamoDB table holding offsets and leases'),
   SLUICE_BUCKET: z.string().min(3, 'name the S3 bucket receiving the change files'),
   SLUICE_PREFIX: z
@@ -104,7 +111,10 @@ const schema = z.object({
 
 export type Config = Readonly<{
   sourceId: string;
-  mysqlUrl: string;
+  mysqlUrl: string | undefined;
+  mysqlSecretId: string | undefined;
+  mysqlTls: 'off' | 'required' | 'verify';
+  mysqlCa: string | undefined;
   stateTable: string;
   bucket: string;
   prefix: string;
@@ -133,9 +143,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
   }
   const e = result.data;
+  if (!e.SLUICE_MYSQL_URL && !e.SLUICE_MYSQL_SECRET_ID) {
+    throw new ConfigError(
+      'invalid configuration:\n  SLUICE_MYSQL_URL: is required (or SLUICE_MYSQL_SECRET_ID, a Secrets Manager secret)\nSet these environment variables (or flags) and retry; see README "Configuration".',
+    );
+  }
   return Object.freeze({
     sourceId: e.SLUICE_SOURCE_ID,
     mysqlUrl: e.SLUICE_MYSQL_URL,
+    mysqlSecretId: e.SLUICE_MYSQL_SECRET_ID,
+    mysqlTls: e.SLUICE_MYSQL_TLS,
+    mysqlCa: e.SLUICE_MYSQL_CA,
     stateTable: e.SLUICE_STATE_TABLE,
     bucket: e.SLUICE_BUCKET,
     prefix: e.SLUICE_PREFIX,

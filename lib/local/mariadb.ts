@@ -58,7 +58,7 @@ export function ensureMariaDbInstalled(log: (line: string) => void): { mariadbd:
  * Starts a private MariaDB with the settings CDC needs (ROW format, FULL row image, FULL row
  * metadata) on a free loopback port. It never touches a system instance.
  */
-export async function startMariaDb(dir: string, log: (line: string) => void): Promise<MariaDbInstance> {
+export async function startMariaDb(dir: string, log: (line: string) => void, extraArgs: string[] = []): Promise<MariaDbInstance> {
   const { mariadbd, installDb } = ensureMariaDbInstalled(log);
   const datadir = join(dir, 'data');
   const fresh = !existsSync(join(datadir, 'mysql'));
@@ -96,6 +96,7 @@ export async function startMariaDb(dir: string, log: (line: string) => void): Pr
       '--innodb-flush-log-at-trx-commit=2',
       '--sync-binlog=0',
       `--log-error=${errLog}`,
+      ...extraArgs,
     ],
     join(dir, 'stdout.log'),
   );

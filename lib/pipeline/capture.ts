@@ -9,6 +9,7 @@ import { binlogStaging, pad } from '../sink/s3/keys.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
 import { checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
+import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
 import { Batch } from './batch.ts';
@@ -56,11 +57,12 @@ let preflightDone: string | undefined;
 
 async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ start: BinlogPosition; target: BinlogPosition; requested?: SnapshotJob }> {
   const { config, log } = deps;
-  const conn = await connect(config.mysqlUrl);
+  const mysql = await mysqlTarget(config);
+  const conn = await connect(mysql);
   try {
-    if (preflightDone !== config.mysqlUrl) {
+    if (preflightDone !== mysql.uri) {
       await preflight(conn);
-      preflightDone = config.mysqlUrl; // cached per container: settings do not change between ticks
+      preflightDone = mysql.uri; // cached per container: settings do not change between ticks
     }
     const target = await masterPosition(conn);
     if (state.position) {
@@ -139,7 +141,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       return result;
     }
 
-    reader = new BinlogReader({ url: config.mysqlUrl, start, filter: tableFilter(config) });
+    reader = new BinlogReader({ target: await mysqlTarget(config), start, filter: tableFilter(config) });
     let lastCommitAt = clock();
     let batchNumber = 0;
     let inTxn = false;

@@ -10,6 +10,7 @@ import type { BinlogPosition } from '../source/mysql/position.ts';
 import { listTables, type TableInfo, tableInfo } from '../source/mysql/schema.ts';
 import { connect, masterPosition } from '../source/mysql/server.ts';
 import { keyAtOffset, lastKey, pagingConnection } from '../source/mysql/snapshot-reader.ts';
+import { mysqlTarget } from '../source/mysql/target.ts';
 import { type ChunkState, chunkId, encodeKeyValues, type KeyValues, type PlannedTable, type SnapshotJob, type SnapshotStore } from '../state/snapshot-store.ts';
 import type { Fence, StateStore } from '../state/store.ts';
 import { Batch } from './batch.ts';
@@ -52,7 +53,7 @@ export async function requestSnapshot(deps: SnapshotDeps, tables: readonly strin
   const now = (deps.clock ?? Date.now)();
   let position = startPosition;
   if (!position) {
-    const conn = await connect(deps.config.mysqlUrl);
+    const conn = await connect(await mysqlTarget(deps.config));
     position = await masterPosition(conn).finally(() => conn.end());
   }
   const job: SnapshotJob = { sourceId: deps.config.sourceId, id: jobId(now), createdAt: now, requested: tables, status: 'requested', startPosition: position };
@@ -69,7 +70,7 @@ function chunkColumn(config: Config, name: string): string | undefined {
 export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promise<SnapshotJob> {
   if (job.status !== 'requested') return job;
   const { config, snapshots } = deps;
-  const conn = await connect(config.mysqlUrl);
+  const conn = await connect(await mysqlTarget(config));
   try {
     const accept = tableFilter(config);
     const names = job.requested
@@ -138,7 +139,7 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
   if (!job) throw new SluiceError('SNAPSHOT_NONE', `source ${config.sourceId} has no snapshot request; start one with \`sluice snapshot\``);
   job = await planSnapshot(deps, job);
   const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, chunksFinished: 0, complete: false, timedOut: false };
-  const reader = pagingConnection(config.mysqlUrl);
+  const reader = pagingConnection(await mysqlTarget(config));
   await reader.init();
   const ctx: CommitContext = {
     s3: deps.s3,

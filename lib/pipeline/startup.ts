@@ -4,19 +4,20 @@ import type { Log } from '../log.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
 import { binaryLogs, checkPositionReadable, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
+import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
 
 /**
  * Scans the binlog from `start` without decoding any rows and returns the transaction boundary just
  * before the first transaction `stop` accepts, or `end` if none does before it.
  */
 async function boundaryBefore(
-  url: string,
+  target: MysqlTarget,
   start: BinlogPosition,
   end: BinlogPosition,
   stop: (txn: { gtid: string | null; tsMs: number }) => boolean,
 ): Promise<BinlogPosition> {
   if (comparePositions(start, end) >= 0) return end;
-  const reader = new BinlogReader({ url, start, filter: () => false, idleMs: 200 });
+  const reader = new BinlogReader({ target, start, filter: () => false, idleMs: 200 });
   let boundary = start;
   try {
     for await (const item of reader) {
@@ -34,9 +35,9 @@ async function boundaryBefore(
 }
 
 /** The first transaction time of a binlog file, or undefined if it holds none. */
-async function firstTransactionTime(url: string, file: string, end: BinlogPosition): Promise<number | undefined> {
+async function firstTransactionTime(target: MysqlTarget, file: string, end: BinlogPosition): Promise<number | undefined> {
   let first: number | undefined;
-  await boundaryBefore(url, { file, pos: 4 }, end, (txn) => {
+  await boundaryBefore(target, { file, pos: 4 }, end, (txn) => {
     first = txn.tsMs;
     return true;
   });
@@ -44,19 +45,19 @@ async function firstTransactionTime(url: string, file: string, end: BinlogPositi
 }
 
 /** `timestamp:<T>`: the boundary before the first transaction at or after T (binlog times have second precision). */
-export async function positionAtTime(url: string, conn: SqlConnection, at: number): Promise<BinlogPosition> {
+export async function positionAtTime(target: MysqlTarget, conn: SqlConnection, at: number): Promise<BinlogPosition> {
   const end = await masterPosition(conn);
   const logs = await binaryLogs(conn);
   let from = logs[0];
   for (const log of [...logs].reverse()) {
-    const first = await firstTransactionTime(url, log.file, end);
+    const first = await firstTransactionTime(target, log.file, end);
     if (first !== undefined && first < at) {
       from = log;
       break;
     }
   }
   if (!from) return end;
-  return boundaryBefore(url, { file: from.file, pos: 4 }, end, (txn) => txn.tsMs >= at);
+  return boundaryBefore(target, { file: from.file, pos: 4 }, end, (txn) => txn.tsMs >= at);
 }
 
 /** MariaDB GTID position `d-s-n,...` → per domain, the last sequence number it covers. */
@@ -76,21 +77,21 @@ const coveredBy = (position: Map<number, bigint>, gtid: string) => {
 };
 
 /** `gtid:<d-s-n,...>` (MariaDB): the boundary before the first transaction the set does not cover. */
-export async function positionAfterGtid(url: string, conn: SqlConnection, gtid: string): Promise<BinlogPosition> {
-  const target = parseGtidPosition(gtid);
+export async function positionAfterGtid(target: MysqlTarget, conn: SqlConnection, gtid: string): Promise<BinlogPosition> {
+  const covered = parseGtidPosition(gtid);
   const end = await masterPosition(conn);
   const logs = await binaryLogs(conn);
   let from = logs[0];
   for (const log of [...logs].reverse()) {
     const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, 4) AS gtid', [log.file]);
     const state = String((rows as { gtid: string | null }[])[0]?.gtid ?? '');
-    if ([...parseGtidPosition(state)].every(([domain, seq]) => coveredBy(target, `${domain}-0-${seq}`))) {
+    if ([...parseGtidPosition(state)].every(([domain, seq]) => coveredBy(covered, `${domain}-0-${seq}`))) {
       from = log;
       break;
     }
   }
   if (!from) return end;
-  return boundaryBefore(url, { file: from.file, pos: 4 }, end, (txn) => txn.gtid !== null && !coveredBy(target, txn.gtid));
+  return boundaryBefore(target, { file: from.file, pos: 4 }, end, (txn) => txn.gtid !== null && !coveredBy(covered, txn.gtid));
 }
 
 /** Where a source with no stored position starts, per SLUICE_STARTUP (`initial*` are handled by the caller). */
@@ -114,10 +115,10 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
       start = startup.position;
       break;
     case 'timestamp':
-      start = await positionAtTime(config.mysqlUrl, conn, startup.at);
+      start = await positionAtTime(await mysqlTarget(config), conn, startup.at);
       break;
     case 'gtid':
-      start = await positionAfterGtid(config.mysqlUrl, conn, startup.gtid);
+      start = await positionAfterGtid(await mysqlTarget(config), conn, startup.gtid);
       break;
   }
   log.info('no stored position: starting from the startup setting', { startup: startup.mode, start });

@@ -4,6 +4,7 @@ import { SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../source/mysql/position.ts';
 import { connect } from '../source/mysql/server.ts';
+import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
 import { startupPosition } from './startup.ts';
 
@@ -92,7 +93,7 @@ export async function resetState(config: Config, store: StateStore, to: Startup,
       'STATE_RESET',
       'reset takes latest, earliest, position:<file>:<pos>, timestamp:<ISO> or gtid:<set>; for a new snapshot run `sluice snapshot`',
     );
-  const conn = await connect(config.mysqlUrl);
+  const conn = await connect(await mysqlTarget(config));
   let position: BinlogPosition;
   try {
     position = await startupPosition({ ...config, startup: to }, conn, log);

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, fileNumber } from '../source/mysql/position.ts';
 import { binaryLogs, connect, masterPosition } from '../source/mysql/server.ts';
+import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
 
 export interface SourceStatus {
@@ -30,7 +31,7 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     error: state?.error,
   };
   try {
-    const conn = await connect(config.mysqlUrl);
+    const conn = await connect(await mysqlTarget(config));
     try {
       status.master = await masterPosition(conn);
       const logs = await binaryLogs(conn);

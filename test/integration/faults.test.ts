@@ -102,7 +102,7 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
     const admin = await mysql.createConnection({ uri: server.adminUrl });
     await admin.query("SET GLOBAL binlog_row_metadata = 'MINIMAL'");
     try {
-      const conn = await connect(server.url);
+      const conn = await connect({ uri: server.url, label: 'private' });
       await expect(preflight(conn).finally(() => conn.end())).rejects.toThrow(/binlog_row_metadata is MINIMAL.*SET GLOBAL binlog_row_metadata = 'FULL'/);
     } finally {
       await admin.query("SET GLOBAL binlog_row_metadata = 'FULL'");

@@ -3,6 +3,7 @@ import { PositionLostError, SluiceError } from '../../errors.ts';
 import { binlogColumn, type ZongjiColumn } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
 import type { BinlogPosition } from './position.ts';
+import type { MysqlTarget } from './target.ts';
 
 /**
  * What the reader emits, strictly in binlog order. Only `commit` and `progress` carry a position,
@@ -21,7 +22,7 @@ export type BinlogItem =
   | { kind: 'idle' };
 
 export interface BinlogReaderOptions {
-  url: string;
+  target: MysqlTarget;
   start: BinlogPosition;
   /** Tables to decode; events of other tables are skipped before their rows are parsed. */
   filter: (db: string, table: string) => boolean;
@@ -63,7 +64,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.highWater = options.highWaterRows ?? 20_000;
     // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
     // independent of the process time zone. Big numbers arrive as exact strings.
-    this.zongji = new ZongJi({ uri: options.url, dateStrings: true, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true });
+    this.zongji = new ZongJi({
+      uri: options.target.uri,
+      ssl: options.target.ssl,
+      dateStrings: true,
+      timezone: 'Z',
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+    });
     // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
     // TableMap, so rows of filtered tables are never decoded.
     (this.zongji as unknown as { _skipSchema: (db: string, table: string) => boolean })._skipSchema = (db, table) => !options.filter(db, table);

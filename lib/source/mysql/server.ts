@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import { PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from './position.ts';
+import type { MysqlTarget } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
 export interface SqlConnection {
@@ -9,10 +10,11 @@ export interface SqlConnection {
 }
 
 /** Opens a control connection; values arrive as exact text, times in UTC. */
-export async function connect(url: string): Promise<SqlConnection> {
+export async function connect(target: MysqlTarget): Promise<SqlConnection> {
   try {
     return await mysql.createConnection({
-      uri: url,
+      uri: target.uri,
+      ssl: target.ssl,
       dateStrings: true,
       timezone: 'Z',
       supportBigNumbers: true,
@@ -20,11 +22,9 @@ export async function connect(url: string): Promise<SqlConnection> {
       connectTimeout: 10_000,
     });
   } catch (error) {
-    throw new SluiceError('MYSQL_CONNECT', `cannot connect to MySQL at ${redact(url)}: ${(error as Error).message}`, { cause: error, retriable: true });
+    throw new SluiceError('MYSQL_CONNECT', `cannot connect to MySQL at ${target.label}: ${(error as Error).message}`, { cause: error, retriable: true });
   }
 }
-
-export const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 
 async function rows<T>(conn: SqlConnection, sql: string, values?: unknown[]): Promise<T[]> {
   const [result] = await conn.query(sql, values);

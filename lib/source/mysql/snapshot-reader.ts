@@ -3,6 +3,7 @@ import type { Row } from '../../format/event.ts';
 import type { KeyValues } from '../../state/snapshot-store.ts';
 import type { TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
+import type { MysqlTarget } from './target.ts';
 
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
@@ -66,8 +67,8 @@ export async function lastKey(conn: SqlConnection, info: TableInfo): Promise<Key
  * A connection for paging: values as exact text (big numbers as strings, dates as MySQL prints
  * them), TIMESTAMP in UTC. Rows stream from the server; a page is never held whole in memory.
  */
-export function pagingConnection(url: string) {
-  const conn = mysql.createConnection({ uri: url, dateStrings: true, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true });
+export function pagingConnection(target: MysqlTarget) {
+  const conn = mysql.createConnection({ uri: target.uri, ssl: target.ssl, dateStrings: true, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true });
   const promise = conn.promise();
   return {
     sql: promise as unknown as SqlConnection,

@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { Config } from '../../config/config.ts';
+import { ConfigError, SluiceError } from '../../errors.ts';
+
+/** How to reach MySQL: a URI plus TLS options, as mysql2 (and zongji, which passes them on) take them. */
+export interface MysqlTarget {
+  readonly uri: string;
+  readonly ssl?: { ca?: string; rejectUnauthorized: boolean };
+  /** The URI with the password hidden, for messages. */
+  readonly label: string;
+}
+
+export const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+
+/** An RDS-style secret: {"username", "password", "host", "port", "dbname"?}. */
+function uriFromSecret(secretId: string, text: string | undefined): string {
+  let secret: Record<string, unknown>;
+  try {
+    secret = JSON.parse(text ?? '') as Record<string, unknown>;
+  } catch {
+    throw new SluiceError('MYSQL_SECRET', `secret ${secretId} is not JSON; store {"username","password","host","port"} (the format RDS-managed secrets use)`);
+  }
+  const { username, password, host, port } = secret;
+  if (typeof username !== 'string' || typeof password !== 'string' || typeof host !== 'string') {
+    throw new SluiceError('MYSQL_SECRET', `secret ${secretId} lacks username, password or host; store {"username","password","host","port"}`);
+  }
+  return `mysql://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${host}:${Number(port ?? 3306)}/`;
+}
+
+function tls(config: Config): MysqlTarget['ssl'] {
+  switch (config.mysqlTls) {
+    case 'off':
+      return undefined;
+    case 'required':
+      return { rejectUnauthorized: false };
+    case 'verify': {
+      const ca = config.mysqlCa;
+      if (!ca)
+        throw new ConfigError(
+          'SLUICE_MYSQL_TLS=verify needs SLUICE_MYSQL_CA: the CA certificate (PEM text, or a path to a PEM file; for RDS, the region bundle from AWS)',
+        );
+      return { ca: ca.startsWith('-----BEGIN') ? ca : readFileSync(ca, 'utf8'), rejectUnauthorized: true };
+    }
+  }
+}
+
+const cache = new Map<string, Promise<MysqlTarget>>();
+
+/**
+ * Resolves the MySQL target once per container: from SLUICE_MYSQL_SECRET_ID (Secrets Manager,
+ * through the SDK's normal endpoint configuration) or SLUICE_MYSQL_URL, with the TLS settings.
+ */
+export function mysqlTarget(config: Config, secrets: () => Pick<SecretsManagerClient, 'send'> = () => new SecretsManagerClient({})): Promise<MysqlTarget> {
+  const cacheKey = `${config.mysqlSecretId ?? config.mysqlUrl}|${config.mysqlTls}|${config.mysqlCa ?? ''}`;
+  let target = cache.get(cacheKey);
+  if (!target) {
+    target = (async () => {
+      let uri = config.mysqlUrl;
+      if (config.mysqlSecretId) {
+        const id = config.mysqlSecretId;
+        const value = await secrets()
+          .send(new GetSecretValueCommand({ SecretId: id }))
+          .catch((error: Error) => {
+            throw new SluiceError(
+              'MYSQL_SECRET',
+              `cannot read secret ${id} from Secrets Manager: ${error.message} (the function needs secretsmanager:GetSecretValue on it)`,
+              { cause: error, retriable: true },
+            );
+          });
+        uri = uriFromSecret(id, value.SecretString);
+      }
+      if (!uri) throw new ConfigError('set SLUICE_MYSQL_URL or SLUICE_MYSQL_SECRET_ID');
+      return { uri, ssl: tls(config), label: redact(uri) };
+    })();
+    target.catch(() => cache.delete(cacheKey)); // a failed lookup is retried by the next run
+    cache.set(cacheKey, target);
+  }
+  return target;
+}
