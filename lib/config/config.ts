@@ -134,12 +134,14 @@ export type Config = Readonly<{
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const result = schema.safeParse(present);
-  if (!result.success) {
-    const lines = result.error.issues.map((issue) => {
-      const variable = String(issue.path[0]);
-      const message = issue.code === 'invalid_type' && env[variable] === undefined ? 'is required' : issue.message;
-      return `  ${variable}: ${message}`;
-    });
+  const lines = (result.success ? [] : result.error.issues).map((issue) => {
+    const variable = String(issue.path[0]);
+    const message = issue.code === 'invalid_type' && env[variable] === undefined ? 'is required' : issue.message;
+    return `  ${variable}: ${message}`;
+  });
+  if (!present.SLUICE_MYSQL_URL && !present.SLUICE_MYSQL_SECRET_ID)
+    lines.push('  SLUICE_MYSQL_URL: is required (or SLUICE_MYSQL_SECRET_ID, a Secrets Manager secret)');
+  if (!result.success || lines.length) {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
   }
   const e = result.data;

@@ -145,6 +145,8 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     let lastCommitAt = clock();
     let batchNumber = 0;
     let inTxn = false;
+    /** Whether the current transaction wrote captured rows (filtered tables' transactions are not counted). */
+    let txnHasRows = false;
     let prefix = '';
     let index = 0;
     let source = '';
@@ -190,6 +192,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       switch (item.kind) {
         case 'begin':
           inTxn = true;
+          txnHasRows = false;
           prefix = seqPrefix(item.file, item.pos);
           index = 0;
           source = encodeSource({
@@ -204,6 +207,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
           break;
         case 'rows': {
           batch ??= new Batch(deps.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${runId}/${pad(++batchNumber, 6)}/`, committed, now);
+          txnHasRows = true;
           const accepted = writeRows(batch, item, prefix, index, source);
           index = accepted.next;
           if (accepted.wait) await accepted.wait;
@@ -213,7 +217,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
         case 'progress': {
           if (item.kind === 'commit') {
             inTxn = false;
-            if (batch) batch.transactions++;
+            if (batch && txnHasRows) batch.transactions++;
             if (item.ddl) log.info('schema change', { db: item.ddl.db, query: item.ddl.query.slice(0, 200) });
           }
           position = item.position;

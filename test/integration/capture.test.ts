@@ -163,5 +163,7 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     await source.capture({ config });
     const events = await source.events();
     expect(events.map((e) => e.table)).toEqual(['a']);
+    // The excluded table's transaction is not counted either.
+    expect((await source.manifests()).map((m) => m.transactions)).toEqual([1]);
   });
 });
