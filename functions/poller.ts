@@ -1,14 +1,17 @@
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import { createClients } from '../lib/aws.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { createLogger } from '../lib/log.ts';
 import { runCapture } from '../lib/pipeline/capture.ts';
+import { sourceStatus } from '../lib/pipeline/status.ts';
 
 // Built once per container: config errors fail the cold start loudly, clients keep their connections.
 const config = loadConfig();
 const clients = createClients(config);
 const logger = createLogger();
+const metrics = new Metrics({ namespace: 'sluice', serviceName: 'sluice', defaultDimensions: { source: config.sourceId } });
 const lambda = new LambdaClient({});
 const snapshotFunction = process.env.SLUICE_SNAPSHOT_FUNCTION;
 
@@ -18,13 +21,21 @@ async function startSnapshot(job: { id: string }): Promise<void> {
   await lambda.send(new InvokeCommand({ FunctionName: snapshotFunction, InvocationType: 'Event', Payload: JSON.stringify({ snapshotId: job.id }) }));
 }
 
-/** Scheduled poller: one capture run within this invocation's remaining time. */
+/** Scheduled poller: one capture run within this invocation's remaining time, then health metrics (EMF). */
 export const handler = async (_event: unknown, context: Context) => {
   logger.addContext(context);
-  const result = await runCapture(
-    { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger, onSnapshotRequested: startSnapshot },
-    { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId },
-  );
-  logger.info('capture run finished', { ...result });
-  return result;
+  try {
+    const result = await runCapture(
+      { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger, metrics, onSnapshotRequested: startSnapshot },
+      { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId },
+    );
+    const health = await sourceStatus(config, clients.store);
+    if (result.lagSeconds !== undefined) metrics.addMetric('LagSeconds', 'Seconds', result.lagSeconds);
+    if (health.lagBytes !== undefined) metrics.addMetric('LagBytes', 'Bytes', health.lagBytes);
+    if (typeof health.timeToPurgeSeconds === 'number') metrics.addMetric('TimeToPurgeSeconds', 'Seconds', health.timeToPurgeSeconds);
+    logger.info('capture run finished', { ...result, lagBytes: health.lagBytes, timeToPurgeSeconds: health.timeToPurgeSeconds });
+    return result;
+  } finally {
+    metrics.publishStoredMetrics();
+  }
 };

@@ -1,5 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 
 /** The logging surface sluice uses: Powertools' structured logger, or anything shaped like it. */
 export type Log = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
@@ -10,3 +11,10 @@ export function createLogger(fallbackLevel: LogLevel = 'INFO'): Logger {
 }
 
 export const silentLog: Log = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Where capture runs record metrics: Powertools' EMF Metrics in Lambda, nothing elsewhere. */
+export interface MetricsSink {
+  addMetric(name: string, unit: Parameters<Metrics['addMetric']>[1], value: number): unknown;
+}
+
+export const noMetrics: MetricsSink = { addMetric: () => undefined };

@@ -214,6 +214,17 @@ program
       ['lease', status.lease ? `${status.lease.owner} until ${status.lease.expiresAt}${status.lease.live ? '' : ' (expired)'}` : 'free'],
       ['pending renames', status.pending ? `commit ${status.pending.commitSeq} (${status.pending.objects} objects)` : 'none'],
     ];
+    rows.push([
+      'purge risk',
+      status.timeToPurgeSeconds === undefined
+        ? '-'
+        : status.timeToPurgeSeconds === null
+          ? 'none: the server does not purge binlogs automatically'
+          : `the stored binlog may be purged in ${Math.round(status.timeToPurgeSeconds / 60)} min (retention ${Math.round((status.retentionSeconds ?? 0) / 3600)} h)`,
+    ]);
+    if (typeof status.timeToPurgeSeconds === 'number' && status.timeToPurgeSeconds < 6 * 3600 && status.positionOnServer !== false) {
+      rows.push(['WARNING', 'the binlog sluice still needs is close to being purged: check that the poller runs and keeps up (docs/RUNBOOK.md)']);
+    }
     if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
     if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
     if (snapshot) {

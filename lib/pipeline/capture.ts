@@ -4,7 +4,7 @@ import { type Config, tableFilter } from '../config/config.ts';
 import { LeaseLostError, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeKey, encodeRow, encodeSource, eventLine } from '../format/event.ts';
 import { seq, seqPrefix } from '../format/seq.ts';
-import type { Log } from '../log.ts';
+import { type Log, type MetricsSink, noMetrics } from '../log.ts';
 import { binlogStaging, pad } from '../sink/s3/keys.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
@@ -25,6 +25,7 @@ export interface CaptureDeps {
   readonly log: Log;
   readonly clock?: () => number;
   readonly faults?: Faults;
+  readonly metrics?: MetricsSink;
   /** Where snapshot requests are recorded (startup `initial`); without it `initial` behaves like `latest`. */
   readonly snapshots?: SnapshotStore;
   /** Called when a snapshot is requested or has stalled, e.g. to invoke the snapshot function. */
@@ -51,6 +52,8 @@ export interface CaptureResult {
   caughtUp: boolean;
   /** Set when this run requested the initial snapshot. */
   snapshotRequested?: string;
+  /** How far behind the binlog the run ended: 0 when caught up, else the age of the last transaction read. */
+  lagSeconds?: number;
 }
 
 let preflightDone: string | undefined;
@@ -92,6 +95,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ s
 export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Promise<CaptureResult> {
   const { config, store, log } = deps;
   const clock = deps.clock ?? Date.now;
+  const metrics = deps.metrics ?? noMetrics;
   const runId = options.runId ?? randomUUID();
   const startedAt = clock();
   const leaseExpires = startedAt + options.budgetMs;
@@ -145,6 +149,8 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     let lastCommitAt = clock();
     let batchNumber = 0;
     let inTxn = false;
+    let lastTxnAt: number | undefined;
+    let idle = false;
     /** Whether the current transaction wrote captured rows (filtered tables' transactions are not counted). */
     let txnHasRows = false;
     let prefix = '';
@@ -153,7 +159,12 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
 
     const commitData = async (to: BinlogPosition) => {
       if (!batch) return;
+      const started = clock();
       state = await commitBatch(ctx, state, batch, to);
+      metrics.addMetric('RowsCaptured', 'Count', batch.events);
+      metrics.addMetric('Commits', 'Count', 1);
+      metrics.addMetric('BatchBytes', 'Bytes', batch.size);
+      metrics.addMetric('CommitLatency', 'Milliseconds', clock() - started);
       result.commits++;
       result.events += batch.events;
       result.transactions += batch.transactions;
@@ -172,11 +183,13 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
         committed = position;
         lastCommitAt = now;
         result.heartbeats++;
+        metrics.addMetric('Heartbeats', 'Count', 1);
       }
     };
 
     read: for await (const item of reader) {
       const now = clock();
+      idle = item.kind === 'idle';
       if (item.kind === 'idle') {
         if (inTxn) continue;
         const stop = now >= softDeadline || (options.drain === true && caughtUp());
@@ -191,6 +204,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       }
       switch (item.kind) {
         case 'begin':
+          lastTxnAt = item.tsMs;
           inTxn = true;
           txnHasRows = false;
           prefix = seqPrefix(item.file, item.pos);
@@ -230,6 +244,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     }
     result.position = committed;
     result.caughtUp ||= caughtUp();
+    result.lagSeconds = result.caughtUp || idle || lastTxnAt === undefined ? 0 : Math.max(0, Math.round((clock() - lastTxnAt) / 1000));
     return result;
   } catch (error) {
     if (batch) await batch.abort();

@@ -1,7 +1,8 @@
 import type { Config } from '../config/config.ts';
+import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { type BinlogPosition, comparePositions, fileNumber } from '../source/mysql/position.ts';
-import { binaryLogs, connect, masterPosition } from '../source/mysql/server.ts';
-import { mysqlTarget } from '../source/mysql/target.ts';
+import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
+import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
 
 export interface SourceStatus {
@@ -16,6 +17,50 @@ export interface SourceStatus {
   pending?: { commitSeq: number; objects: number };
   error?: SourceState['error'];
   mysqlError?: string;
+  /** The server's binlog retention; null when binlogs are never purged automatically. */
+  retentionSeconds?: number | null;
+  /** How long until the binlog holding the stored position may be purged; null = no automatic purge. */
+  timeToPurgeSeconds?: number | null;
+}
+
+/** When a binlog file started (its first timestamped event), or undefined if it has none yet. */
+async function fileStartTime(target: MysqlTarget, file: string): Promise<number | undefined> {
+  const reader = new BinlogReader({ target, start: { file, pos: 4 }, filter: () => false, idleMs: 300 });
+  try {
+    for await (const item of reader) {
+      if (item.kind === 'idle') return undefined;
+      if ((item.kind === 'progress' || item.kind === 'begin') && item.tsMs > 0) return item.tsMs;
+    }
+    return undefined;
+  } finally {
+    await reader.stop();
+  }
+}
+
+/**
+ * Time until the binlog holding `stored` may be purged. A binlog is purged once it has been closed
+ * for the retention period; it was closed when the next file started. Still the current file: the
+ * whole retention period remains.
+ */
+export async function purgeRisk(
+  conn: SqlConnection,
+  target: MysqlTarget,
+  stored: BinlogPosition,
+  now: number,
+): Promise<{ retentionSeconds: number | null; timeToPurgeSeconds: number | null }> {
+  const [rows] = await conn
+    .query('SELECT @@expire_logs_days AS days, @@binlog_expire_logs_seconds AS seconds')
+    .catch(() => conn.query('SELECT @@expire_logs_days AS days, 0 AS seconds'));
+  const row = (rows as { days: number | string | null; seconds: number | string | null }[])[0];
+  const retention = Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
+  if (!retention) return { retentionSeconds: null, timeToPurgeSeconds: null };
+  const logs = await binaryLogs(conn);
+  const index = logs.findIndex((l) => l.file === stored.file);
+  if (index < 0) return { retentionSeconds: retention, timeToPurgeSeconds: 0 };
+  const next = logs[index + 1];
+  const closedAt = next ? await fileStartTime(target, next.file) : undefined;
+  if (closedAt === undefined) return { retentionSeconds: retention, timeToPurgeSeconds: retention };
+  return { retentionSeconds: retention, timeToPurgeSeconds: Math.max(0, Math.round(closedAt / 1000 + retention - now / 1000)) };
 }
 
 /** Stored vs master position, lag in bytes, lease, pending renames and recorded errors. */
@@ -38,7 +83,9 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
       const stored = status.stored;
       if (stored) {
         status.positionOnServer = logs.some((l) => l.file === stored.file);
+        if (!status.positionOnServer) status.timeToPurgeSeconds = 0;
         if (status.positionOnServer && comparePositions(stored, status.master) <= 0) {
+          Object.assign(status, await purgeRisk(conn, await mysqlTarget(config), stored, now));
           status.lagBytes = logs
             .filter((l) => fileNumber(l.file) >= fileNumber(stored.file))
             .reduce((sum, l) => sum + (l.file === status.master?.file ? status.master.pos : l.size) - (l.file === stored.file ? stored.pos : 0), 0);

@@ -7,6 +7,7 @@ import { LeaseLostError, PositionLostError } from '../../lib/errors.ts';
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/pipeline/faults.ts';
+import { sourceStatus } from '../../lib/pipeline/status.ts';
 import { connect, preflight } from '../../lib/source/mysql/server.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
 
@@ -96,6 +97,27 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
     await expect(failure).rejects.toThrow(/not on the server.*purged.*re-snapshot/s);
     expect((await source.state())?.error?.code).toBe('POSITION_LOST');
     expect(await source.manifests()).toEqual([]);
+  });
+
+  it('status reports how long until the binlog holding the stored position may be purged', async () => {
+    await using source = await testSource('purgerisk', { SLUICE_MYSQL_URL: server.url });
+    const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
+    await admin.query(`SET GLOBAL binlog_expire_logs_seconds = 7200; CREATE DATABASE ${source.db}; CREATE TABLE ${source.db}.a (id INT PRIMARY KEY)`);
+    try {
+      await source.capture();
+      const open = await sourceStatus(source.config, source.clients.store);
+      expect(open).toMatchObject({ retentionSeconds: 7200, timeToPurgeSeconds: 7200 }); // the current file is not purgeable yet
+      await admin.query('FLUSH BINARY LOGS');
+      await new Promise((resolve) => setTimeout(resolve, 2100));
+      const closed = await sourceStatus(source.config, source.clients.store);
+      expect(closed.timeToPurgeSeconds).toBeGreaterThan(7200 - 10);
+      expect(closed.timeToPurgeSeconds).toBeLessThanOrEqual(7200 - 1); // the clock runs from when the next file started
+      await admin.query('SET GLOBAL binlog_expire_logs_seconds = 0');
+      expect(await sourceStatus(source.config, source.clients.store)).toMatchObject({ retentionSeconds: null, timeToPurgeSeconds: null });
+    } finally {
+      await admin.query('SET GLOBAL binlog_expire_logs_seconds = 0');
+      await admin.end();
+    }
   });
 
   it('refuses a server without FULL row metadata, naming the fix', async () => {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testSource } from '../support/source.ts';
 
 /** Stands in for the Lambda Invoke API (reached through AWS_ENDPOINT_URL_LAMBDA): records async invocations. */
@@ -61,7 +61,30 @@ describe('Lambda handlers (real stack; the Invoke API is a local stand-in)', () 
     expect(invocations).toEqual([]); // nobody ran out of time, so nobody re-invoked itself
 
     await source.sql("UPDATE a SET v = 'y' WHERE id <= 3");
-    await poller({}, context('sluice-test-poller', 3_500));
+    // The poller publishes its health as CloudWatch EMF lines on stdout.
+    const printed: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      printed.push(String(chunk));
+      return write(chunk, ...(rest as []));
+    });
+    const consoleSpy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void printed.push(args.map(String).join(' ')));
+    try {
+      await poller({}, context('sluice-test-poller', 3_500));
+    } finally {
+      spy.mockRestore();
+      consoleSpy.mockRestore();
+    }
+    const emf = printed
+      .flatMap((line) => line.split('\n'))
+      .filter((line) => line.includes('"_aws"'))
+      .map((line) => JSON.parse(line));
+    const metric = (name: string) => emf.find((e) => e._aws.CloudWatchMetrics[0].Metrics.some((m: { Name: string }) => m.Name === name));
+    expect(metric('RowsCaptured')?.RowsCaptured).toBe(3);
+    expect(metric('RowsCaptured')?.source).toBe(source.db);
+    expect(metric('LagSeconds')?.LagSeconds).toBe(0);
+    expect(typeof metric('LagBytes')?.LagBytes).toBe('number');
+    expect(metric('CommitLatency')).toBeDefined();
     const events = await source.events();
     expect(events.filter((e) => e.op === 'r')).toHaveLength(1200);
     expect(events.filter((e) => e.op === 'u')).toHaveLength(3);

@@ -17,7 +17,7 @@ export type BinlogItem =
   /** A transaction (or a DDL statement) ended; `position` is right after it. */
   | { kind: 'commit'; position: BinlogPosition; ddl?: { db: string; query: string } }
   /** A non-transactional event between transactions (rotate, checkpoint, heartbeat): the position moved. */
-  | { kind: 'progress'; position: BinlogPosition }
+  | { kind: 'progress'; position: BinlogPosition; tsMs: number }
   /** Nothing arrived for `idleMs`: lets an idle consumer stop or heartbeat on time. */
   | { kind: 'idle' };
 
@@ -126,8 +126,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return shape;
   }
 
-  private boundary(kind: 'commit' | 'progress', pos: number, ddl?: { db: string; query: string }): void {
+  private boundary(kind: 'commit' | 'progress', pos: number, ddl?: { db: string; query: string }, tsMs = 0): void {
     this.inTxn = false;
+    if (kind === 'progress') {
+      this.push({ kind, position: { file: this.file, pos, gtid: this.gtid ?? undefined }, tsMs });
+      return;
+    }
     this.push(
       ddl
         ? { kind, position: { file: this.file, pos, gtid: this.gtid ?? undefined }, ddl }
@@ -184,10 +188,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'Rotate':
         // The new file starts at ev.position; the rotate's own nextPosition belongs to the old file.
         this.file = ev.binlogName;
-        if (!this.inTxn) this.boundary('progress', Number(ev.position));
+        if (!this.inTxn) this.boundary('progress', Number(ev.position), undefined, ev.timestamp);
         return;
       default:
-        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition);
+        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, undefined, ev.timestamp);
     }
   }
 
