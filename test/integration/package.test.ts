@@ -42,7 +42,11 @@ describe('serverless package (osls 3, offline)', () => {
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
-    prod = await packageStage('prod', ['mysqlSecretArn=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf', 'subnetIds=subnet-1,subnet-2', 'securityGroupIds=sg-1']);
+    prod = await packageStage('prod', [
+      'mysqlSecretArn=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf',
+      'subnetIds=subnet-1,subnet-2',
+      'securityGroupIds=sg-1',
+    ]);
   }, 180_000);
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
