@@ -27,7 +27,7 @@ export const handler = async (_event: unknown, context: Context) => {
   try {
     const result = await runCapture(
       { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger, metrics, onSnapshotRequested: startSnapshot },
-      { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId },
+      { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId, drain: config.stopWhenCaughtUp },
     );
     const health = await sourceStatus(config, clients.store);
     if (result.lagSeconds !== undefined) metrics.addMetric('LagSeconds', 'Seconds', result.lagSeconds);

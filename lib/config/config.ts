@@ -107,6 +107,11 @@ const schema = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
+  /** Lambda: end each run once caught up instead of reading until its time is up (far cheaper when quiet; latency up to one schedule tick). */
+  SLUICE_STOP_WHEN_CAUGHT_UP: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
 });
 
 export type Config = Readonly<{
@@ -128,6 +133,7 @@ export type Config = Readonly<{
   safetyMarginMs: number;
   runMs: number;
   s3ForcePathStyle: boolean;
+  stopWhenCaughtUp: boolean;
 }>;
 
 /** Parses and validates the environment once; a bad value names the variable and what it accepts. */
@@ -173,6 +179,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     safetyMarginMs: e.SLUICE_SAFETY_MARGIN_SECONDS * 1000,
     runMs: e.SLUICE_RUN_SECONDS * 1000,
     s3ForcePathStyle: e.SLUICE_S3_FORCE_PATH_STYLE,
+    stopWhenCaughtUp: e.SLUICE_STOP_WHEN_CAUGHT_UP,
   });
 }
 

@@ -1,0 +1,25 @@
+import type { Context } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { testSource } from '../support/source.ts';
+
+describe('poller Lambda with SLUICE_STOP_WHEN_CAUGHT_UP=true', () => {
+  it('ends the run once caught up instead of holding the function until its time is up', async () => {
+    await using source = await testSource('drainmode');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY)');
+    Object.assign(process.env, {
+      SLUICE_SOURCE_ID: source.db,
+      SLUICE_PREFIX: source.db,
+      SLUICE_INCLUDE: `${source.db}\\..*`,
+      SLUICE_STARTUP: 'latest',
+      SLUICE_STOP_WHEN_CAUGHT_UP: 'true',
+    });
+    const { handler } = await import('../../functions/poller.ts');
+    const context = { functionName: 'sluice-test-poller', awsRequestId: 'drain-1', getRemainingTimeInMillis: () => 30_000 } as unknown as Context;
+    await handler({}, context);
+    await source.sql('INSERT INTO a VALUES (1), (2)');
+    const started = Date.now();
+    const result = await handler({}, { ...context, awsRequestId: 'drain-2' } as Context);
+    expect(result).toMatchObject({ events: 2, caughtUp: true, lagSeconds: 0 });
+    expect(Date.now() - started).toBeLessThan(10_000); // budget mode would read for ~28 s
+  });
+});
