@@ -247,7 +247,10 @@ program
   .option('--json', 'machine-readable output')
   .action(async (options: { tables?: string; json?: boolean }) => {
     const { config, clients } = configure(program.opts());
-    const verdict = await verify({ config, s3: clients.s3, store: clients.store }, { tables: options.tables?.split(',').map((t) => t.trim()) });
+    const verdict = await verify(
+      { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots },
+      { tables: options.tables?.split(',').map((t) => t.trim()) },
+    );
     if (options.json) console.log(JSON.stringify(verdict, null, 2));
     else {
       console.log(`MySQL read at ${formatPosition(verdict.mysqlPosition)}; output at ${verdict.outputPosition ? formatPosition(verdict.outputPosition) : '-'}`);

@@ -51,6 +51,15 @@ const jobId = (now: number) =>
 /** Records a snapshot request (all included tables, or `tables`), with the binlog position before it. */
 export async function requestSnapshot(deps: SnapshotDeps, tables: readonly string[] | null, startPosition?: BinlogPosition): Promise<SnapshotJob> {
   const now = (deps.clock ?? Date.now)();
+  // One snapshot at a time: a second request would make the first one unreachable (its workers
+  // follow the latest request), leaving its chunks unfinished and their staging behind.
+  const running = await deps.snapshots.latestJob(deps.config.sourceId);
+  if (running && running.status !== 'done') {
+    throw new SluiceError(
+      'SNAPSHOT_RUNNING',
+      `snapshot ${running.id} is still copying; run \`sluice snapshot\` (without --tables) to continue it, then request the new one`,
+    );
+  }
   let position = startPosition;
   if (!position) {
     const conn = await connect(await mysqlTarget(deps.config));
@@ -158,7 +167,8 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
       const info = await tableInfo(reader.sql, db, name, chunkColumn(config, table.name));
       for (let n = 0; n < table.chunks; n++) {
         const current = await snapshots.chunk(config.sourceId, job.id, table.name, n);
-        if (!current || current.done) continue;
+        // A chunk whose last page committed but whose renames did not finish is still work.
+        if (!current || (current.done && !current.pending)) continue;
         if (clock() >= softDeadline) {
           remaining++;
           result.timedOut = true;
@@ -200,7 +210,10 @@ const plainKey = (values: KeyValues | null) => (values ? JSON.parse(encodeKeyVal
 
 async function allChunksDone(snapshots: SnapshotStore, job: SnapshotJob): Promise<boolean> {
   for (const table of job.tables ?? []) {
-    for (let n = 0; n < table.chunks; n++) if (!(await snapshots.chunk(job.sourceId, job.id, table.name, n))?.done) return false;
+    for (let n = 0; n < table.chunks; n++) {
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      if (!chunk?.done || chunk.pending) return false;
+    }
   }
   return true;
 }
@@ -350,7 +363,7 @@ export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob
   for (const table of job.tables ?? []) {
     for (let n = 0; n < table.chunks; n++) {
       const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
-      if (chunk && !chunk.done && chunk.lease && chunk.lease.expiresAt > now) return false;
+      if (chunk && (!chunk.done || chunk.pending) && chunk.lease && chunk.lease.expiresAt > now) return false;
     }
   }
   return !(await allChunksDone(snapshots, job));

@@ -13,6 +13,7 @@ import { type BinlogPosition, comparePositions } from '../source/mysql/position.
 import { listTables, tableInfo } from '../source/mysql/schema.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
+import type { SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
 import { manifests } from './feed.ts';
 
@@ -73,11 +74,18 @@ function lineFile(path: string) {
 }
 
 export async function verify(
-  deps: { config: Config; s3: S3Client; store: StateStore },
+  deps: { config: Config; s3: S3Client; store: StateStore; snapshots?: SnapshotStore },
   options: { tables?: string[]; examples?: number; workDir?: string } = {},
 ): Promise<Verdict> {
   const { config, s3 } = deps;
   const examples = options.examples ?? 5;
+  const running = await deps.snapshots?.latestJob(config.sourceId);
+  if (running && running.status !== 'done') {
+    throw new SluiceError(
+      'VERIFY_SNAPSHOT_RUNNING',
+      `snapshot ${running.id} is still copying; verify once it completes (sluice status shows its progress), because its pages may see changes newer than the comparison point`,
+    );
+  }
   const work = options.workDir ?? mkdtempSync(join(tmpdir(), 'sluice-verify-'));
   const db = await DuckDBInstance.create(join(work, 'verify.duckdb'), { temp_directory: join(work, 'spill'), memory_limit: '512MB' });
   const duck = await db.connect();
@@ -139,7 +147,9 @@ export async function verify(
     await duck.run(
       `CREATE TABLE skipped AS SELECT DISTINCT tbl, json(k)::VARCHAR AS k FROM read_json('${join(work, 'skipped.jsonl')}', columns = {tbl: 'VARCHAR', k: 'JSON'})`,
     );
-    const after = `${seqPrefix(mysqlPosition.file, mysqlPosition.pos)}`;
+    // No binlog transaction has the prefix F(S).P(S). (none ends its first event exactly at S), while
+    // snapshot rows read at watermark S do; '~' sorts after their suffix, so they stay comparable.
+    const after = `${seqPrefix(mysqlPosition.file, mysqlPosition.pos)}~`;
 
     const tables: TableVerdict[] = [];
     for (const { db: dbName, table } of names) {

@@ -187,7 +187,7 @@ export class SnapshotStore {
     return item ? toChunk(item) : undefined;
   }
 
-  /** Takes an unfinished chunk; throws LeaseLostError if a live worker holds it or it is done. */
+  /** Takes an unfinished chunk (or a done one with renames pending); throws LeaseLostError if a live worker holds it or nothing is left to do. */
   async claim(sourceId: string, id: string, table: string, n: number, owner: string, expiresAt: number, now: number): Promise<ChunkState> {
     const item = await acquire(
       this.client,
@@ -197,8 +197,8 @@ export class SnapshotStore {
       owner,
       expiresAt,
       now,
-      '#done = :false',
-      { '#done': 'done' },
+      '(#done = :false OR attribute_exists(#pending))',
+      { '#done': 'done', '#pending': 'pending' },
       { ':false': false },
     );
     if (item.started_at === undefined) {

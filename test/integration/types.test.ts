@@ -23,6 +23,7 @@ const COLUMNS: [string, string, string, string][] = [
   ['dec2', 'DECIMAL(10,2)', '12.5', '"12.50"'],
   ['f', 'FLOAT', '3.14159', '3.14159'],
   ['d', 'DOUBLE', '0.1', '0.1'],
+  ['dlong', 'DOUBLE', '95.81022000000003', '95.81022000000003'],
   ['dbig', 'DOUBLE', '1e300', '1e+300'],
   ['dt', 'DATE', "'2024-02-29'", '"2024-02-29"'],
   ['dtzero', 'DATE', "'0000-00-00'", '"0000-00-00"'],
@@ -68,7 +69,12 @@ describe('type fidelity (real MariaDB binlog → S3)', () => {
     expect(update).toContain(`"before":${expected}`);
     expect(update).toContain(`"after":${expected.replace('"n":null', '"n":1')}`);
 
-    const manifest = (await source.manifests()).at(-1);
+    // The snapshot path must encode every value exactly as the binlog path does.
+    await source.snapshot({ tables: [`${source.db}.ty`] });
+    const snapshotRow = (await source.events()).find((e) => e.op === 'r');
+    expect(snapshotRow?.raw).toContain(`"after":${expected.replace('"n":null', '"n":1')}`);
+
+    const manifest = (await source.manifests()).filter((m) => m.commit_seq !== undefined).at(-1);
     const columns = manifest?.tables[`${source.db}.ty`]?.columns ?? [];
     expect(columns.find((c) => c.name === 'u64')?.type).toBe('bigint unsigned');
     expect(columns.find((c) => c.name === 'dtm6')?.type).toBe('datetime(6)');

@@ -1,0 +1,350 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import mysql from 'mysql2/promise';
+import { initResources } from '../../lib/aws.ts';
+import { type Config, loadConfig } from '../../lib/config/config.ts';
+import { startMariaDb } from '../../lib/local/mariadb.ts';
+import { stopProcess } from '../../lib/local/process.ts';
+import { silentLog } from '../../lib/log.ts';
+import { type CaptureDeps, runCapture } from '../../lib/pipeline/capture.ts';
+import { type FaultPoint, type Faults, InjectedFault } from '../../lib/pipeline/faults.ts';
+import { eventLines } from '../../lib/pipeline/feed.ts';
+import { requestSnapshot, runSnapshotWorker } from '../../lib/pipeline/snapshot.ts';
+import { verify } from '../../lib/pipeline/verify.ts';
+import { stagingRoot } from '../../lib/sink/s3/keys.ts';
+import { listKeys } from '../../lib/sink/s3/objects.ts';
+import { type BinlogPosition, comparePositions, formatPosition } from '../../lib/source/mysql/position.ts';
+import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
+import { SnapshotStore } from '../../lib/state/snapshot-store.ts';
+import { FaultyHttpHandler } from './faulty-http.ts';
+
+/**
+ * The chaos suite: rounds of a random workload under random faults, each round followed by a
+ * clean recovery and the checks that define exactly-once (see docs/TESTING.md).
+ */
+export interface ChaosReport {
+  rounds: number;
+  mutations: number;
+  faults: Record<string, number>;
+  eventsChecked: number;
+  differences: number;
+  seconds: number;
+}
+
+/** mulberry32: a small seeded generator, so a failing round can be replayed with its seed. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const POINTS: FaultPoint[] = ['after-staging', 'after-commit', 'mid-rename', 'before-clear'];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function runChaos(options: {
+  rounds: number;
+  mutationsPerRound: number;
+  seed: number;
+  /** The AWS side (DynamoDB Local + S3 emulator) and where to keep the private MariaDB. */
+  env: Record<string, string>;
+  log?: (line: string) => void;
+}): Promise<ChaosReport> {
+  const say = options.log ?? (() => {});
+  const random = rng(options.seed);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
+  const started = Date.now();
+  const faults: Record<string, number> = {};
+  const count = (kind: string, n = 1) => {
+    faults[kind] = (faults[kind] ?? 0) + n;
+  };
+
+  // A MariaDB of its own: the suite kills replication connections and must not hit anyone else's.
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-chaos-'));
+  const server = await startMariaDb(join(dir, 'db'), () => {});
+  const sourceId = `chaos-${options.seed}-${Date.now()}`;
+  const env: Record<string, string> = {
+    ...options.env,
+    SLUICE_SOURCE_ID: sourceId,
+    SLUICE_PREFIX: sourceId,
+    SLUICE_MYSQL_URL: server.url,
+    SLUICE_INCLUDE: 'shop\\..*',
+    SLUICE_STARTUP: 'initial',
+    SLUICE_BATCH_MAX_EVENTS: '1000',
+    SLUICE_SAFETY_MARGIN_SECONDS: '1',
+    SLUICE_RUN_SECONDS: '4',
+    SLUICE_SNAPSHOT_PAGE_ROWS: '300',
+    SLUICE_SNAPSHOT_CHUNK_ROWS: '1000',
+    SLUICE_SNAPSHOT_LEASE_SECONDS: '2',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+  const config: Config = loadConfig(env);
+  // Clients whose HTTP layer fails on demand.
+  const s3Http = new FaultyHttpHandler(random, 0.1);
+  const dynamoHttp = new FaultyHttpHandler(random, 0.1);
+  const s3 = new S3Client({ forcePathStyle: true, maxAttempts: 5, requestHandler: s3Http, endpoint: env.AWS_ENDPOINT_URL_S3 });
+  const dynamo = new DynamoDBClient({ maxAttempts: 5, requestHandler: dynamoHttp, endpoint: env.AWS_ENDPOINT_URL_DYNAMODB });
+  const store = new DynamoDbStateStore(dynamo, config.stateTable);
+  const snapshots = new SnapshotStore(dynamo, config.stateTable);
+  await initResources(config, { s3, dynamo, store, snapshots });
+  const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
+  const deps = (faults?: Faults, budgetMs = 4_000, drain = true): [CaptureDeps, { budgetMs: number; drain: boolean }] => [
+    { config, s3, store, snapshots, log: silentLog, faults },
+    { budgetMs, drain },
+  ];
+
+  let mutations = 0;
+  let nextId = 1;
+  let altered = false;
+  const ids: number[] = [];
+  const blobIds: number[] = [];
+
+  /** One random business change; returns the rows it changed. */
+  async function mutate(conn: mysql.Connection): Promise<number> {
+    const r = random();
+    if (r < 0.35 || ids.length < 20) {
+      const id = nextId++;
+      ids.push(id);
+      const items = 1 + Math.floor(random() * 3);
+      const values = Array.from(
+        { length: items },
+        (_, line) => `(${id}, ${line}, 'sku-${Math.floor(random() * 1000)}', ${1 + line}, ${(random() * 100).toFixed(3)})`,
+      );
+      await conn.query(
+        `BEGIN; INSERT INTO orders (id, customer, total, status, note, ts${altered ? ', channel' : ''}) VALUES (${id}, ${Math.floor(random() * 100)}, ${(random() * 999).toFixed(2)}, 'new', 'n${id}', NOW(6)${altered ? ", 'web'" : ''});
+         INSERT INTO items VALUES ${values.join(',')}; COMMIT;`,
+      );
+      return 1 + items;
+    }
+    if (r < 0.6) {
+      const [result] = (await conn.query(
+        `UPDATE orders SET status = '${pick(['paid', 'shipped', 'cancelled'])}', total = total + 1 WHERE id = ${pick(ids)}`,
+      )) as unknown as [{ affectedRows: number }];
+      return result.affectedRows;
+    }
+    if (r < 0.7) {
+      const [result] = (await conn.query(`UPDATE items SET qty = qty + 1, price = price * 1.1 WHERE order_id = ${pick(ids)}`)) as unknown as [
+        { affectedRows: number },
+      ];
+      return result.affectedRows;
+    }
+    if (r < 0.8) {
+      const id = ids.splice(Math.floor(random() * ids.length), 1)[0];
+      // Multiple statements: one result header each (BEGIN, DELETE, DELETE, COMMIT).
+      const [results] = (await conn.query(`BEGIN; DELETE FROM items WHERE order_id = ${id}; DELETE FROM orders WHERE id = ${id}; COMMIT;`)) as unknown as [
+        { affectedRows: number }[],
+      ];
+      return (results[1]?.affectedRows ?? 0) + (results[2]?.affectedRows ?? 0);
+    }
+    if (r < 0.9 || blobIds.length < 5) {
+      const id = 1_000_000 + nextId++;
+      blobIds.push(id);
+      await conn.query(
+        `INSERT INTO blobs VALUES (${id}, RANDOM_BYTES(${1 + Math.floor(random() * 32)}), b'${Math.floor(random() * 256).toString(2)}', '2024-0${1 + Math.floor(random() * 9)}-1${Math.floor(random() * 9)}')`,
+      );
+      return 1;
+    }
+    // A primary-key change.
+    const index = Math.floor(random() * blobIds.length);
+    const id = blobIds[index] as number;
+    const moved = 1_000_000 + nextId++;
+    blobIds[index] = moved;
+    await conn.query(`UPDATE blobs SET id = ${moved} WHERE id = ${id}`);
+    return 1;
+  }
+
+  /** A capture or snapshot run that is expected to fail sometimes: failures are the point. */
+  const tolerate = async (run: () => Promise<unknown>) => {
+    try {
+      await run();
+    } catch (error) {
+      if (!(error instanceof InjectedFault)) count(`failed run (${(error as { code?: string }).code ?? (error as Error).name})`);
+    }
+  };
+
+  function killed(args: string[]): Promise<void> {
+    const child = spawn(process.execPath, ['bin/sluice.js', ...args], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    const delay = 50 + random() * 600;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        count(`SIGKILL ${args[0]}`);
+      }, delay);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  const scenarios: Record<string, () => Promise<void>> = {
+    'crash in the poller commit': () => tolerate(() => runCapture(...deps({ hit: crashOnce(pick(POINTS)) }))),
+    'HTTP errors on S3 and DynamoDB': async () => {
+      const before = s3Http.injected.http503 + s3Http.injected.lostResponse + dynamoHttp.injected.http503 + dynamoHttp.injected.lostResponse;
+      s3Http.enabled = true;
+      dynamoHttp.enabled = true;
+      try {
+        await tolerate(() => runCapture(...deps()));
+      } finally {
+        s3Http.enabled = false;
+        dynamoHttp.enabled = false;
+      }
+      const after = s3Http.injected.http503 + s3Http.injected.lostResponse + dynamoHttp.injected.http503 + dynamoHttp.injected.lostResponse;
+      count('HTTP error (503 or lost response)', after - before);
+    },
+    'SIGKILL of sluice capture': () => killed(['capture', '--once']),
+    'two pollers at once': async () => {
+      count('overlapping poller');
+      await Promise.all([tolerate(() => runCapture(...deps())), tolerate(() => runCapture(...deps()))]);
+    },
+    'lease expires mid-run': async () => {
+      count('lease expired mid-run');
+      const stall: Faults = {
+        async hit(point) {
+          if (point === 'after-staging') await sleep(1_600);
+        },
+      };
+      await Promise.all([tolerate(() => runCapture(...deps(stall, 1_500))), sleep(1_550).then(() => tolerate(() => runCapture(...deps())))]);
+    },
+    'replication connection killed': async () => {
+      // A budget-mode run keeps its binlog connection open; kill it from another session.
+      const run = tolerate(() => runCapture(...deps(undefined, 2_500, false)));
+      await sleep(random() * 300);
+      for (let tries = 0; tries < 30; tries++) {
+        const [threads] = (await admin.query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'")) as unknown as [{ ID: number }[]];
+        if (threads.length) {
+          for (const { ID } of threads) {
+            await admin.query(`KILL ${ID}`).catch(() => {});
+            count('replication connection KILLed');
+          }
+          break;
+        }
+        await sleep(50);
+      }
+      await run;
+    },
+    'crash in a snapshot page commit': () =>
+      tolerate(async () => {
+        const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
+        const latest = await snapshots.latestJob(sourceId);
+        const job = latest && latest.status !== 'done' ? latest : await requestSnapshot(deps0, [`shop.${pick(['orders', 'items', 'blobs'])}`]);
+        await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
+      }),
+    'SIGKILL of sluice snapshot': async () => {
+      const latest = await snapshots.latestJob(sourceId);
+      const request = latest && latest.status !== 'done' ? [] : ['--tables', `shop.${pick(['orders', 'items'])}`];
+      await killed(['snapshot', ...request, '--workers', '2']);
+    },
+  };
+
+  function crashOnce(point: FaultPoint): Faults['hit'] {
+    let armed = true;
+    return (p) => {
+      if (armed && p === point) {
+        armed = false;
+        count(`crash at ${point}`);
+        throw new InjectedFault(`chaos crash at ${point}`);
+      }
+    };
+  }
+
+  /** Clean runs until the poller is caught up and every snapshot is complete (leases of killed runs expire first). */
+  async function recover(): Promise<BinlogPosition> {
+    for (let attempt = 0; attempt < 40; attempt++) {
+      const job = await snapshots.latestJob(sourceId);
+      if (job && job.status !== 'done') {
+        const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(
+          () => undefined,
+        );
+        if (!result?.complete) {
+          await sleep(500);
+          continue;
+        }
+      }
+      const result = await runCapture(...deps(undefined, 30_000)).catch(() => undefined);
+      if (result?.status === 'captured' && result.caughtUp && (await snapshots.latestJob(sourceId))?.status === 'done') {
+        const position = (await store.get(sourceId))?.position;
+        if (position) return position;
+      }
+      await sleep(500);
+    }
+    throw new Error('chaos: the source did not recover within 40 clean runs');
+  }
+
+  let report: ChaosReport | undefined;
+  try {
+    await admin.query(`CREATE DATABASE shop; USE shop;
+      CREATE TABLE orders (id BIGINT UNSIGNED PRIMARY KEY, customer INT, total DECIMAL(12,2), status ENUM('new','paid','shipped','cancelled'), note VARCHAR(50), ts DATETIME(6));
+      CREATE TABLE items (order_id BIGINT UNSIGNED, line INT, sku VARCHAR(20), qty INT, price DOUBLE, PRIMARY KEY (order_id, line));
+      CREATE TABLE blobs (id INT PRIMARY KEY, data VARBINARY(64), flag BIT(8), d DATE);`);
+    for (let i = 0; i < 200; i++) mutations += await mutate(admin);
+    // First run: `initial` requests the snapshot of the 200 orders; everything else streams.
+    await runCapture(...deps());
+    // One transaction larger than a batch (SLUICE_BATCH_MAX_EVENTS=1000).
+    const big = nextId;
+    nextId += 1500;
+    await admin.query(`INSERT INTO items SELECT ${big}, seq, 'bulk', 1, 1.5 FROM seq_1_to_1500`);
+    mutations += 1500;
+
+    let previous: BinlogPosition | undefined;
+    let eventsChecked = 0;
+    let differences = 0;
+    for (let round = 1; round <= options.rounds; round++) {
+      if (!altered && round > options.rounds / 2) {
+        await admin.query('ALTER TABLE orders ADD COLUMN channel VARCHAR(10) NULL');
+        altered = true;
+      }
+      const chosen = Array.from({ length: 2 + Math.floor(random() * 3) }, () => pick(Object.keys(scenarios)));
+      const workload = (async () => {
+        const conn = await mysql.createConnection({ uri: server.adminUrl, database: 'shop', multipleStatements: true });
+        let done = 0;
+        while (done < options.mutationsPerRound) done += await mutate(conn);
+        await conn.end();
+        return done;
+      })();
+      for (const name of chosen) await (scenarios[name] as () => Promise<void>)();
+      mutations += await workload;
+
+      const position = await recover();
+      if (previous && comparePositions(position, previous) < 0)
+        throw new Error(`chaos: the stored position moved backwards: ${formatPosition(previous)} → ${formatPosition(position)}`);
+      previous = position;
+      const verdict = await verify({ config, s3, store, snapshots });
+      const seqs = new Set<string>();
+      let events = 0;
+      for await (const { line } of eventLines(s3, config.bucket, config.prefix, sourceId)) {
+        events++;
+        seqs.add(/"seq":"([^"]+)"/.exec(line)?.[1] ?? '');
+      }
+      const staging: string[] = [];
+      for await (const key of listKeys(s3, config.bucket, stagingRoot(config.prefix, sourceId))) staging.push(key);
+      const roundDifferences = verdict.tables.reduce((a, t) => a + t.missing + t.extra + t.differing, 0);
+      differences += roundDifferences + (events - seqs.size) + staging.length;
+      eventsChecked = events;
+      say(
+        `round ${round}/${options.rounds}: ${chosen.join(', ')} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.table.split('.')[1]} ${t.compared}`).join(', ')} rows compared)`,
+      );
+      if (roundDifferences || events !== seqs.size || staging.length) {
+        throw new Error(
+          `chaos round ${round} (seed ${options.seed}) failed: ${JSON.stringify(verdict.tables.map((t) => ({ table: t.table, missing: t.examples.missing, extra: t.examples.extra, differing: t.examples.differing })))}; duplicates ${events - seqs.size}; staging ${staging.slice(0, 3)}`,
+        );
+      }
+    }
+    report = { rounds: options.rounds, mutations, faults, eventsChecked, differences, seconds: Math.round((Date.now() - started) / 1000) };
+    return report;
+  } finally {
+    await admin.end();
+    s3.destroy();
+    dynamo.destroy();
+    await stopProcess(server.pid);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

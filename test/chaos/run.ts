@@ -1,0 +1,18 @@
+/** npm run chaos — the long chaos run: prints rounds, faults per kind, events checked and differences (must be 0). */
+import { join } from 'node:path';
+import { env as stackEnv, up } from '../../lib/local/stack.ts';
+import { runChaos } from './harness.ts';
+
+const rounds = Number(process.env.CHAOS_ROUNDS ?? 40);
+const perRound = Number(process.env.CHAOS_MUTATIONS ?? 1300);
+const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000);
+const stack = await up({ home: join(process.cwd(), '.sluice', 'chaos'), log: (line) => console.error(`[stack] ${line}`) });
+Object.assign(process.env, stackEnv(stack));
+console.log(`chaos: ${rounds} rounds × ${perRound} mutations, seed ${seed} (replay with CHAOS_SEED=${seed})`);
+const report = await runChaos({ rounds, mutationsPerRound: perRound, seed, env: stackEnv(stack), log: (line) => console.log(line) });
+const injected = Object.entries(report.faults).filter(([kind]) => !kind.startsWith('failed run'));
+console.log(
+  `\nchaos passed in ${report.seconds} s: ${report.rounds} rounds, ${report.mutations} row changes, ${report.eventsChecked} events checked, ${report.differences} differences`,
+);
+console.log(`faults injected: ${injected.reduce((a, [, n]) => a + n, 0)}`);
+for (const [kind, n] of Object.entries(report.faults).sort((a, b) => b[1] - a[1])) console.log(`  ${String(n).padStart(5)}  ${kind}`);
