@@ -51,7 +51,19 @@ function fraction(metadata: ZongjiColumn['metadata']): string {
 export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
   const m = column.metadata;
   const text = column.charset !== null && column.charset !== undefined;
-  const of = (kind: ColumnKind, sqlType: string): Column => ({ name: column.name, kind, sqlType: unsigned ? `${sqlType} unsigned` : sqlType });
+  const temporal =
+    column.type === T.DATETIME ||
+    column.type === T.DATETIME2 ||
+    column.type === T.TIMESTAMP ||
+    column.type === T.TIMESTAMP2 ||
+    column.type === T.TIME ||
+    column.type === T.TIME2;
+  const of = (kind: ColumnKind, sqlType: string): Column => ({
+    name: column.name,
+    kind,
+    sqlType: unsigned ? `${sqlType} unsigned` : sqlType,
+    ...(temporal ? { fsp: m?.decimals ?? 0 } : {}),
+  });
   switch (column.type) {
     case T.TINY:
       return of('int', 'tinyint');

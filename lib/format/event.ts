@@ -37,7 +37,7 @@ export function encodeRow(shape: EncodedShape, row: Row): string {
   const { columns, names } = shape;
   for (let i = 0; i < columns.length; i++) {
     const column = columns[i] as Column;
-    out += `${i ? ',' : ''}${names[i]}${encodeValue(column.kind, row[column.name])}`;
+    out += `${i ? ',' : ''}${names[i]}${encodeValue(column.kind, row[column.name], column.fsp)}`;
   }
   return `${out}}`;
 }
@@ -48,7 +48,7 @@ export function encodeKey(shape: EncodedShape, row: Row): string {
   for (let i = 0; i < shape.key.length; i++) {
     const index = shape.key[i] as number;
     const column = shape.columns[index] as Column;
-    out += `${i ? ',' : ''}${shape.names[index]}${encodeValue(column.kind, row[column.name])}`;
+    out += `${i ? ',' : ''}${shape.names[index]}${encodeValue(column.kind, row[column.name], column.fsp)}`;
   }
   return `${out}}`;
 }

@@ -22,6 +22,25 @@ export interface Column {
   readonly kind: ColumnKind;
   /** The SQL type, for the manifest's schema (e.g. `decimal(38,10)`, `datetime(6)`). */
   readonly sqlType: string;
+  /** Fraction digits of DATETIME/TIMESTAMP/TIME columns. */
+  readonly fsp?: number;
+}
+
+/**
+ * Exactly `fsp` fraction digits. The binlog always carries them; MySQL's binary protocol omits an
+ * all-zero fraction ("12:00:00" for DATETIME(6)), so the snapshot path needs this (found by chaos).
+ */
+export function withFraction(text: string, fsp: number): string {
+  const dot = text.lastIndexOf('.');
+  const colon = text.lastIndexOf(':');
+  if (dot > colon)
+    return fsp
+      ? `${text.slice(0, dot + 1)}${text
+          .slice(dot + 1)
+          .padEnd(fsp, '0')
+          .slice(0, fsp)}`
+      : text.slice(0, dot);
+  return fsp ? `${text}.${'0'.repeat(fsp)}` : text;
 }
 
 /** Shortest decimal that parses back to the same float32 (MySQL FLOAT). */
@@ -43,8 +62,9 @@ function bitText(value: Buffer): string {
 }
 
 /** Encodes one column value as JSON text. */
-export function encodeValue(kind: ColumnKind, value: unknown): string {
+export function encodeValue(kind: ColumnKind, value: unknown, fsp?: number): string {
   if (value === null || value === undefined) return 'null';
+  if (fsp !== undefined && (kind === 'datetime' || kind === 'timestamp' || kind === 'time')) value = withFraction(String(value), fsp);
   switch (kind) {
     case 'int':
     case 'year': {

@@ -24,7 +24,7 @@ import { FaultyHttpHandler } from './faulty-http.ts';
 
 /**
  * The chaos suite: rounds of a random workload under random faults, each round followed by a
- * clean recovery and the checks that define exactly-once (see docs/TESTING.md).
+ * clean recovery and the checks that define exactly-once (docs/VERIFY.md).
  */
 export interface ChaosReport {
   rounds: number;

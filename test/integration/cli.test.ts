@@ -1,29 +1,13 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { loadConfig } from '../../lib/config/config.ts';
+import { cliEnv, sluice } from '../support/cli.ts';
 import { testSource } from '../support/source.ts';
-
-const run = promisify(execFile);
-
-/** Runs the real `sluice` command with the given environment; never throws, returns exit code and output. */
-async function sluice(args: string[], env: Record<string, string | undefined>) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['bin/sluice.js', ...args], {
-      env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe('sluice CLI', () => {
   it('init, doctor, capture --once and status work against the local stack', async () => {
     await using source = await testSource('cli');
-    const env = { ...process.env, SLUICE_SOURCE_ID: source.db, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\..*`, SLUICE_HOME: '/nonexistent' };
+    const env = cliEnv(source);
     await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10))');
 
     expect((await sluice(['init'], env)).stdout).toMatch(/state table sluice-state ready; bucket sluice-local exists/);
@@ -48,15 +32,7 @@ describe('sluice CLI', () => {
 
   it('snapshot shows progress and status reports it per table', async () => {
     await using source = await testSource('clisnap');
-    const env = {
-      ...process.env,
-      SLUICE_SOURCE_ID: source.db,
-      SLUICE_PREFIX: source.db,
-      SLUICE_INCLUDE: `${source.db}\\..*`,
-      SLUICE_HOME: '/nonexistent',
-      SLUICE_SNAPSHOT_PAGE_ROWS: '300',
-      SLUICE_SNAPSHOT_CHUNK_ROWS: '1000',
-    };
+    const env = cliEnv(source, { SLUICE_SNAPSHOT_PAGE_ROWS: '300', SLUICE_SNAPSHOT_CHUNK_ROWS: '1000' });
     await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO a SELECT seq, "x" FROM seq_1_to_2500; ANALYZE TABLE a');
     const run = await sluice(['snapshot', '--workers', '2'], env);
     expect(run.code).toBe(0);

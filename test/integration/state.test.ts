@@ -1,37 +1,15 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { comparePositions } from '../../lib/source/mysql/position.ts';
+import { cliEnv, sluice } from '../support/cli.ts';
 import { testSource } from '../support/source.ts';
-
-const run = promisify(execFile);
-
-async function sluice(args: string[], env: Record<string, string | undefined>) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['bin/sluice.js', ...args], {
-      env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe('sluice state export | import | reset', () => {
   it('exports a savepoint, refuses to import it over a newer state, rolls back with --force, keeps the commit sequence', async () => {
     await using source = await testSource('savepoint');
-    const env = {
-      ...process.env,
-      SLUICE_SOURCE_ID: source.db,
-      SLUICE_PREFIX: source.db,
-      SLUICE_INCLUDE: `${source.db}\\..*`,
-      SLUICE_STARTUP: 'latest',
-      SLUICE_HOME: '/nonexistent',
-    };
+    const env = cliEnv(source, { SLUICE_STARTUP: 'latest' });
     await source.sql('CREATE TABLE a (id INT PRIMARY KEY)');
     await source.capture();
     await source.sql('INSERT INTO a VALUES (1)');
@@ -69,14 +47,7 @@ describe('sluice state export | import | reset', () => {
 
   it('reset moves the position to latest or a timestamp, and is refused while a run holds the lease', async () => {
     await using source = await testSource('reset');
-    const env = {
-      ...process.env,
-      SLUICE_SOURCE_ID: source.db,
-      SLUICE_PREFIX: source.db,
-      SLUICE_INCLUDE: `${source.db}\\..*`,
-      SLUICE_STARTUP: 'latest',
-      SLUICE_HOME: '/nonexistent',
-    };
+    const env = cliEnv(source, { SLUICE_STARTUP: 'latest' });
     await source.sql('CREATE TABLE a (id INT PRIMARY KEY)');
     await source.capture();
     const before = (await source.state())?.position;

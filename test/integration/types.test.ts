@@ -30,6 +30,10 @@ const COLUMNS: [string, string, string, string][] = [
   ['dtm6', 'DATETIME(6)', "'2024-02-29 23:59:59.123456'", '"2024-02-29 23:59:59.123456"'],
   ['dtm3', 'DATETIME(3)', "'2024-01-01 00:00:00.100'", '"2024-01-01 00:00:00.100"'],
   ['dtmzero', 'DATETIME', "'0000-00-00 00:00:00'", '"0000-00-00 00:00:00"'],
+  // A zero fraction keeps its digits (MySQL's binary protocol drops them; the snapshot path must not).
+  ['dtmround', 'DATETIME(6)', "'2026-11-29 16:45:06'", '"2026-11-29 16:45:06.000000"'],
+  ['tsround', 'TIMESTAMP(3) NULL', "'2024-01-01 08:00:00'", '"2024-01-01T00:00:00.000Z"'],
+  ['tmround', 'TIME(2)', "'12:00:00'", '"12:00:00.00"'],
   // Inserted in session time zone +08:00, so 08:00 local is 00:00 UTC.
   ['ts3', 'TIMESTAMP(3) NULL', "'2024-01-01 08:00:00.120'", '"2024-01-01T00:00:00.120Z"'],
   ['tszero', 'TIMESTAMP NULL', "'0000-00-00 00:00:00'", '"0000-00-00 00:00:00"'],

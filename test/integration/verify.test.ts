@@ -1,14 +1,13 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { materialize, verify } from '../../lib/pipeline/verify.ts';
+import { cliEnv, sluice } from '../support/cli.ts';
 import { testSource } from '../support/source.ts';
 
 describe('sluice verify / materialize (real stack, DuckDB)', () => {
@@ -50,19 +49,7 @@ describe('sluice verify / materialize (real stack, DuckDB)', () => {
     expect(t?.examples.differing[0]?.output).toContain('CHANGED');
 
     // The CLI exits non-zero and prints the examples.
-    const cli = await promisify(execFile)(process.execPath, ['bin/sluice.js', 'verify'], {
-      env: {
-        ...process.env,
-        SLUICE_SOURCE_ID: source.db,
-        SLUICE_PREFIX: source.db,
-        SLUICE_INCLUDE: `${source.db}\\..*`,
-        SLUICE_HOME: '/nonexistent',
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-      },
-    }).then(
-      () => ({ code: 0, stdout: '' }),
-      (e: { code: number; stdout: string }) => e,
-    );
+    const cli = await sluice(['verify'], cliEnv(source));
     expect(cli.code).toBe(1);
     expect(cli.stdout).toMatch(/DIFF {2}.*1 missing, 1 extra, 1 differing/);
     expect(cli.stdout).toMatch(/differs \{"id":2\} in v/);

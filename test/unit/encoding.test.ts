@@ -30,6 +30,15 @@ describe('value encoding', () => {
     expect(encodeValue('date', null)).toBe('null');
   });
 
+  it('writes exactly fsp fraction digits for temporal values', () => {
+    expect(encodeValue('datetime', '2026-11-29 16:45:06', 6)).toBe('"2026-11-29 16:45:06.000000"');
+    expect(encodeValue('datetime', '2026-11-29 16:45:06.123456', 6)).toBe('"2026-11-29 16:45:06.123456"');
+    expect(encodeValue('time', '-838:59:59', 2)).toBe('"-838:59:59.00"');
+    expect(encodeValue('timestamp', '2024-01-01 00:00:00.1', 3)).toBe('"2024-01-01T00:00:00.100Z"');
+    expect(encodeValue('datetime', '2024-01-01 00:00:00', 0)).toBe('"2024-01-01 00:00:00"');
+    expect(encodeValue('date', '2024-01-01', 6)).toBe('"2024-01-01"');
+  });
+
   it('tells text from binary columns by charset', () => {
     expect(binlogColumn({ name: 'a', type: 252, charset: 'utf8mb4' }).kind).toBe('string');
     expect(binlogColumn({ name: 'a', type: 252, charset: null }).kind).toBe('binary');

@@ -51,7 +51,7 @@ export function schemaColumn(row: ColumnRow): Column {
     case 'datetime':
     case 'timestamp':
     case 'time':
-      return of(type, `${type}${fsp > 0 ? `(${fsp})` : ''}`);
+      return { ...of(type, `${type}${fsp > 0 ? `(${fsp})` : ''}`), fsp };
     case 'char':
     case 'varchar':
     case 'enum':
