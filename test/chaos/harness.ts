@@ -88,8 +88,8 @@ export async function runChaos(options: {
   };
   const config: Config = loadConfig(env);
   // Clients whose HTTP layer fails on demand.
-  const s3Http = new FaultyHttpHandler(random, 0.1);
-  const dynamoHttp = new FaultyHttpHandler(random, 0.1);
+  const s3Http = new FaultyHttpHandler(random, 0.15);
+  const dynamoHttp = new FaultyHttpHandler(random, 0.15);
   const s3 = new S3Client({ forcePathStyle: true, maxAttempts: 5, requestHandler: s3Http, endpoint: env.AWS_ENDPOINT_URL_S3 });
   const dynamo = new DynamoDBClient({ maxAttempts: 5, requestHandler: dynamoHttp, endpoint: env.AWS_ENDPOINT_URL_DYNAMODB });
   const store = new DynamoDbStateStore(dynamo, config.stateTable);
@@ -302,7 +302,7 @@ export async function runChaos(options: {
         await admin.query('ALTER TABLE orders ADD COLUMN channel VARCHAR(10) NULL');
         altered = true;
       }
-      const chosen = Array.from({ length: 2 + Math.floor(random() * 3) }, () => pick(Object.keys(scenarios)));
+      const chosen = Array.from({ length: 3 + Math.floor(random() * 4) }, () => pick(Object.keys(scenarios)));
       const workload = (async () => {
         const conn = await mysql.createConnection({ uri: server.adminUrl, database: 'shop', multipleStatements: true });
         let done = 0;

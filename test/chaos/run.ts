@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { env as stackEnv, up } from '../../lib/local/stack.ts';
 import { runChaos } from './harness.ts';
 
-const rounds = Number(process.env.CHAOS_ROUNDS ?? 40);
-const perRound = Number(process.env.CHAOS_MUTATIONS ?? 1300);
+const rounds = Number(process.env.CHAOS_ROUNDS ?? 50);
+const perRound = Number(process.env.CHAOS_MUTATIONS ?? 1100);
 const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000);
 const stack = await up({ home: join(process.cwd(), '.sluice', 'chaos'), log: (line) => console.error(`[stack] ${line}`) });
 Object.assign(process.env, stackEnv(stack));
