@@ -8,7 +8,7 @@ import { SluiceError } from '../errors.ts';
 import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { createLogger } from '../log.ts';
 import { runCapture } from '../pipeline/capture.ts';
-import { planSnapshot, requestSnapshot, runSnapshotWorker, snapshotProgress } from '../pipeline/snapshot.ts';
+import { planSnapshot, runSnapshotWorker, snapshotProgress, snapshotToRun } from '../pipeline/snapshot.ts';
 import { exportState, importState, resetState, type StateFile } from '../pipeline/state-admin.ts';
 import { sourceStatus } from '../pipeline/status.ts';
 import { materialize, verify } from '../pipeline/verify.ts';
@@ -154,11 +154,7 @@ program
   .action(async (options: { tables?: string; workers: number; seconds: number }) => {
     const { config, clients } = configure(program.opts());
     const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN') };
-    const latest = await clients.snapshots.latestJob(config.sourceId);
-    const job =
-      options.tables || !latest || latest.status === 'done'
-        ? await requestSnapshot(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null)
-        : latest;
+    const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
     const planned = await planSnapshot(deps, job);
     const timer = setInterval(() => void printProgress(clients.snapshots, planned, true), 1000);
     try {

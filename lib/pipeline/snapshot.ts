@@ -71,6 +71,16 @@ export async function requestSnapshot(deps: SnapshotDeps, tables: readonly strin
   return job;
 }
 
+/**
+ * The snapshot to work on: the unfinished one if there is one (asking for specific tables then is
+ * refused by requestSnapshot), else a new request for `tables` (null = every included table).
+ */
+export async function snapshotToRun(deps: SnapshotDeps, tables: readonly string[] | null): Promise<SnapshotJob> {
+  const latest = await deps.snapshots.latestJob(deps.config.sourceId);
+  if (latest && latest.status !== 'done' && !tables) return latest;
+  return requestSnapshot(deps, tables);
+}
+
 function chunkColumn(config: Config, name: string): string | undefined {
   return config.keyColumns.get(name);
 }
@@ -389,8 +399,8 @@ export async function snapshotInvocation(
   options: { budgetMs: number; workerId: string },
 ): Promise<WorkerResult | { snapshot: string; workers: number }> {
   if (event.worker === undefined) {
-    const latest = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : await deps.snapshots.latestJob(deps.config.sourceId);
-    const job = event.tables || !latest || latest.status === 'done' ? await requestSnapshot(deps, event.tables ?? null) : latest;
+    const named = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : undefined;
+    const job = named && named.status !== 'done' ? named : await snapshotToRun(deps, event.tables ?? null);
     await planSnapshot(deps, job);
     const workers = Math.max(1, event.workers ?? 2);
     for (let worker = 0; worker < workers; worker++) await invoke({ snapshotId: job.id, worker });

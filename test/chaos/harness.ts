@@ -13,7 +13,7 @@ import { silentLog } from '../../lib/log.ts';
 import { type CaptureDeps, runCapture } from '../../lib/pipeline/capture.ts';
 import { type FaultPoint, type Faults, InjectedFault } from '../../lib/pipeline/faults.ts';
 import { eventLines } from '../../lib/pipeline/feed.ts';
-import { requestSnapshot, runSnapshotWorker } from '../../lib/pipeline/snapshot.ts';
+import { runSnapshotWorker, snapshotToRun } from '../../lib/pipeline/snapshot.ts';
 import { verify } from '../../lib/pipeline/verify.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
@@ -234,8 +234,8 @@ export async function runChaos(options: {
     'crash in a snapshot page commit': () =>
       tolerate(async () => {
         const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
-        const latest = await snapshots.latestJob(sourceId);
-        const job = latest && latest.status !== 'done' ? latest : await requestSnapshot(deps0, [`shop.${pick(['orders', 'items', 'blobs'])}`]);
+        const running = await snapshots.latestJob(sourceId);
+        const job = await snapshotToRun(deps0, running && running.status !== 'done' ? null : [`shop.${pick(['orders', 'items', 'blobs'])}`]);
         await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
       }),
     'SIGKILL of sluice snapshot': async () => {

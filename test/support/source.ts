@@ -8,7 +8,7 @@ import { type CaptureOptions, type CaptureResult, runCapture } from '../../lib/p
 import type { Manifest } from '../../lib/pipeline/commit.ts';
 import type { Faults } from '../../lib/pipeline/faults.ts';
 import { eventLines, manifests } from '../../lib/pipeline/feed.ts';
-import { requestSnapshot, runSnapshotWorker } from '../../lib/pipeline/snapshot.ts';
+import { runSnapshotWorker, snapshotToRun } from '../../lib/pipeline/snapshot.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 
@@ -49,6 +49,16 @@ export async function testSource(name: string, overrides: Record<string, string>
   const clients = createClients(config);
   await initResources(config, clients);
 
+  /** What capture and snapshot runs of this source are given. */
+  const deps = (options: { config?: Config; faults?: Faults }) => ({
+    config: options.config ?? config,
+    s3: clients.s3,
+    store: clients.store,
+    snapshots: clients.snapshots,
+    log: silentLog,
+    faults: options.faults,
+  });
+
   const source = {
     db,
     config,
@@ -59,34 +69,14 @@ export async function testSource(name: string, overrides: Record<string, string>
       return rows as Record<string, unknown>[];
     },
     capture(options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config } = {}): Promise<CaptureResult> {
-      return runCapture(
-        {
-          config: options.config ?? config,
-          s3: clients.s3,
-          store: clients.store,
-          snapshots: clients.snapshots,
-          log: silentLog,
-          faults: options.faults,
-          clock: options.clock,
-        },
-        { budgetMs: 30_000, drain: true, ...options },
-      );
+      return runCapture({ ...deps(options), clock: options.clock }, { budgetMs: 30_000, drain: true, ...options });
     },
     /** Requests (unless one is pending) and runs a snapshot with `workers` in-process workers. */
     async snapshot(options: { tables?: string[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config } = {}) {
-      const deps = {
-        config: options.config ?? config,
-        s3: clients.s3,
-        store: clients.store,
-        snapshots: clients.snapshots,
-        log: silentLog,
-        faults: options.faults,
-      };
-      const latest = await clients.snapshots.latestJob(deps.config.sourceId);
-      const job = options.tables || !latest || latest.status === 'done' ? await requestSnapshot(deps, options.tables ?? null) : latest;
+      const job = await snapshotToRun(deps(options), options.tables ?? null);
       const results = await Promise.all(
         Array.from({ length: options.workers ?? 1 }, (_, i) =>
-          runSnapshotWorker(deps, { budgetMs: options.budgetMs ?? 60_000, snapshotId: job.id, workerId: `w${i}-${randomBytes(2).toString('hex')}` }),
+          runSnapshotWorker(deps(options), { budgetMs: options.budgetMs ?? 60_000, snapshotId: job.id, workerId: `w${i}-${randomBytes(2).toString('hex')}` }),
         ),
       );
       return { job, results, rows: results.reduce((a, r) => a + r.rows, 0), complete: results.some((r) => r.complete) };
