@@ -70,7 +70,3 @@ export class AssertionError extends SluiceError {
     super('ASSERTION', message);
   }
 }
-
-export function assert(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new AssertionError(message);
-}

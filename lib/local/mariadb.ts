@@ -28,7 +28,7 @@ function which(binary: string): string | undefined {
 }
 
 /** Finds mariadbd, installing Debian's mariadb-server when we are root on Debian/Ubuntu. */
-export function ensureMariaDbInstalled(log: (line: string) => void): { mariadbd: string; installDb: string } {
+function ensureMariaDbInstalled(log: (line: string) => void): { mariadbd: string; installDb: string } {
   let mariadbd = which('mariadbd');
   if (!mariadbd) {
     const canApt = process.getuid?.() === 0 && existsSync('/usr/bin/apt-get');

@@ -166,7 +166,7 @@ export async function commitBatch(ctx: CommitContext, state: SourceState, batch:
 }
 
 /** Step 3 for the poller, and its roll-forward after a crash. */
-export async function finishPending(ctx: CommitContext, state: SourceState): Promise<SourceState> {
+async function finishPending(ctx: CommitContext, state: SourceState): Promise<SourceState> {
   if (!state.pending) return state;
   await applyCopies(ctx, state.pending.copies);
   return ctx.store.clearPending(fence(ctx, state));

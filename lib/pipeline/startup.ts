@@ -45,7 +45,7 @@ async function firstTransactionTime(target: MysqlTarget, file: string, end: Binl
 }
 
 /** `timestamp:<T>`: the boundary before the first transaction at or after T (binlog times have second precision). */
-export async function positionAtTime(target: MysqlTarget, conn: SqlConnection, at: number): Promise<BinlogPosition> {
+async function positionAtTime(target: MysqlTarget, conn: SqlConnection, at: number): Promise<BinlogPosition> {
   const end = await masterPosition(conn);
   const logs = await binaryLogs(conn);
   let from = logs[0];
@@ -77,7 +77,7 @@ const coveredBy = (position: Map<number, bigint>, gtid: string) => {
 };
 
 /** `gtid:<d-s-n,...>` (MariaDB): the boundary before the first transaction the set does not cover. */
-export async function positionAfterGtid(target: MysqlTarget, conn: SqlConnection, gtid: string): Promise<BinlogPosition> {
+async function positionAfterGtid(target: MysqlTarget, conn: SqlConnection, gtid: string): Promise<BinlogPosition> {
   const covered = parseGtidPosition(gtid);
   const end = await masterPosition(conn);
   const logs = await binaryLogs(conn);

@@ -42,7 +42,7 @@ async function fileStartTime(target: MysqlTarget, file: string): Promise<number 
  * for the retention period; it was closed when the next file started. Still the current file: the
  * whole retention period remains.
  */
-export async function purgeRisk(
+async function purgeRisk(
   conn: SqlConnection,
   target: MysqlTarget,
   stored: BinlogPosition,

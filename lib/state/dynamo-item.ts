@@ -6,7 +6,7 @@ import type { Fence } from './store.ts';
 export type Item = Record<string, unknown> & { version?: number; owner?: string; expires?: number; pending?: unknown };
 
 /** One conditional UpdateItem returning the new item; a failed condition becomes `conflict(old item)`. */
-export async function updateItem(
+async function updateItem(
   client: DynamoDBClient,
   table: string,
   pk: string,

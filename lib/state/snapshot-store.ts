@@ -51,7 +51,7 @@ export function encodeKeyValues(values: KeyValues | null): string | null {
   return values === null ? null : JSON.stringify(values.map((v) => (Buffer.isBuffer(v) ? { $b64: v.toString('base64') } : v)));
 }
 
-export function decodeKeyValues(text: unknown): KeyValues | null {
+function decodeKeyValues(text: unknown): KeyValues | null {
   if (typeof text !== 'string') return null;
   return (JSON.parse(text) as unknown[]).map((v) =>
     v && typeof v === 'object' && '$b64' in v ? Buffer.from(String((v as { $b64: string }).$b64), 'base64') : v,

@@ -1,5 +1,5 @@
 import ZongJi from '@vlasky/zongji';
-import { PositionLostError, SluiceError } from '../../errors.ts';
+import { AssertionError, PositionLostError, SluiceError } from '../../errors.ts';
 import { binlogColumn, type ZongjiColumn } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
 import type { BinlogPosition } from './position.ts';
@@ -38,7 +38,7 @@ const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete
 const ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236;
 
 /** A fresh id per run, away from the small ids real replicas use. */
-export const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000);
+const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000);
 
 // biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
 type Ev = any;
@@ -122,7 +122,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
 
   private shapeOf(ev: Ev): EncodedShape {
     const shape = this.shapes.get(ev.tableId)?.shape;
-    if (!shape) throw new SluiceError('ASSERTION', `row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
+    if (!shape) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
     return shape;
   }
 

@@ -27,7 +27,7 @@ interface ColumnRow {
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
 
 /** Maps an INFORMATION_SCHEMA column to the format's kind and the binlog path's type name. */
-export function schemaColumn(row: ColumnRow): Column {
+function schemaColumn(row: ColumnRow): Column {
   const type = row.DATA_TYPE.toLowerCase();
   const unsigned = /\bunsigned\b/i.test(row.COLUMN_TYPE);
   const fsp = Number(row.DATETIME_PRECISION ?? 0);

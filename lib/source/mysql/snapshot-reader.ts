@@ -32,7 +32,7 @@ function tupleValues(values: KeyValues): unknown[] {
 /** Big integers arrive as strings and are bound as strings into CAST(? AS UNSIGNED|SIGNED): exact. */
 const bindable = (v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
-export function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number): { sql: string; values: unknown[] } {
+function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number): { sql: string; values: unknown[] } {
   const where: string[] = [];
   const values: unknown[] = [];
   if (after) {
