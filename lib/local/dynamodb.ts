@@ -60,6 +60,8 @@ export async function startDynamoDbLocal(dir: string, log: (line: string) => voi
       String(port),
     ],
     logFile,
+    process.env,
+    dir, // it writes dynamodb-local-metadata.json into its working directory
   );
   await waitFor('DynamoDB Local', () => portOpen(port), 30_000, logFile);
   return { pid, port };

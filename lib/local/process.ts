@@ -16,9 +16,9 @@ export async function freePort(): Promise<number> {
 }
 
 /** Starts a long-lived detached process logging to `logFile`; returns its pid. */
-export function spawnDetached(command: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): number {
+export function spawnDetached(command: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env, cwd?: string): number {
   const log = openSync(logFile, 'a');
-  const child = spawn(command, args, { detached: true, stdio: ['ignore', log, log], env });
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', log, log], env, cwd });
   child.unref();
   if (child.pid === undefined) throw new Error(`could not start ${command}`);
   return child.pid;
