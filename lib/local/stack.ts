@@ -53,14 +53,16 @@ export async function up(options: { home?: string; log?: (line: string) => void 
   const mariadbDir = join(home, 'mariadb');
   mkdirSync(mariadbDir, { recursive: true });
   // Start the three in parallel: the JVM's start-up dominates otherwise.
-  const [mariadb, dynamodb, s3] = await Promise.all([
+  const [mariadb, dynamodb, s3] = await Promise.allSettled([
     start('MariaDB', previous.mariadb, () => startMariaDb(mariadbDir, log)),
     start('DynamoDB Local', previous.dynamodb, () => startDynamoDbLocal(home, log)),
     start('S3 emulator', previous.s3, () => startS3(home)),
   ]);
-  const stack: StackInfo = { mariadb, dynamodb, s3 };
-  await writeFile(stateFile(home), `${JSON.stringify(stack, null, 2)}\n`);
-  return stack;
+  const value = <T>(r: PromiseSettledResult<T>) => (r.status === 'fulfilled' ? r.value : undefined);
+  // Record whatever did start, even if something failed, so `down` can stop it.
+  await writeFile(stateFile(home), `${JSON.stringify({ mariadb: value(mariadb), dynamodb: value(dynamodb), s3: value(s3) }, null, 2)}\n`);
+  for (const r of [mariadb, dynamodb, s3]) if (r.status === 'rejected') throw r.reason;
+  return { mariadb: value(mariadb), dynamodb: value(dynamodb), s3: value(s3) } as StackInfo;
 }
 
 /** Stops the processes recorded by `up`; with `wipe`, deletes the MariaDB data too. */
