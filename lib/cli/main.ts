@@ -33,7 +33,9 @@ const FLAGS = {
 function localDefaults(): Record<string, string> {
   const file = join(stackHome(), 'stack.json');
   if (!existsSync(file)) return {};
-  return stackEnv(JSON.parse(readFileSync(file, 'utf8')) as StackInfo);
+  const stack = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackInfo>;
+  // A stack that only partly started (see `local up`) is no default to use.
+  return stack.mariadb && stack.dynamodb && stack.s3 ? stackEnv(stack as StackInfo) : {};
 }
 
 /** Environment, overridden by flags; applied to process.env so the AWS SDK sees the endpoints too. */
