@@ -55,7 +55,7 @@ export class Batch {
     this.events++;
     // Characters, not bytes: close enough to cut batches by size without encoding twice.
     this.size += line.length;
-    return entry.object.write(line, 1);
+    return entry.object.write(line);
   }
 
   async finish(): Promise<void> {

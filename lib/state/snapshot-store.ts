@@ -43,7 +43,6 @@ export interface ChunkState {
   readonly done: boolean;
   readonly pending?: PendingCommit;
   readonly lease?: { owner: string; expiresAt: number };
-  readonly startedAt?: number;
   readonly updatedAt?: number;
 }
 
@@ -76,7 +75,6 @@ function toChunk(item: Item): ChunkState {
     done: item.done === true,
     pending: item.pending as PendingCommit | undefined,
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
-    startedAt: item.started_at as number | undefined,
     updatedAt: item.updated_at as number | undefined,
   };
 }
@@ -201,17 +199,6 @@ export class SnapshotStore {
       { '#done': 'done', '#pending': 'pending' },
       { ':false': false },
     );
-    if (item.started_at === undefined) {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.table,
-          Key: { pk: { S: chunkKey(sourceId, id, table, n) } },
-          UpdateExpression: 'SET #started = if_not_exists(#started, :now)',
-          ExpressionAttributeNames: { '#started': 'started_at' },
-          ExpressionAttributeValues: marshall({ ':now': now }),
-        }),
-      );
-    }
     return toChunk(item);
   }
 

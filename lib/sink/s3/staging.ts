@@ -45,12 +45,12 @@ export class StagingObject {
   }
 
   /**
-   * Appends text. Waits only when more than MAX_BUFFERED bytes await compression: waiting at the
+   * Appends one event line. Waits only when more than MAX_BUFFERED bytes await compression: waiting at the
    * stream's own high-water mark would make decoding and compression (in the libuv pool) take
    * turns, since 'drain' fires only once the buffer is empty.
    */
-  write(text: string, events: number): Promise<void> | undefined {
-    this.events += events;
+  write(text: string): Promise<void> | undefined {
+    this.events++;
     // A UTF-8 character takes at most 3 bytes per UTF-16 code unit.
     if (text.length * 3 <= CHUNK - this.used) {
       this.used += this.buffer.write(text, this.used);
