@@ -23,8 +23,20 @@ export interface SourceStatus {
   timeToPurgeSeconds?: number | null;
 }
 
+/** Start times of binlog files already looked up: a file's start never changes, the poller asks every run. */
+const fileStarts = new Map<string, number>();
+
 /** When a binlog file started (its first timestamped event), or undefined if it has none yet. */
 async function fileStartTime(target: MysqlTarget, file: string): Promise<number | undefined> {
+  const key = `${target.uri}|${file}`;
+  const known = fileStarts.get(key);
+  if (known !== undefined) return known;
+  const started = await readFileStartTime(target, file);
+  if (started !== undefined) fileStarts.set(key, started);
+  return started;
+}
+
+async function readFileStartTime(target: MysqlTarget, file: string): Promise<number | undefined> {
   const reader = new BinlogReader({ target, start: { file, pos: 4 }, filter: () => false, idleMs: 300 });
   try {
     for await (const item of reader) {
