@@ -7,12 +7,12 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import ZongJi from '@vlasky/zongji';
 import { countRequests, createClients, initResources } from '../lib/aws.ts';
+import { runCapture } from '../lib/capture/run.ts';
 import { loadConfig } from '../lib/config/config.ts';
+import { type BinlogPosition, comparePositions } from '../lib/core/position.ts';
 import { adminConnection, env as stackEnv, up } from '../lib/local/stack.ts';
 import { silentLog } from '../lib/log.ts';
-import { runCapture } from '../lib/pipeline/capture.ts';
 import { deleteObjects, listKeys } from '../lib/sink/s3/objects.ts';
-import { type BinlogPosition, comparePositions } from '../lib/source/mysql/position.ts';
 
 const home = join(process.cwd(), '.sluice', 'bench');
 

@@ -9,8 +9,8 @@ import { createClients, initResources } from '../lib/aws.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { adminConnection, env as stackEnv, up } from '../lib/local/stack.ts';
 import { silentLog } from '../lib/log.ts';
-import { requestSnapshot, runSnapshotWorker } from '../lib/pipeline/snapshot.ts';
 import { deleteObjects, listKeys } from '../lib/sink/s3/objects.ts';
+import { requestSnapshot, runSnapshotWorker } from '../lib/snapshot/worker.ts';
 
 const home = join(process.cwd(), '.sluice', 'bench');
 

@@ -2,10 +2,10 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import { createClients } from '../lib/aws.ts';
+import { runCapture } from '../lib/capture/run.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { createLogger } from '../lib/log.ts';
-import { runCapture } from '../lib/pipeline/capture.ts';
-import { sourceStatus } from '../lib/pipeline/status.ts';
+import { sourceStatus } from '../lib/ops/status.ts';
 
 // Built once per container: config errors fail the cold start loudly, clients keep their connections.
 const config = loadConfig();

@@ -1,12 +1,12 @@
 import { createClients, initResources } from '../aws.ts';
+import { runCapture } from '../capture/run.ts';
 import { loadConfig } from '../config/config.ts';
+import { formatPosition } from '../core/position.ts';
 import { adminConnection, env as stackEnv, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
-import { runCapture } from '../pipeline/capture.ts';
-import { eventLines } from '../pipeline/feed.ts';
-import { runSnapshotWorker } from '../pipeline/snapshot.ts';
-import { sourceStatus } from '../pipeline/status.ts';
-import { formatPosition } from '../source/mysql/position.ts';
+import { sourceStatus } from '../ops/status.ts';
+import { runSnapshotWorker } from '../snapshot/worker.ts';
+import { eventLines } from '../verify/feed.ts';
 
 const SCHEMA = `
 DROP DATABASE IF EXISTS shop; CREATE DATABASE shop; USE shop;

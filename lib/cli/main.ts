@@ -3,19 +3,19 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { createClients, initResources } from '../aws.ts';
+import { runCapture } from '../capture/run.ts';
 import { loadConfig, parseStartupSetting } from '../config/config.ts';
+import { formatPosition } from '../core/position.ts';
 import { SluiceError } from '../errors.ts';
 import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { createLogger } from '../log.ts';
-import { runCapture } from '../pipeline/capture.ts';
-import { planSnapshot, runSnapshotWorker, snapshotProgress, snapshotToRun } from '../pipeline/snapshot.ts';
-import { exportState, importState, resetState, type StateFile } from '../pipeline/state-admin.ts';
-import { sourceStatus } from '../pipeline/status.ts';
-import { materialize, verify } from '../pipeline/verify.ts';
-import { formatPosition } from '../source/mysql/position.ts';
+import { exportState, importState, resetState, type StateFile } from '../ops/state-admin.ts';
+import { sourceStatus } from '../ops/status.ts';
+import { planSnapshot, runSnapshotWorker, snapshotProgress, snapshotToRun } from '../snapshot/worker.ts';
 import { connect, preflight } from '../source/mysql/server.ts';
 import { mysqlTarget, redact } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
+import { materialize, verify } from '../verify/verify.ts';
 import { runDemo } from './demo.ts';
 
 const FLAGS = {

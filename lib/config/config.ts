@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { type BinlogPosition, parsePosition } from '../core/position.ts';
 import { ConfigError } from '../errors.ts';
-import { type BinlogPosition, parsePosition } from '../source/mysql/position.ts';
 
 /** Where a source with no stored position starts reading. */
 export type Startup =

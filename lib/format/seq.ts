@@ -1,4 +1,4 @@
-import { fileNumber } from '../source/mysql/position.ts';
+import { fileNumber } from '../core/position.ts';
 
 /**
  * The ordering key of a change event: a string that sorts lexicographically in capture order.

@@ -28,7 +28,7 @@ function toState(sourceId: string, item: Item): SourceState {
   };
 }
 
-/** DynamoDB adapter: one item per source, every write conditional. It only maps; the protocol lives in lib/pipeline. */
+/** DynamoDB adapter: one item per source, every write conditional. It only maps; the protocol lives in lib/commit. */
 export class DynamoDbStateStore implements StateStore {
   constructor(
     private readonly client: DynamoDBClient,

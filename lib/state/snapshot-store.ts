@@ -1,6 +1,6 @@
 import { type DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { BinlogPosition } from '../source/mysql/position.ts';
+import type { BinlogPosition } from '../core/position.ts';
 import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
 import type { Fence, PendingCommit } from './store.ts';
 

@@ -1,8 +1,8 @@
-import type { BinlogPosition } from '../source/mysql/position.ts';
+import type { BinlogPosition } from '../core/position.ts';
 
 /**
  * The state of one source, held in a single item so that one conditional write can move the
- * offset and record the pending renames together (see lib/pipeline/commit.ts for the protocol).
+ * offset and record the pending renames together (see lib/commit/protocol.ts for the protocol).
  */
 export interface SourceState {
   readonly sourceId: string;

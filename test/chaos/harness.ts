@@ -6,20 +6,20 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import mysql from 'mysql2/promise';
 import { initResources } from '../../lib/aws.ts';
+import { type CaptureDeps, runCapture } from '../../lib/capture/run.ts';
+import { type FaultPoint, type Faults, InjectedFault } from '../../lib/commit/faults.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
+import { type BinlogPosition, comparePositions, formatPosition } from '../../lib/core/position.ts';
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
-import { type CaptureDeps, runCapture } from '../../lib/pipeline/capture.ts';
-import { type FaultPoint, type Faults, InjectedFault } from '../../lib/pipeline/faults.ts';
-import { eventLines } from '../../lib/pipeline/feed.ts';
-import { runSnapshotWorker, snapshotToRun } from '../../lib/pipeline/snapshot.ts';
-import { verify } from '../../lib/pipeline/verify.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
-import { type BinlogPosition, comparePositions, formatPosition } from '../../lib/source/mysql/position.ts';
+import { runSnapshotWorker, snapshotToRun } from '../../lib/snapshot/worker.ts';
 import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
 import { SnapshotStore } from '../../lib/state/snapshot-store.ts';
+import { eventLines } from '../../lib/verify/feed.ts';
+import { verify } from '../../lib/verify/verify.ts';
 import { FaultyHttpHandler } from './faulty-http.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { countRequests } from '../../lib/aws.ts';
 import { loadConfig } from '../../lib/config/config.ts';
-import { comparePositions, fileNumber } from '../../lib/source/mysql/position.ts';
+import { comparePositions, fileNumber } from '../../lib/core/position.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
 
 const TABLES = 'CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT); CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40), n INT);';

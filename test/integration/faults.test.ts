@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import { LeaseLostError, PositionLostError } from '../../lib/errors.ts';
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
-import { crashAt, type FaultPoint, InjectedFault } from '../../lib/pipeline/faults.ts';
-import { sourceStatus } from '../../lib/pipeline/status.ts';
+import { sourceStatus } from '../../lib/ops/status.ts';
 import { connect, preflight } from '../../lib/source/mysql/server.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
 

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
+import { runCapture } from '../../lib/capture/run.ts';
+import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
-import { runCapture } from '../../lib/pipeline/capture.ts';
-import { crashAt, type FaultPoint, InjectedFault } from '../../lib/pipeline/faults.ts';
-import { type SnapshotEvent, snapshotInvocation } from '../../lib/pipeline/snapshot.ts';
+import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/worker.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
 
 /** Random inserts/updates/deletes on `table` (int id, v, n) until `stop()`; returns how many it made. */
@@ -263,7 +263,7 @@ describe('startup positions', () => {
     for (const startup of [`timestamp:${between.toISOString()}`, `gtid:${gtid}`]) {
       const config = loadConfig({ ...base, SLUICE_SOURCE_ID: `${source.db}_${startup.split(':')[0]}`, SLUICE_STARTUP: startup });
       await source.capture({ config });
-      const { events } = await import('../../lib/pipeline/feed.ts').then(async ({ eventLines }) => {
+      const { events } = await import('../../lib/verify/feed.ts').then(async ({ eventLines }) => {
         const lines: string[] = [];
         for await (const { line } of eventLines(source.clients.s3, config.bucket, config.prefix, config.sourceId)) lines.push(line);
         return { events: lines.map((l) => JSON.parse(l)) };

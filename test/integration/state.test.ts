@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { comparePositions } from '../../lib/source/mysql/position.ts';
+import { comparePositions } from '../../lib/core/position.ts';
 import { cliEnv, sluice } from '../support/cli.ts';
 import { testSource } from '../support/source.ts';
 

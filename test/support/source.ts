@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { inject } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
+import { type CaptureOptions, type CaptureResult, runCapture } from '../../lib/capture/run.ts';
+import type { Faults } from '../../lib/commit/faults.ts';
+import type { Manifest } from '../../lib/commit/protocol.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { silentLog } from '../../lib/log.ts';
-import { type CaptureOptions, type CaptureResult, runCapture } from '../../lib/pipeline/capture.ts';
-import type { Manifest } from '../../lib/pipeline/commit.ts';
-import type { Faults } from '../../lib/pipeline/faults.ts';
-import { eventLines, manifests } from '../../lib/pipeline/feed.ts';
-import { runSnapshotWorker, snapshotToRun } from '../../lib/pipeline/snapshot.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
+import { runSnapshotWorker, snapshotToRun } from '../../lib/snapshot/worker.ts';
+import { eventLines, manifests } from '../../lib/verify/feed.ts';
 
 export interface ChangeEvent {
   op: 'c' | 'u' | 'd' | 'r';

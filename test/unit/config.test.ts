@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig, tableFilter } from '../../lib/config/config.ts';
+import { comparePositions, parsePosition } from '../../lib/core/position.ts';
 import { ConfigError } from '../../lib/errors.ts';
 import { dataKey, manifestKey } from '../../lib/sink/s3/keys.ts';
-import { comparePositions, parsePosition } from '../../lib/source/mysql/position.ts';
 
 const valid = {
   SLUICE_SOURCE_ID: 'orders-db',

@@ -1,8 +1,8 @@
 import ZongJi from '@vlasky/zongji';
+import type { BinlogPosition } from '../../core/position.ts';
 import { AssertionError, PositionLostError, SluiceError } from '../../errors.ts';
 import { binlogColumn, type ZongjiColumn } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
-import type { BinlogPosition } from './position.ts';
 import type { MysqlTarget } from './target.ts';
 
 /**

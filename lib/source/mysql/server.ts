@@ -1,6 +1,6 @@
 import mysql from 'mysql2/promise';
+import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
-import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from './position.ts';
 import type { MysqlTarget } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */

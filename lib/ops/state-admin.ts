@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Config, Startup } from '../config/config.ts';
+import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
 import { SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
-import { type BinlogPosition, comparePositions, formatPosition } from '../source/mysql/position.ts';
+import { startupPosition } from '../source/mysql/binlog-scan.ts';
 import { connect } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
-import { startupPosition } from './startup.ts';
 
 /** A source's state as a portable savepoint (`sluice state export`). */
 export interface StateFile {

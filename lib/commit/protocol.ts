@@ -1,10 +1,10 @@
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { BinlogPosition } from '../core/position.ts';
 import type { Log } from '../log.ts';
+import type { Batch } from '../sink/s3/batch.ts';
 import { binlogStaging, dataKey, manifestKey } from '../sink/s3/keys.ts';
 import { copyObject, deleteObjects, listKeys, putJson } from '../sink/s3/objects.ts';
-import type { BinlogPosition } from '../source/mysql/position.ts';
 import type { Fence, PendingCommit, SourceState, StateStore } from '../state/store.ts';
-import type { Batch } from './batch.ts';
 import type { Faults } from './faults.ts';
 
 /*

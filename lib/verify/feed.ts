@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { Manifest } from '../commit/protocol.ts';
 import { listKeys } from '../sink/s3/objects.ts';
-import type { Manifest } from './commit.ts';
 
 async function body(s3: S3Client, bucket: string, key: string): Promise<Buffer> {
   const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));

@@ -1,6 +1,6 @@
 import type { Config } from '../config/config.ts';
+import { type BinlogPosition, comparePositions, fileNumber } from '../core/position.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
-import { type BinlogPosition, comparePositions, fileNumber } from '../source/mysql/position.ts';
 import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';

@@ -1,21 +1,21 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { type Faults, noFaults } from '../commit/faults.ts';
+import { applyCopies, type CommitContext, cleanStaging, stage } from '../commit/protocol.ts';
 import { type Config, tableFilter } from '../config/config.ts';
+import type { BinlogPosition } from '../core/position.ts';
 import { LeaseLostError, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape, encodeSource, eventLine, type Row } from '../format/event.ts';
 import { seqPrefix } from '../format/seq.ts';
 import type { Log } from '../log.ts';
+import { Batch } from '../sink/s3/batch.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
-import type { BinlogPosition } from '../source/mysql/position.ts';
 import { listTables, type TableInfo, tableInfo } from '../source/mysql/schema.ts';
 import { connect, masterPosition } from '../source/mysql/server.ts';
 import { keyAtOffset, lastKey, pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import { type ChunkState, chunkId, encodeKeyValues, type KeyValues, type PlannedTable, type SnapshotJob, type SnapshotStore } from '../state/snapshot-store.ts';
 import type { Fence, StateStore } from '../state/store.ts';
-import { Batch } from './batch.ts';
-import { applyCopies, type CommitContext, cleanStaging, stage } from './commit.ts';
-import { type Faults, noFaults } from './faults.ts';
 
 /*
  * Snapshot: each table's rows, paged by ascending key, committed page by page with the poller's

@@ -1,22 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { type Faults, noFaults } from '../commit/faults.ts';
+import { type CommitContext, commitBatch, commitPosition, recover } from '../commit/protocol.ts';
 import { type Config, tableFilter } from '../config/config.ts';
+import { type BinlogPosition, comparePositions } from '../core/position.ts';
 import { LeaseLostError, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeKey, encodeRow, encodeSource, eventLine } from '../format/event.ts';
 import { seq, seqPrefix } from '../format/seq.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
+import { Batch } from '../sink/s3/batch.ts';
 import { binlogStaging, pad } from '../sink/s3/keys.ts';
+import { requestSnapshot, snapshotStalled } from '../snapshot/worker.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
-import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
+import { startupPosition } from '../source/mysql/binlog-scan.ts';
 import { checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
-import { Batch } from './batch.ts';
-import { type CommitContext, commitBatch, commitPosition, recover } from './commit.ts';
-import { type Faults, noFaults } from './faults.ts';
-import { requestSnapshot, snapshotStalled } from './snapshot.ts';
-import { startupPosition } from './startup.ts';
 
 export interface CaptureDeps {
   readonly config: Config;
@@ -73,7 +73,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ s
       return { start: state.position, target };
     }
     // initial: the position read before the snapshot was requested is where the poller starts, so
-    // every change the snapshot's pages might miss is in the stream (see lib/pipeline/snapshot.ts).
+    // every change the snapshot's pages might miss is in the stream (see lib/snapshot/worker.ts).
     if ((config.startup.mode === 'initial' || config.startup.mode === 'initial-only') && deps.snapshots) {
       const existing = await deps.snapshots.latestJob(config.sourceId);
       if (existing?.startPosition) return { start: existing.startPosition, target };
@@ -90,7 +90,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ s
 
 /**
  * One capture run (one poller invocation): lease → recovery → preflight → stream and commit in
- * batches at transaction boundaries → release. See lib/pipeline/commit.ts for the protocol.
+ * batches at transaction boundaries → release. See lib/commit/protocol.ts for the protocol.
  */
 export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Promise<CaptureResult> {
   const { config, store, log } = deps;

@@ -1,10 +1,10 @@
-import type { Config } from '../config/config.ts';
-import { SluiceError } from '../errors.ts';
-import type { Log } from '../log.ts';
-import { BinlogReader } from '../source/mysql/binlog-reader.ts';
-import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
-import { binaryLogs, checkPositionReadable, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
-import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
+import type { Config } from '../../config/config.ts';
+import { type BinlogPosition, comparePositions } from '../../core/position.ts';
+import { SluiceError } from '../../errors.ts';
+import type { Log } from '../../log.ts';
+import { BinlogReader } from './binlog-reader.ts';
+import { binaryLogs, checkPositionReadable, masterPosition, type SqlConnection } from './server.ts';
+import { type MysqlTarget, mysqlTarget } from './target.ts';
 
 /**
  * Scans the binlog from `start` without decoding any rows and returns the transaction boundary just

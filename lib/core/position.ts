@@ -1,4 +1,4 @@
-import { ConfigError } from '../../errors.ts';
+import { ConfigError } from '../errors.ts';
 
 /**
  * A binlog position at a transaction boundary: resuming from it replays nothing and skips nothing.

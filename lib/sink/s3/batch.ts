@@ -1,7 +1,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { EncodedShape } from '../format/event.ts';
-import { StagingObject } from '../sink/s3/staging.ts';
-import type { BinlogPosition } from '../source/mysql/position.ts';
+import type { BinlogPosition } from '../../core/position.ts';
+import type { EncodedShape } from '../../format/event.ts';
+import { StagingObject } from './staging.ts';
 
 export interface TableObject {
   readonly shape: EncodedShape;
