@@ -1,14 +1,108 @@
 /**
+ * Every error code sluice reports, one entry each: the code is what logs, metrics, the state item
+ * and `sluice status` show, so it never changes once released. docs/RUNBOOK.md ("Error codes")
+ * mirrors this list with what to do about each; a unit test keeps the two in step.
+ */
+export const ErrorCode = {
+  // Configuration and the local stack
+  /** A setting is missing or malformed; the message names each variable and what it accepts. */
+  CONFIG_INVALID: 'CONFIG_INVALID',
+  /** The embedded local stack could not start (MariaDB, Java, DynamoDB Local, fauxqs) or is not running. */
+  LOCAL_STACK: 'LOCAL_STACK',
+
+  // The source database
+  /** Cannot reach MySQL (network, credentials, TLS). Retriable. */
+  MYSQL_CONNECT: 'MYSQL_CONNECT',
+  /** The Secrets Manager secret cannot be read or lacks username/password/host. */
+  MYSQL_SECRET: 'MYSQL_SECRET',
+  /** Binary logging is off (`log_bin`). */
+  PREFLIGHT_LOG_BIN: 'PREFLIGHT_LOG_BIN',
+  /** The server is too old to have `binlog_row_metadata` (MySQL < 8.0.14, MariaDB < 10.5). */
+  PREFLIGHT_VERSION: 'PREFLIGHT_VERSION',
+  /** `binlog_format` is not ROW. */
+  PREFLIGHT_BINLOG_FORMAT: 'PREFLIGHT_BINLOG_FORMAT',
+  /** `binlog_row_image` is not FULL. */
+  PREFLIGHT_BINLOG_ROW_IMAGE: 'PREFLIGHT_BINLOG_ROW_IMAGE',
+  /** `binlog_row_metadata` is not FULL. */
+  PREFLIGHT_BINLOG_ROW_METADATA: 'PREFLIGHT_BINLOG_ROW_METADATA',
+  /** The MySQL user lacks REPLICATION SLAVE, REPLICATION CLIENT or SELECT. */
+  PREFLIGHT_GRANTS: 'PREFLIGHT_GRANTS',
+  /** `SHOW BINARY LOGS` is empty, so `earliest` has nowhere to start. */
+  NO_BINLOG: 'NO_BINLOG',
+  /** The stored (or requested) binlog position is no longer on the server: purged, or the server was replaced. Fatal. */
+  POSITION_LOST: 'POSITION_LOST',
+  /** The binlog connection failed mid-stream. Retriable: the next run resumes at the stored position. */
+  BINLOG_STREAM: 'BINLOG_STREAM',
+  /** A table named for a snapshot does not exist, or the sluice user cannot see it. */
+  TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
+
+  // Capture and commits
+  /** A transaction did not end before the run's time was up. Retriable: the next run re-reads it. */
+  TXN_OVER_BUDGET: 'TXN_OVER_BUDGET',
+  /** Another run holds the lease, or this run's lease expired: it must not write. Retriable. */
+  LEASE_LOST: 'LEASE_LOST',
+  /** The state item changed under this run (a concurrent writer). Retriable. */
+  OFFSET_CONFLICT: 'OFFSET_CONFLICT',
+  /** A committed commit's staging object and its final object are both gone: the commit cannot complete. Fatal. */
+  STAGING_LOST: 'STAGING_LOST',
+  /** S3 refused to delete staging objects. Retriable: the next run deletes them. */
+  S3_DELETE: 'S3_DELETE',
+
+  // Snapshots
+  /** A snapshot is still copying; a new request would strand it. */
+  SNAPSHOT_RUNNING: 'SNAPSHOT_RUNNING',
+  /** A requested table is not written `<db>.<table>`. */
+  SNAPSHOT_TABLE: 'SNAPSHOT_TABLE',
+  /** Some tables cannot be snapshotted (listed in the message); nothing was copied. */
+  SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
+  /** The source has no snapshot request to work on. */
+  SNAPSHOT_NONE: 'SNAPSHOT_NONE',
+  /** A table has no primary key and no `SLUICE_KEY_COLUMNS` entry. */
+  SNAPSHOT_NO_KEY: 'SNAPSHOT_NO_KEY',
+  /** The configured chunk column is missing, nullable or not uniquely indexed. */
+  SNAPSHOT_BAD_CHUNK_COLUMN: 'SNAPSHOT_BAD_CHUNK_COLUMN',
+
+  // Operations
+  /** State import/reset while a run holds the lease. Retry after the run. */
+  STATE_BUSY: 'STATE_BUSY',
+  /** State import/reset while a committed batch is still being renamed. Run one capture first. */
+  STATE_PENDING: 'STATE_PENDING',
+  /** The file given to `state import` is not a `sluice-state/v1` savepoint with a position. */
+  STATE_FILE: 'STATE_FILE',
+  /** The savepoint belongs to another source (`--force` imports it anyway). */
+  STATE_SOURCE: 'STATE_SOURCE',
+  /** The stored state is ahead of the savepoint (`--force` rolls back on purpose). */
+  STATE_NEWER: 'STATE_NEWER',
+  /** `state reset --to` was given a startup mode that is not a position (`initial…`). */
+  STATE_RESET: 'STATE_RESET',
+  /** `verify` while a snapshot is copying. */
+  VERIFY_SNAPSHOT_RUNNING: 'VERIFY_SNAPSHOT_RUNNING',
+  /** The server does not report `binlog_snapshot_file` (MySQL); verify needs MariaDB. */
+  VERIFY_UNSUPPORTED: 'VERIFY_UNSUPPORTED',
+  /** `materialize --table` is not `<db>.<table>`. */
+  MATERIALIZE_TABLE: 'MATERIALIZE_TABLE',
+  /** `materialize --out` is neither `.parquet` nor `.jsonl`. */
+  MATERIALIZE_FORMAT: 'MATERIALIZE_FORMAT',
+  /** The output has no events for the table to materialize. */
+  MATERIALIZE_EMPTY: 'MATERIALIZE_EMPTY',
+
+  /** A broken invariant: a bug in sluice, never a user error. Fatal. */
+  ASSERTION: 'ASSERTION',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/**
  * One error hierarchy for sluice. Every error that crosses a module boundary is a SluiceError with
- * a stable `code` (for logs, metrics and the state item) and a `retriable` flag: retriable errors
- * end the run and the next scheduled run tries again; fatal ones need an operator.
+ * a stable `code` from the list above and a `retriable` flag: retriable errors end the run and the
+ * next scheduled run tries again; fatal ones are recorded for `sluice status` and need an operator.
  */
 export class SluiceError extends Error {
   override readonly name: string = 'SluiceError';
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly retriable: boolean;
 
-  constructor(code: string, message: string, options: { cause?: unknown; retriable?: boolean } = {}) {
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; retriable?: boolean } = {}) {
     super(message, { cause: options.cause });
     this.code = code;
     this.retriable = options.retriable ?? false;
@@ -19,15 +113,15 @@ export class SluiceError extends Error {
 export class ConfigError extends SluiceError {
   override readonly name = 'ConfigError';
   constructor(message: string) {
-    super('CONFIG_INVALID', message);
+    super(ErrorCode.CONFIG_INVALID, message);
   }
 }
 
 /** The source database is not set up for CDC (binlog off, wrong format, missing grants). */
 export class PreflightError extends SluiceError {
   override readonly name = 'PreflightError';
-  constructor(check: string, message: string) {
-    super(`PREFLIGHT_${check}`, message);
+  constructor(code: Extract<ErrorCode, `PREFLIGHT_${string}`>, message: string) {
+    super(code, message);
   }
 }
 
@@ -35,7 +129,7 @@ export class PreflightError extends SluiceError {
 export class PositionLostError extends SluiceError {
   override readonly name = 'PositionLostError';
   constructor(message: string, cause?: unknown) {
-    super('POSITION_LOST', message, { cause });
+    super(ErrorCode.POSITION_LOST, message, { cause });
   }
 }
 
@@ -43,7 +137,7 @@ export class PositionLostError extends SluiceError {
 export class LeaseLostError extends SluiceError {
   override readonly name = 'LeaseLostError';
   constructor(message: string) {
-    super('LEASE_LOST', message, { retriable: true });
+    super(ErrorCode.LEASE_LOST, message, { retriable: true });
   }
 }
 
@@ -51,7 +145,7 @@ export class LeaseLostError extends SluiceError {
 export class OffsetConflictError extends SluiceError {
   override readonly name = 'OffsetConflictError';
   constructor(message: string) {
-    super('OFFSET_CONFLICT', message, { retriable: true });
+    super(ErrorCode.OFFSET_CONFLICT, message, { retriable: true });
   }
 }
 
@@ -59,7 +153,7 @@ export class OffsetConflictError extends SluiceError {
 export class LocalStackError extends SluiceError {
   override readonly name = 'LocalStackError';
   constructor(message: string, cause?: unknown) {
-    super('LOCAL_STACK', message, { cause });
+    super(ErrorCode.LOCAL_STACK, message, { cause });
   }
 }
 
@@ -67,6 +161,6 @@ export class LocalStackError extends SluiceError {
 export class AssertionError extends SluiceError {
   override readonly name = 'AssertionError';
   constructor(message: string) {
-    super('ASSERTION', message);
+    super(ErrorCode.ASSERTION, message);
   }
 }

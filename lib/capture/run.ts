@@ -4,7 +4,7 @@ import { type Faults, noFaults } from '../commit/faults.ts';
 import { type CommitContext, commitBatch, commitPosition, recover } from '../commit/protocol.ts';
 import { type Config, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
-import { LeaseLostError, SluiceError } from '../errors.ts';
+import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeKey, encodeRow, encodeSource, eventLine } from '../format/event.ts';
 import { seq, seqPrefix } from '../format/seq.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
@@ -198,9 +198,13 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
         continue;
       }
       if (inTxn && now >= hardDeadline) {
-        throw new SluiceError('TXN_OVER_BUDGET', `the transaction at seq ${prefix} did not end before this run's time was up; the next run re-reads it`, {
-          retriable: true,
-        });
+        throw new SluiceError(
+          ErrorCode.TXN_OVER_BUDGET,
+          `the transaction at seq ${prefix} did not end before this run's time was up; the next run re-reads it`,
+          {
+            retriable: true,
+          },
+        );
       }
       switch (item.kind) {
         case 'begin':

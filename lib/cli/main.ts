@@ -6,7 +6,7 @@ import { createClients, initResources } from '../aws.ts';
 import { runCapture } from '../capture/run.ts';
 import { loadConfig, parseStartupSetting } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
-import { SluiceError } from '../errors.ts';
+import { ErrorCode, SluiceError } from '../errors.ts';
 import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { createLogger } from '../log.ts';
 import { exportState, importState, resetState, type StateFile } from '../ops/state-admin.ts';
@@ -79,7 +79,7 @@ local
   .description('print export lines pointing sluice and the AWS SDK at the local stack')
   .action(() => {
     const vars = localDefaults();
-    if (!Object.keys(vars).length) throw new SluiceError('LOCAL_STACK', 'the local stack is not running here; start it with `sluice local up`');
+    if (!Object.keys(vars).length) throw new SluiceError(ErrorCode.LOCAL_STACK, 'the local stack is not running here; start it with `sluice local up`');
     for (const [key, value] of Object.entries(vars)) console.log(`export ${key}='${value}'`);
   });
 

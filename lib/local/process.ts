@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, Socket } from 'node:net';
+import { LocalStackError } from '../errors.ts';
 
 /** Asks the kernel for a free loopback port. */
 export async function freePort(): Promise<number> {
@@ -10,7 +11,9 @@ export async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new LocalStackError('the kernel gave no free loopback port')),
+      );
     });
   });
 }
@@ -20,7 +23,7 @@ export function spawnDetached(command: string, args: string[], logFile: string, 
   const log = openSync(logFile, 'a');
   const child = spawn(command, args, { detached: true, stdio: ['ignore', log, log], env, cwd });
   child.unref();
-  if (child.pid === undefined) throw new Error(`could not start ${command}`);
+  if (child.pid === undefined) throw new LocalStackError(`could not start ${command}`);
   return child.pid;
 }
 
@@ -65,7 +68,7 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
     await sleep(100);
   }
   const tail = logFile ? (await readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n') : '';
-  throw new Error(`${what} did not become ready within ${timeoutMs} ms${tail ? `; last log lines:\n${tail}` : ''}`);
+  throw new LocalStackError(`${what} did not become ready within ${timeoutMs} ms${tail ? `; last log lines:\n${tail}` : ''}`);
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

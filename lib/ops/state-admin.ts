@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config, Startup } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
-import { SluiceError } from '../errors.ts';
+import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
 import { connect } from '../source/mysql/server.ts';
@@ -44,14 +44,17 @@ async function underLease(
     state = await store.acquireLease(config.sourceId, owner, now + 30_000, now);
   } catch (error) {
     throw new SluiceError(
-      'STATE_BUSY',
+      ErrorCode.STATE_BUSY,
       `source ${config.sourceId} is being captured right now (${(error as Error).message}); retry after the run, or pause the schedule first`,
       { cause: error },
     );
   }
   try {
     if (state.pending)
-      throw new SluiceError('STATE_PENDING', `source ${config.sourceId} has a committed batch still being renamed; run one capture to finish it, then retry`);
+      throw new SluiceError(
+        ErrorCode.STATE_PENDING,
+        `source ${config.sourceId} has a committed batch still being renamed; run one capture to finish it, then retry`,
+      );
     return await write(state, Date.now(), owner);
   } finally {
     await store.releaseLease(config.sourceId, owner);
@@ -65,16 +68,16 @@ async function underLease(
  */
 export async function importState(config: Config, store: StateStore, file: StateFile, options: { force?: boolean; log: Log }): Promise<SourceState> {
   if (file.format !== 'sluice-state/v1' || !file.position)
-    throw new SluiceError('STATE_FILE', 'not a sluice state file with a position (expected format sluice-state/v1, from `sluice state export`)');
+    throw new SluiceError(ErrorCode.STATE_FILE, 'not a sluice state file with a position (expected format sluice-state/v1, from `sluice state export`)');
   if (file.source !== config.sourceId && !options.force) {
-    throw new SluiceError('STATE_SOURCE', `the file is for source ${file.source}, not ${config.sourceId}; pass --force to import it anyway`);
+    throw new SluiceError(ErrorCode.STATE_SOURCE, `the file is for source ${file.source}, not ${config.sourceId}; pass --force to import it anyway`);
   }
   const position = file.position;
   return underLease(config, store, async (state, now, owner) => {
     const newer = (state.position && comparePositions(state.position, position) > 0) || state.commitSeq > file.commitSeq;
     if (newer && !options.force) {
       throw new SluiceError(
-        'STATE_NEWER',
+        ErrorCode.STATE_NEWER,
         `source ${config.sourceId} is ahead of the file (stored ${state.position ? formatPosition(state.position) : '-'}, commit ${state.commitSeq}; file ${formatPosition(position)}, commit ${file.commitSeq}). Importing would re-capture changes; pass --force to roll back on purpose.`,
       );
     }
@@ -90,7 +93,7 @@ export async function importState(config: Config, store: StateStore, file: State
 export async function resetState(config: Config, store: StateStore, to: Startup, log: Log): Promise<SourceState> {
   if (to.mode === 'initial' || to.mode === 'initial-only')
     throw new SluiceError(
-      'STATE_RESET',
+      ErrorCode.STATE_RESET,
       'reset takes latest, earliest, position:<file>:<pos>, timestamp:<ISO> or gtid:<set>; for a new snapshot run `sluice snapshot`',
     );
   const conn = await connect(await mysqlTarget(config));

@@ -4,7 +4,7 @@ import { type Faults, noFaults } from '../commit/faults.ts';
 import { applyCopies, type CommitContext, cleanStaging, stage } from '../commit/protocol.ts';
 import { type Config, tableFilter } from '../config/config.ts';
 import type { BinlogPosition } from '../core/position.ts';
-import { LeaseLostError, SluiceError } from '../errors.ts';
+import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape, encodeSource, eventLine, type Row } from '../format/event.ts';
 import { seqPrefix } from '../format/seq.ts';
 import type { Log } from '../log.ts';
@@ -56,7 +56,7 @@ export async function requestSnapshot(deps: SnapshotDeps, tables: readonly strin
   const running = await deps.snapshots.latestJob(deps.config.sourceId);
   if (running && running.status !== 'done') {
     throw new SluiceError(
-      'SNAPSHOT_RUNNING',
+      ErrorCode.SNAPSHOT_RUNNING,
       `snapshot ${running.id} is still copying; run \`sluice snapshot\` (without --tables) to continue it, then request the new one`,
     );
   }
@@ -95,7 +95,7 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
     const names = job.requested
       ? job.requested.map((name) => {
           const [db, table] = name.split('.');
-          if (!db || !table) throw new SluiceError('SNAPSHOT_TABLE', `"${name}" is not <db>.<table>`);
+          if (!db || !table) throw new SluiceError(ErrorCode.SNAPSHOT_TABLE, `"${name}" is not <db>.<table>`);
           return { db, table };
         })
       : await listTables(conn, accept);
@@ -109,7 +109,7 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
         refused.push(error.message);
       }
     }
-    if (refused.length) throw new SluiceError('SNAPSHOT_REFUSED', `snapshot refused, nothing was copied:\n  ${refused.join('\n  ')}`);
+    if (refused.length) throw new SluiceError(ErrorCode.SNAPSHOT_REFUSED, `snapshot refused, nothing was copied:\n  ${refused.join('\n  ')}`);
     const planned: PlannedTable[] = [];
     for (const info of infos) {
       const name = `${info.db}.${info.table}`;
@@ -155,7 +155,7 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
   const leaseExpires = started + options.budgetMs;
   const softDeadline = leaseExpires - config.safetyMarginMs;
   let job = options.snapshotId ? await snapshots.job(config.sourceId, options.snapshotId) : await snapshots.latestJob(config.sourceId);
-  if (!job) throw new SluiceError('SNAPSHOT_NONE', `source ${config.sourceId} has no snapshot request; start one with \`sluice snapshot\``);
+  if (!job) throw new SluiceError(ErrorCode.SNAPSHOT_NONE, `source ${config.sourceId} has no snapshot request; start one with \`sluice snapshot\``);
   job = await planSnapshot(deps, job);
   const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, chunksFinished: 0, complete: false, timedOut: false };
   const reader = pagingConnection(await mysqlTarget(config));

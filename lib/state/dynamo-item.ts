@@ -101,6 +101,6 @@ export async function release(client: DynamoDBClient, table: string, pk: string,
       ExpressionAttributeNames: { '#owner': 'owner', '#expires': 'expires' },
       ExpressionAttributeValues: marshall({ ':owner': owner }),
     },
-    () => new Error('not the owner'),
+    () => new LeaseLostError(`${pk} is no longer leased by ${owner}`),
   ).catch(() => undefined);
 }

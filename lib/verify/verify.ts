@@ -6,7 +6,7 @@ import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { type Config, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
-import { SluiceError } from '../errors.ts';
+import { ErrorCode, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
 import { seqPrefix } from '../format/seq.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
@@ -82,7 +82,7 @@ export async function verify(
   const running = await deps.snapshots?.latestJob(config.sourceId);
   if (running && running.status !== 'done') {
     throw new SluiceError(
-      'VERIFY_SNAPSHOT_RUNNING',
+      ErrorCode.VERIFY_SNAPSHOT_RUNNING,
       `snapshot ${running.id} is still copying; verify once it completes (sluice status shows its progress), because its pages may see changes newer than the comparison point`,
     );
   }
@@ -113,7 +113,7 @@ export async function verify(
     const vars = Object.fromEntries((status as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name.toLowerCase(), r.Value]));
     if (!vars.binlog_snapshot_file)
       throw new SluiceError(
-        'VERIFY_UNSUPPORTED',
+        ErrorCode.VERIFY_UNSUPPORTED,
         'the server does not report binlog_snapshot_file (MariaDB does); verify needs it to read MySQL at a known binlog position',
       );
     const mysqlPosition: BinlogPosition = { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
@@ -220,9 +220,9 @@ export async function verify(
 /** `sluice materialize`: a table's current state from the output, as Parquet (typed from the manifests) or JSON Lines (the format's own encoding). */
 export async function materialize(deps: { config: Config; s3: S3Client }, table: string, outFile: string): Promise<number> {
   const [dbName, name] = table.split('.');
-  if (!dbName || !name) throw new SluiceError('MATERIALIZE_TABLE', `"${table}" is not <db>.<table>`);
+  if (!dbName || !name) throw new SluiceError(ErrorCode.MATERIALIZE_TABLE, `"${table}" is not <db>.<table>`);
   const format = outFile.endsWith('.parquet') ? 'parquet' : outFile.endsWith('.jsonl') ? 'jsonl' : undefined;
-  if (!format) throw new SluiceError('MATERIALIZE_FORMAT', `write to a .parquet or .jsonl file, not ${outFile}`);
+  if (!format) throw new SluiceError(ErrorCode.MATERIALIZE_FORMAT, `write to a .parquet or .jsonl file, not ${outFile}`);
   const work = mkdtempSync(join(tmpdir(), 'sluice-materialize-'));
   const db = await DuckDBInstance.create(join(work, 'm.duckdb'), { temp_directory: join(work, 'spill') });
   const duck = await db.connect();
@@ -238,7 +238,7 @@ export async function materialize(deps: { config: Config; s3: S3Client }, table:
       if (shape && manifest.commit_seq !== undefined) columns = shape.columns;
       else if (shape && !columns.length) columns = shape.columns;
     }
-    if (files === 0) throw new SluiceError('MATERIALIZE_EMPTY', `the output has no events for ${table}`);
+    if (files === 0) throw new SluiceError(ErrorCode.MATERIALIZE_EMPTY, `the output has no events for ${table}`);
     await duck.run(`CREATE TABLE rows AS SELECT arg_max(after, seq) AS after, arg_max(op, seq) AS op FROM read_json('${join(work, 'o-*.jsonl.gz')}', format = 'newline_delimited',
       compression = 'gzip', columns = {op: 'VARCHAR', key: 'JSON', after: 'JSON', seq: 'VARCHAR'}) GROUP BY json(key)::VARCHAR`);
     const live = join(work, 'live.jsonl');

@@ -8,6 +8,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { ErrorCode, SluiceError } from '../../errors.ts';
 
 const copySource = (bucket: string, key: string) => `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
 
@@ -36,7 +37,13 @@ export async function copyObject(s3: S3Client, bucket: string, from: string, to:
     const missing = error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey';
     if (!missing) throw error;
     if (!(await exists(s3, bucket, to))) {
-      throw new Error(`staging object ${from} and final object ${to} are both missing; the commit cannot be completed`, { cause: error });
+      // A broken invariant, not a bug of ours: something else deleted staging (a lifecycle rule that
+      // expired a commit pending for too long, a manual clean-up). Fatal: the operator decides.
+      throw new SluiceError(
+        ErrorCode.STAGING_LOST,
+        `staging object ${from} and final object ${to} are both missing; the commit cannot be completed (docs/RUNBOOK.md, STAGING_LOST)`,
+        { cause: error },
+      );
     }
   }
 }
@@ -45,7 +52,11 @@ export async function deleteObjects(s3: S3Client, bucket: string, keys: readonly
   for (let i = 0; i < keys.length; i += 1000) {
     const chunk = keys.slice(i, i + 1000);
     const { Errors } = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }));
-    if (Errors?.length) throw new Error(`could not delete ${Errors.length} staging objects, first: ${Errors[0]?.Key}: ${Errors[0]?.Message}`);
+    if (Errors?.length) {
+      throw new SluiceError(ErrorCode.S3_DELETE, `could not delete ${Errors.length} staging objects, first: ${Errors[0]?.Key}: ${Errors[0]?.Message}`, {
+        retriable: true,
+      });
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import ZongJi from '@vlasky/zongji';
 import type { BinlogPosition } from '../../core/position.ts';
-import { AssertionError, PositionLostError, SluiceError } from '../../errors.ts';
+import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import { binlogColumn, type ZongjiColumn } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
 import type { MysqlTarget } from './target.ts';
@@ -99,7 +99,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
               'The binlog was purged or the position is invalid; nothing was skipped. Re-snapshot the source or reset its position (see docs/RUNBOOK.md), and raise binlog retention.',
             error,
           )
-        : new SluiceError('BINLOG_STREAM', `binlog stream failed: ${error.message}`, { cause: error, retriable: true });
+        : new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${error.message}`, { cause: error, retriable: true });
     this.wake?.();
   }
 

@@ -1,6 +1,6 @@
 import type { Config } from '../../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../../core/position.ts';
-import { SluiceError } from '../../errors.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
 import { binaryLogs, checkPositionReadable, masterPosition, type SqlConnection } from './server.ts';
@@ -106,7 +106,7 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
       break;
     case 'earliest': {
       const [first] = await binaryLogs(conn);
-      if (!first) throw new SluiceError('NO_BINLOG', 'the server lists no binary logs (SHOW BINARY LOGS is empty)');
+      if (!first) throw new SluiceError(ErrorCode.NO_BINLOG, 'the server lists no binary logs (SHOW BINARY LOGS is empty)');
       start = { file: first.file, pos: 4 };
       break;
     }

@@ -1,6 +1,6 @@
 import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
-import { PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
+import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
 import type { MysqlTarget } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
@@ -22,7 +22,10 @@ export async function connect(target: MysqlTarget): Promise<SqlConnection> {
       connectTimeout: 10_000,
     });
   } catch (error) {
-    throw new SluiceError('MYSQL_CONNECT', `cannot connect to MySQL at ${target.label}: ${(error as Error).message}`, { cause: error, retriable: true });
+    throw new SluiceError(ErrorCode.MYSQL_CONNECT, `cannot connect to MySQL at ${target.label}: ${(error as Error).message}`, {
+      cause: error,
+      retriable: true,
+    });
   }
 }
 
@@ -36,7 +39,7 @@ export async function masterPosition(conn: SqlConnection): Promise<BinlogPositio
   const [status] = await rows<{ File: string; Position: string | number }>(conn, 'SHOW MASTER STATUS');
   if (!status)
     throw new PreflightError(
-      'LOG_BIN',
+      ErrorCode.PREFLIGHT_LOG_BIN,
       'binary logging is off on the source. Start the server with log_bin enabled (RDS/Aurora: set a backup retention period > 0).',
     );
   return { file: status.File, pos: Number(status.Position) };
@@ -75,7 +78,7 @@ export async function preflight(conn: SqlConnection): Promise<void> {
   } catch (error) {
     if (/binlog_row_metadata/.test((error as Error).message)) {
       throw new PreflightError(
-        'VERSION',
+        ErrorCode.PREFLIGHT_VERSION,
         'the server has no binlog_row_metadata variable; sluice needs MySQL 8.0.14+ or MariaDB 10.5+ so that row events carry column names.',
       );
     }
@@ -84,17 +87,23 @@ export async function preflight(conn: SqlConnection): Promise<void> {
   const setting = (name: string, want: string) =>
     `SET GLOBAL ${name} = '${want}' (and ${name}=${want} in the server configuration / RDS parameter group so it survives a restart)`;
   if (String(vars.log_bin) !== '1')
-    throw new PreflightError('LOG_BIN', 'binary logging is off. Start the server with --log-bin (RDS/Aurora: backup retention > 0 enables it).');
+    throw new PreflightError(
+      ErrorCode.PREFLIGHT_LOG_BIN,
+      'binary logging is off. Start the server with --log-bin (RDS/Aurora: backup retention > 0 enables it).',
+    );
   if (vars.binlog_format !== 'ROW')
-    throw new PreflightError('BINLOG_FORMAT', `binlog_format is ${vars.binlog_format}; CDC needs ROW. Fix: ${setting('binlog_format', 'ROW')}.`);
+    throw new PreflightError(
+      ErrorCode.PREFLIGHT_BINLOG_FORMAT,
+      `binlog_format is ${vars.binlog_format}; CDC needs ROW. Fix: ${setting('binlog_format', 'ROW')}.`,
+    );
   if (vars.binlog_row_image !== 'FULL')
     throw new PreflightError(
-      'BINLOG_ROW_IMAGE',
+      ErrorCode.PREFLIGHT_BINLOG_ROW_IMAGE,
       `binlog_row_image is ${vars.binlog_row_image}; sluice needs FULL before/after images. Fix: ${setting('binlog_row_image', 'FULL')}.`,
     );
   if (vars.binlog_row_metadata !== 'FULL') {
     throw new PreflightError(
-      'BINLOG_ROW_METADATA',
+      ErrorCode.PREFLIGHT_BINLOG_ROW_METADATA,
       `binlog_row_metadata is ${vars.binlog_row_metadata}; without FULL, rows written before an ALTER TABLE are decoded with the wrong columns. Fix: ${setting('binlog_row_metadata', 'FULL')}.`,
     );
   }
@@ -110,7 +119,7 @@ export async function preflight(conn: SqlConnection): Promise<void> {
   ].filter(Boolean);
   if (missing.length) {
     throw new PreflightError(
-      'GRANTS',
+      ErrorCode.PREFLIGHT_GRANTS,
       `the MySQL user lacks ${missing.join(', ')}. Fix: GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '<user>'@'%';`,
     );
   }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Config } from '../../config/config.ts';
-import { ConfigError, SluiceError } from '../../errors.ts';
+import { ConfigError, ErrorCode, SluiceError } from '../../errors.ts';
 
 /** How to reach MySQL: a URI plus TLS options, as mysql2 (and zongji, which passes them on) take them. */
 export interface MysqlTarget {
@@ -19,11 +19,14 @@ function uriFromSecret(secretId: string, text: string | undefined): string {
   try {
     secret = JSON.parse(text ?? '') as Record<string, unknown>;
   } catch {
-    throw new SluiceError('MYSQL_SECRET', `secret ${secretId} is not JSON; store {"username","password","host","port"} (the format RDS-managed secrets use)`);
+    throw new SluiceError(
+      ErrorCode.MYSQL_SECRET,
+      `secret ${secretId} is not JSON; store {"username","password","host","port"} (the format RDS-managed secrets use)`,
+    );
   }
   const { username, password, host, port } = secret;
   if (typeof username !== 'string' || typeof password !== 'string' || typeof host !== 'string') {
-    throw new SluiceError('MYSQL_SECRET', `secret ${secretId} lacks username, password or host; store {"username","password","host","port"}`);
+    throw new SluiceError(ErrorCode.MYSQL_SECRET, `secret ${secretId} lacks username, password or host; store {"username","password","host","port"}`);
   }
   return `mysql://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${host}:${Number(port ?? 3306)}/`;
 }
@@ -63,7 +66,7 @@ export function mysqlTarget(config: Config, secrets: () => Pick<SecretsManagerCl
           .send(new GetSecretValueCommand({ SecretId: id }))
           .catch((error: Error) => {
             throw new SluiceError(
-              'MYSQL_SECRET',
+              ErrorCode.MYSQL_SECRET,
               `cannot read secret ${id} from Secrets Manager: ${error.message} (the function needs secretsmanager:GetSecretValue on it)`,
               { cause: error, retriable: true },
             );
