@@ -58,7 +58,7 @@ async function sluice(start: BinlogPosition, sourceId: string): Promise<Measure>
   const clients = createClients(config);
   const requests = countRequests(clients.s3);
   const began = process.hrtime.bigint();
-  const result = await runCapture({ config, s3: clients.s3, store: clients.store, log: silentLog }, { budgetMs: 30 * 60_000, drain: true });
+  const result = await runCapture({ config, s3: clients.s3, store: clients.store, log: silentLog }, { budgetMs: 30 * 60_000, stopWhenCaughtUp: true });
   const seconds = Number(process.hrtime.bigint() - began) / 1e9;
   const measure = {
     rows: result.events,

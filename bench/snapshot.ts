@@ -10,7 +10,8 @@ import { loadConfig } from '../lib/config/config.ts';
 import { adminConnection, env as stackEnv, up } from '../lib/local/stack.ts';
 import { silentLog } from '../lib/log.ts';
 import { deleteObjects, listKeys } from '../lib/sink/s3/objects.ts';
-import { requestSnapshot, runSnapshotWorker } from '../lib/snapshot/worker.ts';
+import { requestSnapshot } from '../lib/snapshot/plan.ts';
+import { runSnapshotWorker } from '../lib/snapshot/worker.ts';
 
 const home = join(process.cwd(), '.sluice', 'bench');
 

@@ -6,6 +6,7 @@ import { runCapture } from '../lib/capture/run.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { createLogger } from '../lib/log.ts';
 import { sourceStatus } from '../lib/ops/status.ts';
+import { restartStalledSnapshot } from '../lib/snapshot/progress.ts';
 
 // Built once per container: config errors fail the cold start loudly, clients keep their connections.
 const config = loadConfig();
@@ -13,22 +14,20 @@ const clients = createClients(config);
 const logger = createLogger();
 const metrics = new Metrics({ namespace: 'sluice', serviceName: 'sluice', defaultDimensions: { source: config.sourceId } });
 const lambda = new LambdaClient({});
-const snapshotFunction = process.env.SLUICE_SNAPSHOT_FUNCTION;
 
 /** Starts the snapshot function (plan + fan-out) for a requested or stalled snapshot. */
 async function startSnapshot(job: { id: string }): Promise<void> {
-  if (!snapshotFunction) return logger.warn('a snapshot is pending but SLUICE_SNAPSHOT_FUNCTION is not set', { snapshot: job.id });
-  await lambda.send(new InvokeCommand({ FunctionName: snapshotFunction, InvocationType: 'Event', Payload: JSON.stringify({ snapshotId: job.id }) }));
+  if (!config.snapshotFunction) return logger.warn('a snapshot is pending but SLUICE_SNAPSHOT_FUNCTION is not set', { snapshot: job.id });
+  await lambda.send(new InvokeCommand({ FunctionName: config.snapshotFunction, InvocationType: 'Event', Payload: JSON.stringify({ snapshotId: job.id }) }));
 }
 
-/** Scheduled poller: one capture run within this invocation's remaining time, then health metrics (EMF). */
+/** Scheduled poller: restarts a snapshot whose workers all died, one capture run within this invocation's remaining time, then health metrics (EMF). */
 export const handler = async (_event: unknown, context: Context) => {
   logger.addContext(context);
   try {
-    const result = await runCapture(
-      { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger, metrics, onSnapshotRequested: startSnapshot },
-      { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId, drain: config.stopWhenCaughtUp },
-    );
+    await restartStalledSnapshot({ snapshots: clients.snapshots, sourceId: config.sourceId, log: logger }, startSnapshot);
+    const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger, metrics, onSnapshotRequested: startSnapshot };
+    const result = await runCapture(deps, { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId });
     const health = await sourceStatus(config, clients.store);
     if (result.lagSeconds !== undefined) metrics.addMetric('LagSeconds', 'Seconds', result.lagSeconds);
     if (health.lagBytes !== undefined) metrics.addMetric('LagBytes', 'Bytes', health.lagBytes);

@@ -3,7 +3,7 @@ import type { Context } from 'aws-lambda';
 import { createClients } from '../lib/aws.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { createLogger } from '../lib/log.ts';
-import { type SnapshotEvent, snapshotInvocation } from '../lib/snapshot/worker.ts';
+import { type SnapshotEvent, snapshotInvocation } from '../lib/snapshot/invocation.ts';
 
 const config = loadConfig();
 const clients = createClients(config);

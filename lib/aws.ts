@@ -2,7 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from './config/config.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
-import { SnapshotStore } from './state/snapshot-store.ts';
+import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
 
 /**
  * AWS clients from configuration alone: endpoints come from AWS_ENDPOINT_URL(_S3|_DYNAMODB), which
@@ -11,7 +11,7 @@ import { SnapshotStore } from './state/snapshot-store.ts';
 export function createClients(config: Config) {
   const s3 = new S3Client({ forcePathStyle: config.s3ForcePathStyle, maxAttempts: 5 });
   const dynamo = new DynamoDBClient({ maxAttempts: 5 });
-  return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new SnapshotStore(dynamo, config.stateTable) };
+  return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable) };
 }
 
 /** Creates the bucket and state table if missing (local and dev use; serverless.yml owns them in AWS). */

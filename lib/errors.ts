@@ -164,3 +164,8 @@ export class AssertionError extends SluiceError {
     super(ErrorCode.ASSERTION, message);
   }
 }
+
+/** A SluiceError that needs an operator: recorded where `sluice status` shows it. */
+export function isFatal(error: unknown): error is SluiceError {
+  return error instanceof SluiceError && !error.retriable;
+}

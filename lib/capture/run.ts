@@ -1,22 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type Faults, noFaults } from '../commit/faults.ts';
-import { type CommitContext, commitBatch, commitPosition, recover } from '../commit/protocol.ts';
+import { sourceLedger } from '../commit/ledgers.ts';
+import { advance, type CommitContext, commit, type Ledger, recover } from '../commit/protocol.ts';
 import { type Config, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
-import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
-import { type EncodedShape, encodeKey, encodeRow, encodeSource, eventLine } from '../format/event.ts';
-import { seq, seqPrefix } from '../format/seq.ts';
+import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
 import { Batch } from '../sink/s3/batch.ts';
-import { binlogStaging, pad } from '../sink/s3/keys.ts';
-import { requestSnapshot, snapshotStalled } from '../snapshot/worker.ts';
+import { binlogStaging, dataKey, manifestKey, pad } from '../sink/s3/keys.ts';
+import { requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
 import { checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
+import { boundaryAction, type Deadlines, deadlines, shouldStop } from './policy.ts';
+import { TransactionCursor, writeRows } from './transaction.ts';
 
 export interface CaptureDeps {
   readonly config: Config;
@@ -28,15 +29,18 @@ export interface CaptureDeps {
   readonly metrics?: MetricsSink;
   /** Where snapshot requests are recorded (startup `initial`); without it `initial` behaves like `latest`. */
   readonly snapshots?: SnapshotStore;
-  /** Called when a snapshot is requested or has stalled, e.g. to invoke the snapshot function. */
+  /** Called when this run requests the initial snapshot, e.g. to invoke the snapshot function. */
   readonly onSnapshotRequested?: (job: SnapshotJob) => Promise<void>;
 }
 
 export interface CaptureOptions {
   /** Time this run may take in all (a Lambda's remaining time); the lease lasts exactly this long. */
   readonly budgetMs: number;
-  /** Stop once caught up with the server's binlog end as of the start (`--once`), not at the budget. */
-  readonly drain?: boolean;
+  /**
+   * Stop once caught up with the server's binlog end as of the start, instead of reading until the
+   * budget is spent. Defaults to the config's (SLUICE_STOP_WHEN_CAUGHT_UP, `sluice capture --once`).
+   */
+  readonly stopWhenCaughtUp?: boolean;
   /** Identifies this run as lease owner and in staging keys. */
   readonly runId?: string;
 }
@@ -90,24 +94,20 @@ async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ s
 
 /**
  * One capture run (one poller invocation): lease → recovery → preflight → stream and commit in
- * batches at transaction boundaries → release. See lib/commit/protocol.ts for the protocol.
+ * batches at transaction boundaries → release. The commits go through lib/commit/protocol.ts with
+ * the source's state item as the ledger.
  */
 export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Promise<CaptureResult> {
   const { config, store, log } = deps;
   const clock = deps.clock ?? Date.now;
-  const metrics = deps.metrics ?? noMetrics;
   const runId = options.runId ?? randomUUID();
   const startedAt = clock();
-  const leaseExpires = startedAt + options.budgetMs;
-  // Soft deadline: stop taking new transactions. Hard deadline: give up a transaction still in flight
-  // rather than commit after the lease is gone (the store would refuse it anyway).
-  const softDeadline = leaseExpires - config.safetyMarginMs;
-  const hardDeadline = leaseExpires - Math.min(2000, config.safetyMarginMs / 2);
+  const limits = deadlines(startedAt, options.budgetMs, config.safetyMarginMs);
   const result: CaptureResult = { status: 'captured', runId, commits: 0, heartbeats: 0, events: 0, transactions: 0, caughtUp: false };
 
   let state: SourceState;
   try {
-    state = await store.acquireLease(config.sourceId, runId, leaseExpires, startedAt);
+    state = await store.acquireLease(config.sourceId, runId, limits.leaseExpires, startedAt);
   } catch (error) {
     if (error instanceof LeaseLostError) {
       log.info('another run holds the lease; exiting', { reason: error.message });
@@ -115,188 +115,193 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     }
     throw error;
   }
-  const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, prefix: config.prefix, store, owner: runId, faults: deps.faults ?? noFaults, log, clock };
+  const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
+  const ledger = sourceLedger(store, runId, clock);
 
-  let reader: BinlogReader | undefined;
-  let batch: Batch | undefined;
+  let stream: CaptureStream | undefined;
   try {
-    state = await recover(ctx, state);
-    // Safety net for a snapshot whose workers all died: the schedule restarts it.
-    if (deps.snapshots && deps.onSnapshotRequested) {
-      const job = await deps.snapshots.latestJob(config.sourceId);
-      if (job && (await snapshotStalled(deps.snapshots, job, clock()))) {
-        log.info('snapshot has no live worker: restarting it', { snapshot: job.id });
-        await deps.onSnapshotRequested(job);
-      }
-    }
+    state = await recover(ctx, ledger, state, binlogStaging(config.prefix, config.sourceId));
     const { start, target, requested } = await startPosition(deps, state);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {
       log.info('initial-only: the snapshot copies the tables; the poller does not stream');
       return result;
     }
-    let position = start;
-    if (!state.position) state = await commitPosition(ctx, state, start);
-    let committed: BinlogPosition = start;
-    const caughtUp = () => comparePositions(position, target) >= 0;
-    if (options.drain && caughtUp()) {
-      result.caughtUp = true;
-      result.position = position;
-      return result;
-    }
-
-    reader = new BinlogReader({ target: await mysqlTarget(config), start, filter: tableFilter(config) });
-    let lastCommitAt = clock();
-    let batchNumber = 0;
-    let inTxn = false;
-    let lastTxnAt: number | undefined;
-    let idle = false;
-    /** Whether the current transaction wrote captured rows (filtered tables' transactions are not counted). */
-    let txnHasRows = false;
-    let prefix = '';
-    let index = 0;
-    let source = '';
-
-    const commitData = async (to: BinlogPosition) => {
-      if (!batch) return;
-      const started = clock();
-      state = await commitBatch(ctx, state, batch, to);
-      metrics.addMetric('RowsCaptured', 'Count', batch.events);
-      metrics.addMetric('Commits', 'Count', 1);
-      metrics.addMetric('BatchBytes', 'Bytes', batch.size);
-      metrics.addMetric('CommitLatency', 'Milliseconds', clock() - started);
-      result.commits++;
-      result.events += batch.events;
-      result.transactions += batch.transactions;
-      batch = undefined;
-      committed = to;
-      lastCommitAt = clock();
-    };
-    /** At a boundary: cut the batch if it is due, or heartbeat the position if nothing is batched. */
-    const atBoundary = async (force: boolean) => {
-      const now = clock();
-      if (batch && batch.events > 0) {
-        const { maxBytes, maxEvents, maxAgeMs } = config.batch;
-        if (force || batch.size >= maxBytes || batch.events >= maxEvents || now - batch.startedAt >= maxAgeMs) await commitData(position);
-      } else if (comparePositions(position, committed) > 0 && (force || now - lastCommitAt >= config.commitIntervalMs)) {
-        state = await commitPosition(ctx, state, position);
-        committed = position;
-        lastCommitAt = now;
-        result.heartbeats++;
-        metrics.addMetric('Heartbeats', 'Count', 1);
-      }
-    };
-
-    read: for await (const item of reader) {
-      const now = clock();
-      idle = item.kind === 'idle';
-      if (item.kind === 'idle') {
-        if (inTxn) continue;
-        const stop = now >= softDeadline || (options.drain === true && caughtUp());
-        await atBoundary(stop);
-        if (stop) break;
-        continue;
-      }
-      if (inTxn && now >= hardDeadline) {
-        throw new SluiceError(
-          ErrorCode.TXN_OVER_BUDGET,
-          `the transaction at seq ${prefix} did not end before this run's time was up; the next run re-reads it`,
-          {
-            retriable: true,
-          },
-        );
-      }
-      switch (item.kind) {
-        case 'begin':
-          lastTxnAt = item.tsMs;
-          inTxn = true;
-          txnHasRows = false;
-          prefix = seqPrefix(item.file, item.pos);
-          index = 0;
-          source = encodeSource({
-            file: item.file,
-            pos: item.pos,
-            gtid: item.gtid,
-            serverId: item.serverId,
-            tsMs: item.tsMs,
-            txn: item.gtid ?? `${item.file}:${item.pos}`,
-            snapshot: false,
-          });
-          break;
-        case 'rows': {
-          batch ??= new Batch(deps.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${runId}/${pad(++batchNumber, 6)}/`, committed, now);
-          txnHasRows = true;
-          const accepted = writeRows(batch, item, prefix, index, source);
-          index = accepted.next;
-          if (accepted.wait) await accepted.wait;
-          break;
-        }
-        case 'commit':
-        case 'progress': {
-          if (item.kind === 'commit') {
-            inTxn = false;
-            if (batch && txnHasRows) batch.transactions++;
-            if (item.ddl) log.info('schema change', { db: item.ddl.db, query: item.ddl.query.slice(0, 200) });
-          }
-          position = item.position;
-          const stop = now >= softDeadline || (options.drain === true && caughtUp());
-          await atBoundary(stop);
-          if (stop) break read;
-          break;
-        }
-      }
-    }
-    result.position = committed;
-    result.caughtUp ||= caughtUp();
-    result.lagSeconds = result.caughtUp || idle || lastTxnAt === undefined ? 0 : Math.max(0, Math.round((clock() - lastTxnAt) / 1000));
+    if (!state.position) state = await advance(ledger, state, start);
+    stream = new CaptureStream(
+      deps,
+      ctx,
+      ledger,
+      state,
+      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp },
+      result,
+    );
+    await stream.run();
     return result;
   } catch (error) {
-    if (batch) await batch.abort();
-    if (error instanceof SluiceError && !error.retriable) {
-      await store.recordError(config.sourceId, { code: error.code, message: error.message }, clock()).catch(() => {});
-    }
+    await stream?.abort();
+    if (isFatal(error)) await store.recordError(config.sourceId, { code: error.code, message: error.message }, clock()).catch(() => {});
     throw error;
   } finally {
-    await reader?.stop();
+    await stream?.stop();
     await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
   }
 }
 
-/**
- * Encodes one rows event, line by line, into the batch; a primary-key change becomes a delete of
- * the old key and a create of the new one. Returns the next change index and, if the batch asked
- * for it, a promise to await before reading on (back-pressure, at most one rows event late).
- */
-function writeRows(
-  batch: Batch,
-  item: Extract<BinlogItem, { kind: 'rows' }>,
-  prefix: string,
-  start: number,
-  source: string,
-): { next: number; wait?: Promise<void> } {
-  const shape: EncodedShape = item.shape;
-  let index = start;
-  let wait: Promise<void> | undefined;
-  const emit = (op: 'c' | 'u' | 'd', key: string, before: string, after: string) => {
-    const s = seq(prefix, index++);
-    wait = batch.write(shape, eventLine(op, shape, key, before, after, source, s), s) ?? wait;
-  };
-  if (item.op === 'update') {
-    for (const { before, after } of item.rows) {
-      const b = encodeRow(shape, before);
-      const a = encodeRow(shape, after);
-      const kb = encodeKey(shape, before);
-      const ka = encodeKey(shape, after);
-      if (kb === ka) emit('u', ka, b, a);
-      else {
-        emit('d', kb, b, 'null');
-        emit('c', ka, 'null', a);
-      }
-    }
-  } else if (item.op === 'insert') {
-    for (const row of item.rows) emit('c', encodeKey(shape, row), 'null', encodeRow(shape, row));
-  } else {
-    for (const row of item.rows) emit('d', encodeKey(shape, row), encodeRow(shape, row), 'null');
+/** The streaming part of a run: reads the binlog from `start`, one small handler per item kind. */
+class CaptureStream {
+  private readonly cursor = new TransactionCursor();
+  private readonly metrics: MetricsSink;
+  private readonly clock: () => number;
+  private reader: BinlogReader | undefined;
+  private batch: Batch | undefined;
+  private batches = 0;
+  /** The last transaction boundary read. */
+  private position: BinlogPosition;
+  /** The position the state item holds. */
+  private committed: BinlogPosition;
+  private lastCommitAt: number;
+  /** Whether the last item read was `idle` (nothing left to read right now). */
+  private idle = false;
+
+  constructor(
+    private readonly deps: CaptureDeps,
+    private readonly ctx: CommitContext,
+    private readonly ledger: Ledger<SourceState, BinlogPosition>,
+    private state: SourceState,
+    private readonly spec: { runId: string; start: BinlogPosition; target: BinlogPosition; limits: Deadlines; stopWhenCaughtUp: boolean },
+    private readonly result: CaptureResult,
+  ) {
+    this.metrics = deps.metrics ?? noMetrics;
+    this.clock = ctx.clock;
+    this.position = spec.start;
+    this.committed = spec.start;
+    this.lastCommitAt = this.clock();
   }
-  return { next: index, wait };
+
+  private readonly caughtUp = () => comparePositions(this.position, this.spec.target) >= 0;
+
+  async run(): Promise<void> {
+    if (this.spec.stopWhenCaughtUp && this.caughtUp()) {
+      this.result.caughtUp = true;
+      this.result.position = this.position;
+      return;
+    }
+    const { config } = this.deps;
+    this.reader = new BinlogReader({ target: await mysqlTarget(config), start: this.spec.start, filter: tableFilter(config) });
+    for await (const item of this.reader) {
+      if (await this.onItem(item)) break;
+    }
+    this.result.position = this.committed;
+    this.result.caughtUp ||= this.caughtUp();
+    const lastTimestamp = this.cursor.lastTimestamp;
+    this.result.lagSeconds =
+      this.result.caughtUp || this.idle || lastTimestamp === undefined ? 0 : Math.max(0, Math.round((this.clock() - lastTimestamp) / 1000));
+  }
+
+  /** Handles one item; true when the run ends here. */
+  private async onItem(item: BinlogItem): Promise<boolean> {
+    const now = this.clock();
+    this.idle = item.kind === 'idle';
+    if (item.kind === 'idle') return this.cursor.inTransaction ? false : this.atBoundary(now);
+    if (this.cursor.inTransaction && now >= this.spec.limits.hard) {
+      throw new SluiceError(
+        ErrorCode.TXN_OVER_BUDGET,
+        `the transaction at seq ${this.cursor} did not end before this run's time was up; the next run re-reads it`,
+        { retriable: true },
+      );
+    }
+    switch (item.kind) {
+      case 'begin':
+        this.cursor.begin(item);
+        return false;
+      case 'rows':
+        await this.onRows(item, now);
+        return false;
+      case 'commit':
+        if (this.cursor.end() && this.batch) this.batch.transactions++;
+        if (item.ddl) this.deps.log.info('schema change', { db: item.ddl.db, query: item.ddl.query.slice(0, 200) });
+        this.position = item.position;
+        return this.atBoundary(now);
+      case 'progress':
+        this.position = item.position;
+        return this.atBoundary(now);
+    }
+  }
+
+  private async onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> {
+    const { config } = this.deps;
+    this.batch ??= new Batch(this.ctx.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${this.spec.runId}/${pad(++this.batches, 6)}/`, now);
+    const wait = writeRows(this.batch, item, this.cursor);
+    if (wait) await wait;
+  }
+
+  /** At a transaction boundary: commit, heartbeat or wait as the policy says; true when the run ends here. */
+  private async atBoundary(now: number): Promise<boolean> {
+    const stop = shouldStop(now, this.spec.limits, this.spec.stopWhenCaughtUp, this.caughtUp);
+    const decidedAt = this.clock();
+    const action = boundaryAction({
+      now: decidedAt,
+      force: stop,
+      batch: this.batch,
+      advanced: comparePositions(this.position, this.committed) > 0,
+      lastCommitAt: this.lastCommitAt,
+      limits: this.deps.config.batch,
+      commitIntervalMs: this.deps.config.commitIntervalMs,
+    });
+    if (action === 'commit') await this.commitBatch();
+    else if (action === 'heartbeat') await this.heartbeat(decidedAt);
+    return stop;
+  }
+
+  private async commitBatch(): Promise<void> {
+    const batch = this.batch;
+    if (!batch) return;
+    const { config } = this.deps;
+    const started = this.clock();
+    const to = this.position;
+    const commitSeq = this.state.commitSeq + 1;
+    this.state = await commit(
+      this.ctx,
+      this.ledger,
+      this.state,
+      batch,
+      {
+        source: config.sourceId,
+        placement: { commit_seq: commitSeq, position: { from: this.committed, to }, transactions: batch.transactions },
+        dataKey: (db, table) => dataKey(config.prefix, db, table, config.sourceId, commitSeq),
+        manifestKey: manifestKey(config.prefix, config.sourceId, commitSeq),
+      },
+      to,
+      { commitSeq, transactions: batch.transactions, position: to },
+    );
+    this.metrics.addMetric('RowsCaptured', 'Count', batch.events);
+    this.metrics.addMetric('Commits', 'Count', 1);
+    this.metrics.addMetric('BatchBytes', 'Bytes', batch.size);
+    this.metrics.addMetric('CommitLatency', 'Milliseconds', this.clock() - started);
+    this.result.commits++;
+    this.result.events += batch.events;
+    this.result.transactions += batch.transactions;
+    this.batch = undefined;
+    this.committed = to;
+    this.lastCommitAt = this.clock();
+  }
+
+  /** Moves the position with no data, so a quiet or filtered source never parks on an old binlog. */
+  private async heartbeat(now: number): Promise<void> {
+    this.state = await advance(this.ledger, this.state, this.position);
+    this.committed = this.position;
+    this.lastCommitAt = now;
+    this.result.heartbeats++;
+    this.metrics.addMetric('Heartbeats', 'Count', 1);
+  }
+
+  /** Drops an uncommitted batch's uploads after a failure. */
+  async abort(): Promise<void> {
+    await this.batch?.abort();
+  }
+
+  async stop(): Promise<void> {
+    await this.reader?.stop();
+  }
 }

@@ -55,7 +55,7 @@ export async function runDemo(rounds: number): Promise<void> {
   await conn.query(SCHEMA);
   const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: silentLog };
   // First run (startup "initial"): records where the stream starts and requests a snapshot of the 2,500 existing rows.
-  const first = await runCapture(deps, { budgetMs: 60_000, drain: true });
+  const first = await runCapture(deps, { budgetMs: 60_000, stopWhenCaughtUp: true });
   say(`source ${sourceId}: capturing shop.* into s3://${config.bucket}/${config.prefix}`);
   let written = 0;
   const snapshotting = runSnapshotWorker(deps, { budgetMs: 60_000, snapshotId: first.snapshotRequested });
@@ -68,7 +68,7 @@ export async function runDemo(rounds: number): Promise<void> {
     const changes = round === 1 ? duringSnapshot : await writeBurst(conn, round);
     if (round > 1) written += changes;
     const started = Date.now();
-    const result = await runCapture(deps, { budgetMs: 60_000, drain: true });
+    const result = await runCapture(deps, { budgetMs: 60_000, stopWhenCaughtUp: true });
     say(
       `tick ${round}: wrote ${changes} row changes → captured ${result.events} events in ${result.transactions} transactions, ${result.commits} commit(s), ${Date.now() - started} ms`,
     );

@@ -11,7 +11,9 @@ import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/s
 import { createLogger } from '../log.ts';
 import { exportState, importState, resetState, type StateFile } from '../ops/state-admin.ts';
 import { sourceStatus } from '../ops/status.ts';
-import { planSnapshot, runSnapshotWorker, snapshotProgress, snapshotToRun } from '../snapshot/worker.ts';
+import { planSnapshot, snapshotToRun } from '../snapshot/plan.ts';
+import { snapshotProgress } from '../snapshot/progress.ts';
+import { runSnapshotWorker } from '../snapshot/worker.ts';
 import { connect, preflight } from '../source/mysql/server.ts';
 import { mysqlTarget, redact } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -138,7 +140,7 @@ program
         log: createLogger('WARN'),
         onSnapshotRequested: async (job) => console.error(`initial snapshot ${job.id} requested: copy the existing rows with \`sluice snapshot\``),
       },
-      { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000, drain: options.once },
+      { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000, stopWhenCaughtUp: options.once },
     );
     console.log(
       result.status === 'busy'

@@ -1,115 +1,109 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { BinlogPosition } from '../core/position.ts';
+import { buildManifest, type ManifestPlacement } from '../format/manifest.ts';
 import type { Log } from '../log.ts';
 import type { Batch } from '../sink/s3/batch.ts';
-import { binlogStaging, dataKey, manifestKey } from '../sink/s3/keys.ts';
 import { copyObject, deleteObjects, listKeys, putJson } from '../sink/s3/objects.ts';
-import type { Fence, PendingCommit, SourceState, StateStore } from '../state/store.ts';
+import type { PendingCommit } from '../state/store.ts';
 import type { Faults } from './faults.ts';
 
 /*
- * The commit protocol — shared by the poller (and, later, the snapshot).
+ * The commit protocol: the one way anything sluice writes becomes visible. Two callers go through
+ * it — the poller committing binlog batches (lib/capture/) and the snapshot committing pages
+ * (lib/snapshot/) — and differ only in the Ledger they pass: what a commit advances (the source's
+ * position and commit count, or a chunk's cursor and page count).
  *
- *   1. stage    Write the batch's data objects and its manifest under _staging/<source>/<run>/.
- *               Nothing a reader lists (tables/, manifests/) changes.
- *   2. commit   ONE conditional write on the source's state item: position := batch end,
- *               commitSeq := commitSeq + 1, pending := [staging → final copies], on condition that
- *               version = the version we read, we hold an unexpired lease, and no pending exists.
- *   3. rename   Copy each staging object to its final key (manifest last), delete the staging
- *               objects, then clear `pending` (another conditional write).
+ *   1. stage    Write the commit's data objects and its manifest under _staging/. Nothing a reader
+ *               lists (tables/, manifests/) changes.
+ *   2. commit   ONE conditional write on the ledger's item: advance it, count one more commit, and
+ *               record `pending` := [staging → final copies], on condition that its version is the
+ *               one we read, we hold an unexpired lease on it, and no pending record exists.
+ *   3. rename   Copy each staging object to its final key (manifest last), delete the staging objects.
+ *   4. clear    Remove `pending` (another fenced write).
  *
  * Invariants:
- *   - A batch's events become visible iff its commit (2) succeeded, and the offset moved past them in
- *     the same write; so no event is both re-read and visible, and none is skipped.
- *   - Final keys are a function of (source, commitSeq, table), fixed in (2); redoing (3) any number
- *     of times rewrites identical objects and never duplicates.
- *   - A pending record blocks further commits until (3) completes, so renames happen in commit order.
+ *   - A commit's events become visible iff (2) succeeded, and the ledger moved past them in the same
+ *     write; so no event is both re-read and visible, and none is skipped.
+ *   - Final keys are a function of the ledger's count, fixed before (2) and taken by (2); redoing (3)
+ *     any number of times rewrites identical objects and never duplicates.
+ *   - A pending record blocks the ledger's next commit until (4), so renames happen in commit order.
+ *     (The snapshot overlaps (3) of page N with reading page N+1; it must finish (3)–(4) before
+ *     committing N+1, and the no-pending condition enforces that anyway.)
  *
- * Crash anywhere: before (2) → staging garbage, deleted by the next run's recovery; the next run
- * re-reads the batch from the old offset. After (2) → the next run finds `pending` and rolls (3)
- * forward before reading anything.
+ * Crash anywhere: before (2) → staging garbage, deleted by the next writer's recovery, which re-reads
+ * the data from the ledger's old position. After (2) → the next writer finds `pending` and rolls
+ * (3)–(4) forward (rollForward) before reading anything.
+ *
+ * Fault points (lib/commit/faults.ts) sit here and nowhere else, so tests and the chaos suite crash
+ * both callers at the same steps.
  */
+
+/** What a commit advances, kept in one item that the protocol's writes are fenced on. */
+export interface Ledger<S extends { readonly pending?: PendingCommit }, A> {
+  /**
+   * Step 2: moves the ledger by `advance` in one conditional write, fenced by `state`'s version and
+   * the lease, refused while a commit is pending. With `pending`, it also counts one more commit
+   * (the number the staged keys were made with) and records the renames.
+   */
+  commit(state: S, advance: A, pending?: PendingCommit): Promise<S>;
+  /** Step 4: removes the pending record once its renames are done (fenced the same way). */
+  clear(state: S): Promise<S>;
+}
 
 export interface CommitContext {
   readonly s3: S3Client;
   readonly bucket: string;
-  readonly prefix: string;
-  readonly store: StateStore;
-  readonly owner: string;
   readonly faults: Faults;
   readonly log: Log;
   readonly clock: () => number;
 }
 
-const fence = (ctx: CommitContext, state: SourceState): Fence => ({
-  sourceId: state.sourceId,
-  owner: ctx.owner,
-  expectVersion: state.version,
-  now: ctx.clock(),
-});
+/** Where a commit lands: its manifest's placement and the final keys of its objects. */
+export interface CommitTarget {
+  readonly source: string;
+  readonly placement: ManifestPlacement;
+  dataKey(db: string, table: string): string;
+  readonly manifestKey: string;
+}
 
-/** Manifest v1: what one commit contains (docs/FORMAT.md). */
-export interface Manifest {
-  format: 'sluice/v1';
-  source: string;
-  committed_at: string;
-  events: number;
-  objects: { key: string; db: string; table: string; events: number; bytes: number; seq_min: string; seq_max: string }[];
-  tables: Record<string, { key: string[] | null; columns: { name: string; type: string }[] }>;
-  /** Binlog commits. */
-  commit_seq?: number;
-  position?: { from: BinlogPosition; to: BinlogPosition };
-  transactions?: number;
-  /** Snapshot pages. */
-  snapshot?: { id: string; table: string; chunk: number; page: number; watermark: BinlogPosition; after: unknown; last: unknown };
+/** Step 1: finishes the batch's staging objects and writes its manifest next to them. */
+export async function stage(ctx: CommitContext, batch: Batch, target: CommitTarget): Promise<PendingCommit> {
+  await batch.finish();
+  const tables = [...batch.tables.values()].map(({ shape, object, seqMin, seqMax }) => ({
+    shape,
+    from: object.key,
+    key: target.dataKey(shape.db, shape.table),
+    events: object.events,
+    bytes: object.bytes,
+    seqMin,
+    seqMax,
+  }));
+  const stagedManifest = batch.stagingKey('manifest.json');
+  await putJson(ctx.s3, ctx.bucket, stagedManifest, buildManifest(target.source, ctx.clock(), target.placement, tables));
+  await ctx.faults.hit('after-staging');
+  // The manifest's copy comes last, so a visible manifest implies visible data.
+  return { copies: [...tables.map((t) => ({ from: t.from, to: t.key })), { from: stagedManifest, to: target.manifestKey }] };
+}
+
+/** Step 2: the one conditional write that makes a staged commit real. */
+export async function commitStaged<S extends { readonly pending?: PendingCommit }, A>(
+  ctx: CommitContext,
+  ledger: Ledger<S, A>,
+  state: S,
+  advance: A,
+  staged: PendingCommit,
+): Promise<S> {
+  const committed = await ledger.commit(state, advance, staged);
+  await ctx.faults.hit('after-commit');
+  return committed;
 }
 
 /**
- * Step 1, shared: finish a batch's staging objects and write its manifest next to them. Returns the
- * copies that step 3 must make, the manifest's last so a visible manifest implies visible data.
+ * Steps 3–4 for a committed commit: the one just made, or one a crashed writer left behind. Copies
+ * are idempotent (lib/sink/s3/objects.ts), so this may run any number of times.
  */
-export async function stage(
-  ctx: CommitContext,
-  batch: Batch,
-  sourceId: string,
-  finalKey: (db: string, table: string) => string,
-  manifestKey: string,
-  extra: Partial<Manifest>,
-): Promise<PendingCopy[]> {
-  await batch.finish();
-  const tables = [...batch.tables.values()];
-  const manifest: Manifest = {
-    format: 'sluice/v1',
-    source: sourceId,
-    committed_at: new Date(ctx.clock()).toISOString(),
-    events: batch.events,
-    ...extra,
-    objects: tables.map(({ shape, object, seqMin, seqMax }) => ({
-      key: finalKey(shape.db, shape.table),
-      db: shape.db,
-      table: shape.table,
-      events: object.events,
-      bytes: object.bytes,
-      seq_min: seqMin,
-      seq_max: seqMax,
-    })),
-    tables: Object.fromEntries(
-      tables.map(({ shape }) => [
-        `${shape.db}.${shape.table}`,
-        { key: shape.key?.map((i) => shape.columns[i]?.name ?? '') ?? null, columns: shape.columns.map((c) => ({ name: c.name, type: c.sqlType })) },
-      ]),
-    ),
-  };
-  const stagedManifest = batch.stagingKey('manifest.json');
-  await putJson(ctx.s3, ctx.bucket, stagedManifest, manifest);
-  await ctx.faults.hit('after-staging');
-  return [...tables.map((t, i) => ({ from: t.object.key, to: manifest.objects[i]?.key ?? '' })), { from: stagedManifest, to: manifestKey }];
-}
-
-export type PendingCopy = PendingCommit['copies'][number];
-
-/** Step 3, shared: copy staging → final (idempotent), then delete the staging objects. */
-export async function applyCopies(ctx: Pick<CommitContext, 's3' | 'bucket' | 'faults'>, copies: readonly PendingCopy[]): Promise<void> {
+export async function rollForward<S extends { readonly pending?: PendingCommit }>(ctx: CommitContext, ledger: Ledger<S, unknown>, state: S): Promise<S> {
+  if (!state.pending) return state;
+  const { copies } = state.pending;
   for (const [i, copy] of copies.entries()) {
     await copyObject(ctx.s3, ctx.bucket, copy.from, copy.to);
     if (i === 0) await ctx.faults.hit('mid-rename');
@@ -120,73 +114,57 @@ export async function applyCopies(ctx: Pick<CommitContext, 's3' | 'bucket' | 'fa
     ctx.bucket,
     copies.map((c) => c.from),
   );
+  return ledger.clear(state);
 }
 
-/** Deletes everything under a writer's own staging area (work of runs that never committed). */
-export async function cleanStaging(ctx: Pick<CommitContext, 's3' | 'bucket' | 'log'>, root: string): Promise<void> {
-  const garbage: string[] = [];
-  for await (const key of listKeys(ctx.s3, ctx.bucket, root)) garbage.push(key);
-  if (garbage.length) {
-    ctx.log.info('deleting staging objects of uncommitted runs', { root, objects: garbage.length });
-    await deleteObjects(ctx.s3, ctx.bucket, garbage);
-  }
-}
-
-/** The poller's commit: stage, one conditional write (offset + pending), renames, clear. */
-export async function commitBatch(ctx: CommitContext, state: SourceState, batch: Batch, to: BinlogPosition): Promise<SourceState> {
+/** Steps 1–4 in one go, for a caller that does not overlap renames with reading (the poller). */
+export async function commit<S extends { readonly pending?: PendingCommit }, A>(
+  ctx: CommitContext,
+  ledger: Ledger<S, A>,
+  state: S,
+  batch: Batch,
+  target: CommitTarget,
+  advance: A,
+  details: Record<string, unknown>,
+): Promise<S> {
   const started = ctx.clock();
-  const commitSeq = state.commitSeq + 1;
-  const copies = await stage(
-    ctx,
-    batch,
-    state.sourceId,
-    (db, table) => dataKey(ctx.prefix, db, table, state.sourceId, commitSeq),
-    manifestKey(ctx.prefix, state.sourceId, commitSeq),
-    {
-      commit_seq: commitSeq,
-      position: { from: batch.from ?? to, to },
-      transactions: batch.transactions,
-    },
-  );
-  const staged = ctx.clock();
-  const committed = await ctx.store.commit(fence(ctx, state), { position: to, pending: { commitSeq, copies } });
-  const stored = ctx.clock();
-  await ctx.faults.hit('after-commit');
-  const done = await finishPending(ctx, committed);
+  const staged = await stage(ctx, batch, target);
+  const stagedAt = ctx.clock();
+  const committed = await commitStaged(ctx, ledger, state, advance, staged);
+  const committedAt = ctx.clock();
+  const done = await rollForward(ctx, ledger, committed);
   ctx.log.info('committed batch', {
-    commitSeq,
+    ...details,
     events: batch.events,
-    transactions: batch.transactions,
     objects: batch.tables.size,
     size: batch.size,
-    position: to,
-    ms: { stage: staged - started, commit: stored - staged, rename: ctx.clock() - stored },
+    ms: { stage: stagedAt - started, commit: committedAt - stagedAt, rename: ctx.clock() - committedAt },
   });
   return done;
 }
 
-/** Step 3 for the poller, and its roll-forward after a crash. */
-async function finishPending(ctx: CommitContext, state: SourceState): Promise<SourceState> {
-  if (!state.pending) return state;
-  await applyCopies(ctx, state.pending.copies);
-  return ctx.store.clearPending(fence(ctx, state));
-}
-
-/** Moves the position with no data (heartbeat), so a quiet or filtered source never parks on an old binlog. */
-export function commitPosition(ctx: CommitContext, state: SourceState, to: BinlogPosition): Promise<SourceState> {
-  return ctx.store.commit(fence(ctx, state), { position: to });
+/** Moves the ledger with no data: the poller's heartbeat, a chunk's empty last page. */
+export function advance<S extends { readonly pending?: PendingCommit }, A>(ledger: Ledger<S, A>, state: S, to: A): Promise<S> {
+  return ledger.commit(state, to);
 }
 
 /**
- * Recovery, run under the lease before reading: roll a committed batch forward, then delete the
- * poller's staging objects of runs that never committed. Returns the state to continue from.
+ * Recovery, under the lease before a writer reads anything: roll a committed commit forward, then
+ * delete the writer's staging objects of runs that never committed.
  */
-export async function recover(ctx: CommitContext, state: SourceState): Promise<SourceState> {
-  let current = state;
-  if (current.pending) {
-    ctx.log.info('rolling forward a committed batch', { commitSeq: current.pending.commitSeq });
-    current = await finishPending(ctx, current);
+export async function recover<S extends { readonly pending?: PendingCommit }>(
+  ctx: CommitContext,
+  ledger: Ledger<S, unknown>,
+  state: S,
+  stagingRoot: string,
+): Promise<S> {
+  if (state.pending) ctx.log.info('rolling forward a committed commit', { staging: stagingRoot, objects: state.pending.copies.length });
+  const current = await rollForward(ctx, ledger, state);
+  const garbage: string[] = [];
+  for await (const key of listKeys(ctx.s3, ctx.bucket, stagingRoot)) garbage.push(key);
+  if (garbage.length) {
+    ctx.log.info('deleting staging objects of uncommitted runs', { root: stagingRoot, objects: garbage.length });
+    await deleteObjects(ctx.s3, ctx.bucket, garbage);
   }
-  await cleanStaging(ctx, binlogStaging(ctx.prefix, state.sourceId));
   return current;
 }

@@ -107,11 +107,13 @@ const schema = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
-  /** Lambda: end each run once caught up instead of reading until its time is up (far cheaper when quiet; latency up to one schedule tick). */
+  /** End each capture run once caught up instead of reading until its time is up (far cheaper when quiet; latency up to one schedule tick). `sluice capture --once` sets it. */
   SLUICE_STOP_WHEN_CAUGHT_UP: z
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
+  /** The snapshot Lambda the poller starts for `initial` and restarts when stalled (serverless.yml sets it). */
+  SLUICE_SNAPSHOT_FUNCTION: z.string().min(1).optional(),
 });
 
 export type Config = Readonly<{
@@ -134,6 +136,7 @@ export type Config = Readonly<{
   runMs: number;
   s3ForcePathStyle: boolean;
   stopWhenCaughtUp: boolean;
+  snapshotFunction: string | undefined;
 }>;
 
 /** Parses and validates the environment once; a bad value names the variable and what it accepts. */
@@ -151,11 +154,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
   }
   const e = result.data;
-  if (!e.SLUICE_MYSQL_URL && !e.SLUICE_MYSQL_SECRET_ID) {
-    throw new ConfigError(
-      'invalid configuration:\n  SLUICE_MYSQL_URL: is required (or SLUICE_MYSQL_SECRET_ID, a Secrets Manager secret)\nSet these environment variables (or flags) and retry; see README "Configuration".',
-    );
-  }
   return Object.freeze({
     sourceId: e.SLUICE_SOURCE_ID,
     mysqlUrl: e.SLUICE_MYSQL_URL,
@@ -180,6 +178,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runMs: e.SLUICE_RUN_SECONDS * 1000,
     s3ForcePathStyle: e.SLUICE_S3_FORCE_PATH_STYLE,
     stopWhenCaughtUp: e.SLUICE_STOP_WHEN_CAUGHT_UP,
+    snapshotFunction: e.SLUICE_SNAPSHOT_FUNCTION,
   });
 }
 

@@ -1,19 +1,67 @@
-import { fileNumber } from '../core/position.ts';
+import { createHash } from 'node:crypto';
+import { type BinlogPosition, fileNumber } from '../core/position.ts';
 
-/**
- * The ordering key of a change event: a string that sorts lexicographically in capture order.
+/*
+ * `seq`, the ordering key of the format (docs/FORMAT.md, "Ordering"): a string, unique per event,
+ * whose lexicographic order is capture order. Every form of it is built here and nowhere else.
  *
- *   FFFFFFFFFF.PPPPPPPPPPPP.IIIIIIIIII
- *   binlog file number . end offset of the transaction's first event . change index in the transaction
+ *   binlog event   FFFFFFFFFF.PPPPPPPPPPPP.IIIIIIIIII
+ *                  file number . end offset of the transaction's first event . change index
+ *   snapshot row   FFFFFFFFFF.PPPPPPPPPPPP.r.<job>.<table hash:8>.<chunk:4>.<page:8>.<row:7>
+ *                  F.P of the page's low watermark L (the binlog end read before its SELECT)
+ *   sentinel       FFFFFFFFFF.PPPPPPPPPPPP.~   (verify: "after every event at or before S")
  *
- * Transactions appear in the binlog in commit order and each starts at a distinct offset, so the
- * first two fields order transactions; the index orders changes inside one. Every field is
- * zero-padded to a fixed width so string order equals numeric order.
+ * Why this orders correctly:
+ *   - Transactions are written to the binlog whole, in commit order, each at its own offset, so
+ *     (F, P) orders transactions and I orders changes inside one.
+ *   - Every numeric field is zero-padded to a fixed width, so string order is numeric order.
+ *   - A watermark L is a transaction boundary. A transaction committed before L has its first event
+ *     ending at or before P(L) in F(L) (or in an earlier file); one committed after L has it ending
+ *     after P(L). So no binlog event has the prefix F(L).P(L).: binlog events before L sort below
+ *     the page's rows, events after L above them, and "greatest seq per key wins" merges both.
+ *   - After the shared prefix, a binlog index starts with a digit, a snapshot row with `r` and the
+ *     sentinel with `~`; digits < `r` < `~` in ASCII, so the sentinel sorts after every snapshot
+ *     row read at that position and before every event of a later transaction.
  */
-export function seqPrefix(file: string, txnPos: number): string {
-  return `${String(fileNumber(file)).padStart(10, '0')}.${String(txnPos).padStart(12, '0')}.`;
+
+const FILE_WIDTH = 10;
+const POS_WIDTH = 12;
+const INDEX_WIDTH = 10;
+const CHUNK_WIDTH = 4;
+const PAGE_WIDTH = 8;
+const ROW_WIDTH = 7;
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
+/** `F.P.` of a binlog position: of a transaction's first event, or of a snapshot page's watermark. */
+export function seqPrefix(file: string, pos: number): string {
+  return `${pad(fileNumber(file), FILE_WIDTH)}.${pad(pos, POS_WIDTH)}.`;
 }
 
+/** A binlog event's seq: its transaction's prefix and its change index within the transaction. */
 export function seq(prefix: string, index: number): string {
-  return prefix + String(index).padStart(10, '0');
+  return prefix + pad(index, INDEX_WIDTH);
+}
+
+/** A short, stable tag for a table name, so two tables' rows in one snapshot never share a seq. */
+function tableHash(table: string): string {
+  return createHash('sha1').update(table).digest('hex').slice(0, 8);
+}
+
+/** The prefix of one snapshot page's rows: the watermark's `F.P.`, then `r.<job>.<table hash>.<chunk>.<page>.`. */
+export function snapshotPagePrefix(watermark: BinlogPosition, job: string, table: string, chunk: number, page: number): string {
+  return `${seqPrefix(watermark.file, watermark.pos)}r.${job}.${tableHash(table)}.${pad(chunk, CHUNK_WIDTH)}.${pad(page, PAGE_WIDTH)}.`;
+}
+
+/** A snapshot row's seq: its page's prefix and its index within the page. */
+export function snapshotSeq(pagePrefix: string, row: number): string {
+  return pagePrefix + pad(row, ROW_WIDTH);
+}
+
+/**
+ * Greater than the seq of every event committed at or before `position` and of every snapshot row
+ * read at that watermark; smaller than the seq of every transaction that begins after it.
+ */
+export function seqAfter(position: BinlogPosition): string {
+  return `${seqPrefix(position.file, position.pos)}~`;
 }

@@ -14,6 +14,7 @@ export interface SourceStatus {
   commitSeq: number;
   lastCommitAt?: string;
   lease?: { owner: string; expiresAt: string; live: boolean };
+  /** A committed commit still being renamed: always the source's latest (`commitSeq`), counted in the same write. */
   pending?: { commitSeq: number; objects: number };
   error?: SourceState['error'];
   mysqlError?: string;
@@ -84,7 +85,7 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     commitSeq: state?.commitSeq ?? 0,
     lastCommitAt: state?.lastCommitAt ? new Date(state.lastCommitAt).toISOString() : undefined,
     lease: state?.lease ? { owner: state.lease.owner, expiresAt: new Date(state.lease.expiresAt).toISOString(), live: state.lease.expiresAt > now } : undefined,
-    pending: state?.pending ? { commitSeq: state.pending.commitSeq, objects: state.pending.copies.length } : undefined,
+    pending: state?.pending ? { commitSeq: state.commitSeq, objects: state.pending.copies.length } : undefined,
     error: state?.error,
   };
   try {

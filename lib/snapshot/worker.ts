@@ -1,136 +1,37 @@
-import { createHash, randomUUID } from 'node:crypto';
-import type { S3Client } from '@aws-sdk/client-s3';
-import { type Faults, noFaults } from '../commit/faults.ts';
-import { applyCopies, type CommitContext, cleanStaging, stage } from '../commit/protocol.ts';
-import { type Config, tableFilter } from '../config/config.ts';
-import type { BinlogPosition } from '../core/position.ts';
-import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
+import { randomUUID } from 'node:crypto';
+import { noFaults } from '../commit/faults.ts';
+import { chunkLedger } from '../commit/ledgers.ts';
+import { advance, type CommitContext, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
+import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
+import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape, encodeSource, eventLine, type Row } from '../format/event.ts';
-import { seqPrefix } from '../format/seq.ts';
-import type { Log } from '../log.ts';
+import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
-import { listTables, type TableInfo, tableInfo } from '../source/mysql/schema.ts';
-import { connect, masterPosition } from '../source/mysql/server.ts';
-import { keyAtOffset, lastKey, pagingConnection } from '../source/mysql/snapshot-reader.ts';
+import { type TableInfo, tableInfo } from '../source/mysql/schema.ts';
+import { masterPosition } from '../source/mysql/server.ts';
+import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
-import { type ChunkState, chunkId, encodeKeyValues, type KeyValues, type PlannedTable, type SnapshotJob, type SnapshotStore } from '../state/snapshot-store.ts';
-import type { Fence, StateStore } from '../state/store.ts';
+import { type ChunkState, chunkId, type SnapshotJob } from '../state/snapshot-store.ts';
+import { chunkColumn, planSnapshot, type SnapshotDeps } from './plan.ts';
+import { allChunksDone } from './progress.ts';
 
 /*
- * Snapshot: each table's rows, paged by ascending key, committed page by page with the poller's
- * protocol (stage → one fenced write moving the chunk cursor and recording the renames → copy).
+ * Snapshot: each table's rows, paged by ascending key, committed page by page through the commit
+ * protocol (lib/commit/protocol.ts) with a chunk as its ledger: stage → one fenced write moving the
+ * chunk's cursor and recording the renames → copy, the copies of page N overlapping the read of N+1.
  *
  * Ordering contract. Before each page we read the binlog end L (the low watermark), then SELECT
- * the page. Its rows get seq prefix F(L).P(L). Every transaction committed before L has its first
- * event ending before P(L) in F(L) (or in an earlier file), every transaction committed after L has
- * it ending after P(L) (transactions are written whole), so no binlog event shares the prefix:
+ * the page. Its rows get seq prefix F(L).P(L) (lib/format/seq.ts). Every transaction committed
+ * before L has its first event ending before P(L) in F(L) (or in an earlier file), every transaction
+ * committed after L has it ending after P(L) (transactions are written whole), so no binlog event
+ * shares the prefix:
  *   - a change committed before L sorts before the snapshot row, which reflects it (or a later state);
  *   - a change committed after L sorts after it and is captured by the poller, whose position is ≤ L.
  * So "greatest seq per key wins" yields the table's current state. Rows inserted after planning
  * beyond the last chunk's upper bound (the max key at plan time) were inserted after the poller's
  * start, so the binlog carries them.
  */
-
-export interface SnapshotDeps {
-  readonly config: Config;
-  readonly s3: S3Client;
-  readonly store: StateStore;
-  readonly snapshots: SnapshotStore;
-  readonly log: Log;
-  readonly clock?: () => number;
-  readonly faults?: Faults;
-}
-
-const jobId = (now: number) =>
-  `${new Date(now)
-    .toISOString()
-    .replace(/[-:TZ.]/g, '')
-    .slice(0, 14)}-${randomUUID().slice(0, 4)}`;
-
-/** Records a snapshot request (all included tables, or `tables`), with the binlog position before it. */
-export async function requestSnapshot(deps: SnapshotDeps, tables: readonly string[] | null, startPosition?: BinlogPosition): Promise<SnapshotJob> {
-  const now = (deps.clock ?? Date.now)();
-  // One snapshot at a time: a second request would make the first one unreachable (its workers
-  // follow the latest request), leaving its chunks unfinished and their staging behind.
-  const running = await deps.snapshots.latestJob(deps.config.sourceId);
-  if (running && running.status !== 'done') {
-    throw new SluiceError(
-      ErrorCode.SNAPSHOT_RUNNING,
-      `snapshot ${running.id} is still copying; run \`sluice snapshot\` (without --tables) to continue it, then request the new one`,
-    );
-  }
-  let position = startPosition;
-  if (!position) {
-    const conn = await connect(await mysqlTarget(deps.config));
-    position = await masterPosition(conn).finally(() => conn.end());
-  }
-  const job: SnapshotJob = { sourceId: deps.config.sourceId, id: jobId(now), createdAt: now, requested: tables, status: 'requested', startPosition: position };
-  await deps.snapshots.createJob(job);
-  deps.log.info('snapshot requested', { snapshot: job.id, tables: tables ?? 'all included' });
-  return job;
-}
-
-/**
- * The snapshot to work on: the unfinished one if there is one (asking for specific tables then is
- * refused by requestSnapshot), else a new request for `tables` (null = every included table).
- */
-export async function snapshotToRun(deps: SnapshotDeps, tables: readonly string[] | null): Promise<SnapshotJob> {
-  const latest = await deps.snapshots.latestJob(deps.config.sourceId);
-  if (latest && latest.status !== 'done' && !tables) return latest;
-  return requestSnapshot(deps, tables);
-}
-
-function chunkColumn(config: Config, name: string): string | undefined {
-  return config.keyColumns.get(name);
-}
-
-/** Splits every requested table into key ranges; idempotent, so concurrent planners agree. */
-export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promise<SnapshotJob> {
-  if (job.status !== 'requested') return job;
-  const { config, snapshots } = deps;
-  const conn = await connect(await mysqlTarget(config));
-  try {
-    const accept = tableFilter(config);
-    const names = job.requested
-      ? job.requested.map((name) => {
-          const [db, table] = name.split('.');
-          if (!db || !table) throw new SluiceError(ErrorCode.SNAPSHOT_TABLE, `"${name}" is not <db>.<table>`);
-          return { db, table };
-        })
-      : await listTables(conn, accept);
-    const infos: TableInfo[] = [];
-    const refused: string[] = [];
-    for (const { db, table } of names) {
-      try {
-        infos.push(await tableInfo(conn, db, table, chunkColumn(config, `${db}.${table}`)));
-      } catch (error) {
-        if (!(error instanceof SluiceError)) throw error;
-        refused.push(error.message);
-      }
-    }
-    if (refused.length) throw new SluiceError(ErrorCode.SNAPSHOT_REFUSED, `snapshot refused, nothing was copied:\n  ${refused.join('\n  ')}`);
-    const planned: PlannedTable[] = [];
-    for (const info of infos) {
-      const name = `${info.db}.${info.table}`;
-      const bounds: KeyValues[] = [];
-      let boundary = await keyAtOffset(conn, info, null, config.snapshot.chunkRows);
-      while (boundary) {
-        bounds.push(boundary);
-        boundary = await keyAtOffset(conn, info, boundary, config.snapshot.chunkRows);
-      }
-      const max = await lastKey(conn, info);
-      const his: (KeyValues | null)[] = [...bounds.filter((b) => JSON.stringify(b) !== JSON.stringify(max)), max];
-      for (const [n, hi] of his.entries()) await snapshots.putChunk(config.sourceId, job.id, { table: name, n, lo: n === 0 ? null : (his[n - 1] ?? null), hi });
-      planned.push({ name, chunks: his.length, estimatedRows: info.estimatedRows, key: info.key });
-    }
-    const result = await snapshots.markPlanned(config.sourceId, job.id, planned);
-    deps.log.info('snapshot planned', { snapshot: job.id, tables: planned.length, chunks: planned.reduce((a, t) => a + t.chunks, 0) });
-    return result;
-  } finally {
-    await conn.end();
-  }
-}
 
 export interface WorkerResult {
   snapshot: string;
@@ -146,30 +47,30 @@ export interface WorkerResult {
 /**
  * One worker: claims unfinished chunks one at a time and pages through them until done or out of
  * time (then it stops after the page in flight; the next worker resumes at the chunk's cursor).
+ * A fatal error is recorded on the job for `sluice status`.
  */
 export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs: number; snapshotId?: string; workerId?: string }): Promise<WorkerResult> {
-  const { config, snapshots, log } = deps;
+  const { config, snapshots } = deps;
   const clock = deps.clock ?? Date.now;
-  const owner = options.workerId ?? randomUUID();
-  const started = clock();
-  const leaseExpires = started + options.budgetMs;
-  const softDeadline = leaseExpires - config.safetyMarginMs;
   let job = options.snapshotId ? await snapshots.job(config.sourceId, options.snapshotId) : await snapshots.latestJob(config.sourceId);
   if (!job) throw new SluiceError(ErrorCode.SNAPSHOT_NONE, `source ${config.sourceId} has no snapshot request; start one with \`sluice snapshot\``);
-  job = await planSnapshot(deps, job);
+  try {
+    job = await planSnapshot(deps, job);
+    return await copyJob(deps, job, options.budgetMs, options.workerId ?? randomUUID(), clock);
+  } catch (error) {
+    if (isFatal(error)) await snapshots.recordError(config.sourceId, job.id, { code: error.code, message: error.message }, clock()).catch(() => {});
+    throw error;
+  }
+}
+
+async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, owner: string, clock: () => number): Promise<WorkerResult> {
+  const { config, snapshots } = deps;
+  const leaseExpires = clock() + budgetMs;
+  const softDeadline = leaseExpires - config.safetyMarginMs;
   const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, chunksFinished: 0, complete: false, timedOut: false };
   const reader = pagingConnection(await mysqlTarget(config));
   await reader.init();
-  const ctx: CommitContext = {
-    s3: deps.s3,
-    bucket: config.bucket,
-    prefix: config.prefix,
-    store: deps.store,
-    owner,
-    faults: deps.faults ?? noFaults,
-    log,
-    clock,
-  };
+  const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock };
   try {
     let remaining = 0;
     for (const table of job.tables ?? []) {
@@ -195,7 +96,7 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
           throw error;
         }
         try {
-          chunk = await copyChunk(deps, ctx, job, info, chunk, reader, softDeadline, leaseExpires, result);
+          chunk = await copyChunk(deps, ctx, owner, job, info, chunk, reader, softDeadline, leaseExpires, result);
           if (chunk.done) result.chunksFinished++;
           else {
             remaining++;
@@ -215,24 +116,11 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
   }
 }
 
-/** Key values as they appear in JSON (bytes as {"$b64": …}). */
-const plainKey = (values: KeyValues | null) => (values ? JSON.parse(encodeKeyValues(values) ?? 'null') : null);
-
-async function allChunksDone(snapshots: SnapshotStore, job: SnapshotJob): Promise<boolean> {
-  for (const table of job.tables ?? []) {
-    for (let n = 0; n < table.chunks; n++) {
-      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
-      if (!chunk?.done || chunk.pending) return false;
-    }
-  }
-  return true;
-}
-
-const tableTag = (name: string) => createHash('sha1').update(name).digest('hex').slice(0, 8);
-
+/** Pages through one claimed chunk until it is done or the soft deadline passes. */
 async function copyChunk(
   deps: SnapshotDeps,
   ctx: CommitContext,
+  owner: string,
   job: SnapshotJob,
   info: TableInfo,
   claimed: ChunkState,
@@ -241,35 +129,28 @@ async function copyChunk(
   hardDeadline: number,
   result: WorkerResult,
 ): Promise<ChunkState> {
-  const { config, snapshots } = deps;
+  const { config } = deps;
   const { sourceId } = config;
   const clock = ctx.clock;
-  const fence = (c: ChunkState): Fence => ({ sourceId, owner: ctx.owner, expectVersion: c.version, now: clock() });
   // Every page commit renews the chunk's lease (never past this worker's own budget).
-  const leaseUntil = () => Math.min(hardDeadline, clock() + config.snapshot.leaseMs);
+  const ledger = chunkLedger(deps.snapshots, job, owner, clock, () => Math.min(hardDeadline, clock() + config.snapshot.leaseMs));
   const id = chunkId(claimed.table, claimed.n);
-  let chunk = claimed;
-  // Roll forward a page committed by a worker that died before its renames, then drop its leftovers.
-  if (chunk.pending) {
-    await applyCopies(ctx, chunk.pending.copies);
-    chunk = await snapshots.clearPending(sourceId, job.id, chunk, fence(chunk));
-  }
   const stagingRoot = chunkStaging(config.prefix, sourceId, job.id, id.replace('#', '-'));
-  await cleanStaging(ctx, stagingRoot);
+  // Roll forward a page committed by a worker that died before its renames, then drop its leftovers.
+  let chunk = await recover(ctx, ledger, claimed, stagingRoot);
 
   const shape = encodeShape({ db: info.db, table: info.table, columns: info.columns, key: info.key.map((k) => info.columns.findIndex((c) => c.name === k)) });
   // A committed page's renames run while the next page is read; they must finish (pending cleared)
-  // before the next page commits, which the store's no-pending condition enforces anyway.
+  // before the next page commits, which the ledger's no-pending condition enforces anyway.
   let renaming: Promise<void> | undefined;
   const settleRenames = async () => {
     if (renaming) await renaming;
     renaming = undefined;
   };
-  const tag = `r.${job.id}.${tableTag(claimed.table)}.${pad(claimed.n, 4)}.`;
   while (!chunk.done && clock() < softDeadline) {
     const page = chunk.pages + 1;
     const watermark = await masterPosition(reader.sql);
-    const prefix = `${seqPrefix(watermark.file, watermark.pos)}${tag}${pad(page, 8)}.`;
+    const prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
     const source = encodeSource({
       file: watermark.file,
       pos: watermark.pos,
@@ -279,13 +160,13 @@ async function copyChunk(
       txn: `snapshot:${job.id}`,
       snapshot: true,
     });
-    const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${ctx.owner}/${pad(page, 8)}/`, undefined, clock());
+    const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
     let count = 0;
     let last: KeyValues | null = null;
     for await (const rows of reader.page(info, chunk.cursor ?? chunk.lo, chunk.hi, config.snapshot.pageRows)) {
       let wait: Promise<void> | undefined;
       for (const row of rows) {
-        const seq = `${prefix}${pad(count++, 7)}`;
+        const seq = snapshotSeq(prefix, count++);
         wait = batch.write(shape, eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
       }
       const lastRow = rows[rows.length - 1] as Row;
@@ -296,28 +177,28 @@ async function copyChunk(
     await settleRenames();
     if (count === 0) {
       await batch.abort();
-      chunk = await snapshots.commitPage(sourceId, job.id, chunk, fence(chunk), { cursor: chunk.cursor, rows: 0, done: true, leaseUntil: leaseUntil() });
+      chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
       break;
     }
-    const copies = await stage(
-      ctx,
-      batch,
-      sourceId,
-      (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
-      snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
-      { snapshot: { id: job.id, table: claimed.table, chunk: claimed.n, page, watermark, after: plainKey(chunk.cursor ?? chunk.lo), last: plainKey(last) } },
-    );
-    chunk = await snapshots.commitPage(sourceId, job.id, chunk, fence(chunk), {
-      cursor: last,
-      rows: count,
-      done,
-      pending: { commitSeq: page, copies },
-      leaseUntil: leaseUntil(),
+    const staged = await stage(ctx, batch, {
+      source: sourceId,
+      placement: {
+        snapshot: {
+          id: job.id,
+          table: claimed.table,
+          chunk: claimed.n,
+          page,
+          watermark,
+          after: plainKeyValues(chunk.cursor ?? chunk.lo),
+          last: plainKeyValues(last),
+        },
+      },
+      dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
+      manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
     });
-    await ctx.faults.hit('after-commit');
-    const committed = chunk;
-    renaming = applyCopies(ctx, copies).then(async () => {
-      chunk = await snapshots.clearPending(sourceId, job.id, committed, fence(committed));
+    chunk = await commitStaged(ctx, ledger, chunk, { cursor: last, rows: count, done }, staged);
+    renaming = rollForward(ctx, ledger, chunk).then((cleared) => {
+      chunk = cleared;
     });
     renaming.catch(() => {}); // awaited (and rethrown) by settleRenames; not an unhandled rejection meanwhile
     if (chunk.done) await settleRenames();
@@ -327,86 +208,4 @@ async function copyChunk(
   }
   await settleRenames();
   return chunk;
-}
-
-export interface TableProgress {
-  table: string;
-  rows: number;
-  estimatedRows: number;
-  chunks: number;
-  chunksDone: number;
-  rowsPerSecond: number;
-  etaSeconds: number | null;
-}
-
-/** Per table: rows copied vs estimate, chunks done, rate since the job started, and ETA. */
-export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJob, now = Date.now()): Promise<TableProgress[]> {
-  const progress: TableProgress[] = [];
-  for (const table of job.tables ?? []) {
-    let rows = 0;
-    let chunksDone = 0;
-    for (let n = 0; n < table.chunks; n++) {
-      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
-      rows += chunk?.rows ?? 0;
-      if (chunk?.done) chunksDone++;
-    }
-    const seconds = Math.max((now - job.createdAt) / 1000, 0.001);
-    const rate = rows / seconds;
-    const left = Math.max(table.estimatedRows - rows, 0);
-    progress.push({
-      table: table.name,
-      rows,
-      estimatedRows: table.estimatedRows,
-      chunks: table.chunks,
-      chunksDone,
-      rowsPerSecond: Math.round(rate),
-      etaSeconds: chunksDone === table.chunks ? 0 : rate > 0 ? Math.round(left / rate) : null,
-    });
-  }
-  return progress;
-}
-
-/** True when a snapshot is unfinished and no worker holds a live lease on any of its chunks (all died or stopped). */
-export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob, now: number): Promise<boolean> {
-  if (job.status === 'done') return false;
-  if (job.status === 'requested') return true;
-  for (const table of job.tables ?? []) {
-    for (let n = 0; n < table.chunks; n++) {
-      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
-      if (chunk && (!chunk.done || chunk.pending) && chunk.lease && chunk.lease.expiresAt > now) return false;
-    }
-  }
-  return !(await allChunksDone(snapshots, job));
-}
-
-/** What the snapshot Lambda is invoked with: no `worker` = plan and fan out; `worker` = copy. */
-export interface SnapshotEvent {
-  snapshotId?: string;
-  tables?: string[];
-  workers?: number;
-  worker?: number;
-}
-
-/**
- * One snapshot function invocation. The planner requests/plans and starts `workers` async
- * invocations; a worker copies until its time is nearly up and re-invokes itself only if it
- * stopped for time with work left, so idle workers never ping-pong.
- */
-export async function snapshotInvocation(
-  deps: SnapshotDeps,
-  invoke: (event: SnapshotEvent) => Promise<void>,
-  event: SnapshotEvent,
-  options: { budgetMs: number; workerId: string },
-): Promise<WorkerResult | { snapshot: string; workers: number }> {
-  if (event.worker === undefined) {
-    const named = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : undefined;
-    const job = named && named.status !== 'done' ? named : await snapshotToRun(deps, event.tables ?? null);
-    await planSnapshot(deps, job);
-    const workers = Math.max(1, event.workers ?? 2);
-    for (let worker = 0; worker < workers; worker++) await invoke({ snapshotId: job.id, worker });
-    return { snapshot: job.id, workers };
-  }
-  const result = await runSnapshotWorker(deps, { budgetMs: options.budgetMs, snapshotId: event.snapshotId, workerId: options.workerId });
-  if (result.timedOut && !result.complete) await invoke(event);
-  return result;
 }

@@ -47,11 +47,11 @@ export class DynamoDbStateStore implements StateStore {
   async commit(fence: Fence, change: { position: SourceState['position']; pending?: PendingCommit }): Promise<SourceState> {
     const { pending } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
-      set: ['#position = :position', ...(pending ? ['#pending = :pending', '#seq = :seq', '#last = :now'] : [])],
+      set: ['#position = :position', ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : [])],
       remove: ['#error'],
       condition: 'attribute_not_exists(#pending)',
       names: { '#position': 'position', '#pending': 'pending', '#error': 'error', ...(pending ? { '#seq': 'commit_seq', '#last': 'last_commit_at' } : {}) },
-      values: { ':position': change.position, ...(pending ? { ':pending': pending, ':seq': pending.commitSeq } : {}) },
+      values: { ':position': change.position, ...(pending ? { ':pending': pending, ':zero': 0 } : {}) },
     });
     return toState(fence.sourceId, item);
   }

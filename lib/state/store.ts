@@ -9,22 +9,39 @@ export interface SourceState {
   /** Bumped by every write; each write names the version it read (optimistic concurrency). */
   readonly version: number;
   readonly position?: BinlogPosition;
-  /** Sequence number of the last data commit; final object keys are derived from it. */
+  /** How many data commits the source has made; final object keys are derived from it. */
   readonly commitSeq: number;
   readonly pending?: PendingCommit;
   readonly lease?: { readonly owner: string; readonly expiresAt: number };
   readonly lastCommitAt?: number;
-  readonly error?: { readonly code: string; readonly message: string; readonly at: number };
+  readonly error?: RecordedError;
   readonly updatedAt?: number;
 }
 
-/** A committed batch whose staging objects still have to be copied to their final keys. */
-export interface PendingCommit {
-  readonly commitSeq: number;
-  /** Copies in order; the manifest's copy comes last so a visible manifest implies visible data. */
-  readonly copies: readonly { readonly from: string; readonly to: string }[];
+/** A fatal error as recorded for `sluice status`. */
+export interface RecordedError {
+  readonly code: string;
+  readonly message: string;
+  readonly at: number;
 }
 
+/**
+ * A committed commit whose staging objects still have to be copied to their final keys. It needs
+ * no number of its own: the item that holds it counted the commit (a source's `commitSeq`, a
+ * chunk's `pages`) in the same write. Items written before this shape also carry `commitSeq`;
+ * it is ignored, and their copies roll forward the same way.
+ */
+export interface PendingCommit {
+  /** Copies in order; the manifest's copy comes last so a visible manifest implies visible data. */
+  readonly copies: readonly PendingCopy[];
+}
+
+export interface PendingCopy {
+  readonly from: string;
+  readonly to: string;
+}
+
+/** What every state write is conditional on: this writer holds a live lease and saw the current version. */
 export interface Fence {
   readonly sourceId: string;
   readonly owner: string;
@@ -33,12 +50,15 @@ export interface Fence {
   readonly now: number;
 }
 
-/** Port for the offset/lease store. Adapters translate storage conflicts into LeaseLostError / OffsetConflictError. */
+/**
+ * Port for the offset/lease store. Adapters only map: they translate a failed condition into
+ * LeaseLostError (the lease is gone) or OffsetConflictError (someone wrote since).
+ */
 export interface StateStore {
   get(sourceId: string): Promise<SourceState | undefined>;
   /** Takes the lease if it is free, expired or already ours; throws LeaseLostError when a live other holds it. */
   acquireLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<SourceState>;
-  /** Moves the position; with `pending`, also bumps commitSeq and records the renames (one atomic write). */
+  /** Moves the position; with `pending`, also counts the commit (commitSeq + 1) and records its renames. One write, refused while a commit is pending. */
   commit(fence: Fence, change: { position: BinlogPosition; pending?: PendingCommit }): Promise<SourceState>;
   /** Clears a pending record once its renames are done. */
   clearPending(fence: Fence): Promise<SourceState>;

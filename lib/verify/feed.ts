@@ -1,6 +1,6 @@
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { Manifest } from '../commit/protocol.ts';
+import type { Manifest } from '../format/manifest.ts';
 import { listKeys } from '../sink/s3/objects.ts';
 
 async function body(s3: S3Client, bucket: string, key: string): Promise<Buffer> {

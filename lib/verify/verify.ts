@@ -8,7 +8,7 @@ import { type Config, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
-import { seqPrefix } from '../format/seq.ts';
+import { seqAfter } from '../format/seq.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { listTables, tableInfo } from '../source/mysql/schema.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
@@ -147,9 +147,8 @@ export async function verify(
     await duck.run(
       `CREATE TABLE skipped AS SELECT DISTINCT tbl, json(k)::VARCHAR AS k FROM read_json('${join(work, 'skipped.jsonl')}', columns = {tbl: 'VARCHAR', k: 'JSON'})`,
     );
-    // No binlog transaction has the prefix F(S).P(S). (none ends its first event exactly at S), while
-    // snapshot rows read at watermark S do; '~' sorts after their suffix, so they stay comparable.
-    const after = `${seqPrefix(mysqlPosition.file, mysqlPosition.pos)}~`;
+    // Output events after S: every seq above this one (snapshot rows read at watermark S stay below).
+    const after = seqAfter(mysqlPosition);
 
     const tables: TableVerdict[] = [];
     for (const { db: dbName, table } of names) {

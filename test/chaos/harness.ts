@@ -15,9 +15,10 @@ import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
-import { runSnapshotWorker, snapshotToRun } from '../../lib/snapshot/worker.ts';
+import { snapshotToRun } from '../../lib/snapshot/plan.ts';
+import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
-import { SnapshotStore } from '../../lib/state/snapshot-store.ts';
+import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
 import { eventLines } from '../../lib/verify/feed.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { FaultyHttpHandler } from './faulty-http.ts';
@@ -93,12 +94,12 @@ export async function runChaos(options: {
   const s3 = new S3Client({ forcePathStyle: true, maxAttempts: 5, requestHandler: s3Http, endpoint: env.AWS_ENDPOINT_URL_S3 });
   const dynamo = new DynamoDBClient({ maxAttempts: 5, requestHandler: dynamoHttp, endpoint: env.AWS_ENDPOINT_URL_DYNAMODB });
   const store = new DynamoDbStateStore(dynamo, config.stateTable);
-  const snapshots = new SnapshotStore(dynamo, config.stateTable);
+  const snapshots = new DynamoDbSnapshotStore(dynamo, config.stateTable);
   await initResources(config, { s3, dynamo, store, snapshots });
   const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
-  const deps = (faults?: Faults, budgetMs = 4_000, drain = true): [CaptureDeps, { budgetMs: number; drain: boolean }] => [
+  const deps = (faults?: Faults, budgetMs = 4_000, stopWhenCaughtUp = true): [CaptureDeps, { budgetMs: number; stopWhenCaughtUp: boolean }] => [
     { config, s3, store, snapshots, log: silentLog, faults },
-    { budgetMs, drain },
+    { budgetMs, stopWhenCaughtUp },
   ];
 
   let mutations = 0;
@@ -261,9 +262,7 @@ export async function runChaos(options: {
     for (let attempt = 0; attempt < 40; attempt++) {
       const job = await snapshots.latestJob(sourceId);
       if (job && job.status !== 'done') {
-        const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(
-          () => undefined,
-        );
+        const result = await runSnapshotWorker({ config, s3, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(() => undefined);
         if (!result?.complete) {
           await sleep(500);
           continue;

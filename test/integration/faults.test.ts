@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
@@ -31,6 +32,32 @@ describe('crash recovery and fencing (real stack)', () => {
     expect(duplicates).toBe(0);
     expect(differences).toEqual([]);
     expect(events).toHaveLength(7);
+    expect(await source.stagingKeys()).toEqual([]);
+    expect((await source.state())?.pending).toBeUndefined();
+  });
+
+  it('a pending commit stored by the previous release (with its own commitSeq) still rolls forward', async () => {
+    await using source = await testSource('legacy');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT)');
+    await source.capture();
+    await source.sql("INSERT INTO a VALUES (1,'x',1),(2,'y',2)");
+    await expect(source.capture({ faults: crashAt('after-commit') })).rejects.toBeInstanceOf(InjectedFault);
+    const crashed = await source.state();
+    // The previous release wrote pending = { commitSeq, copies }.
+    await source.clients.dynamo.send(
+      new UpdateItemCommand({
+        TableName: source.config.stateTable,
+        Key: { pk: { S: `source#${source.db}` } },
+        UpdateExpression: 'SET #pending.#seq = :seq',
+        ExpressionAttributeNames: { '#pending': 'pending', '#seq': 'commitSeq' },
+        ExpressionAttributeValues: { ':seq': { N: String(crashed?.commitSeq) } },
+      }),
+    );
+    await source.capture();
+    const { events, duplicates, differences } = await expectExactlyOnce(source, ['a']);
+    expect(events.map((e) => e.commitSeq)).toEqual([1, 1]);
+    expect(duplicates).toBe(0);
+    expect(differences).toEqual([]);
     expect(await source.stagingKeys()).toEqual([]);
     expect((await source.state())?.pending).toBeUndefined();
   });

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { runCapture } from '../../lib/capture/run.ts';
@@ -6,7 +7,8 @@ import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults
 import { loadConfig } from '../../lib/config/config.ts';
 import { SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
-import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/worker.ts';
+import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/invocation.ts';
+import { restartStalledSnapshot } from '../../lib/snapshot/progress.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
 
 /** Random inserts/updates/deletes on `table` (int id, v, n) until `stop()`; returns how many it made. */
@@ -78,6 +80,30 @@ describe('snapshot (real stack)', () => {
       expect(await source.stagingKeys()).toEqual([]);
     },
   );
+
+  it('a page commit stored by the previous release (pending.commitSeq = the page) still rolls forward', async () => {
+    await using source = await testSource('snaplegacy', { SLUICE_SNAPSHOT_PAGE_ROWS: '100', SLUICE_SNAPSHOT_LEASE_SECONDS: '1' });
+    await seed(source, 'a', 250);
+    await expect(source.snapshot({ faults: crashAt('after-commit') })).rejects.toBeInstanceOf(InjectedFault);
+    const job = await source.clients.snapshots.latestJob(source.db);
+    const chunk = await source.clients.snapshots.chunk(source.db, job?.id ?? '', `${source.db}.a`, 0);
+    expect(chunk?.pending?.copies.length).toBeGreaterThan(0);
+    await source.clients.dynamo.send(
+      new UpdateItemCommand({
+        TableName: source.config.stateTable,
+        Key: { pk: { S: `chunk#${source.db}#${job?.id}#${source.db}.a#0` } },
+        UpdateExpression: 'SET #pending.#seq = :page',
+        ExpressionAttributeNames: { '#pending': 'pending', '#seq': 'commitSeq' },
+        ExpressionAttributeValues: { ':page': { N: String(chunk?.pages) } },
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // the dead worker's chunk lease runs out
+    expect((await source.snapshot()).complete).toBe(true);
+    const rows = snapshotRows(await source.events(), 'a');
+    expect(rows).toHaveLength(250);
+    expect(new Set(rows.map((e) => e.seq)).size).toBe(250);
+    expect(await source.stagingKeys()).toEqual([]);
+  });
 
   it('a SIGKILLed `sluice snapshot` resumes where it stopped and copies every row once', async () => {
     await using source = await testSource('snapkill', { SLUICE_SNAPSHOT_PAGE_ROWS: '500', SLUICE_SNAPSHOT_LEASE_SECONDS: '2' });
@@ -226,18 +252,22 @@ describe('snapshot function orchestration (Lambda invocations simulated in-proce
     await using source = await testSource('stall', { SLUICE_STARTUP: 'initial' });
     await seed(source, 'a', 10);
     const started: string[] = [];
-    const poll = () =>
-      runCapture(
+    const start = async (job: { id: string }) => void started.push(job.id);
+    // What the poller handler does each tick: supervise the snapshot, then capture.
+    const poll = async () => {
+      await restartStalledSnapshot({ snapshots: source.clients.snapshots, sourceId: source.db, log: silentLog }, start);
+      return runCapture(
         {
           config: source.config,
           s3: source.clients.s3,
           store: source.clients.store,
           snapshots: source.clients.snapshots,
           log: silentLog,
-          onSnapshotRequested: async (job) => void started.push(job.id),
+          onSnapshotRequested: start,
         },
-        { budgetMs: 10_000, drain: true },
+        { budgetMs: 10_000, stopWhenCaughtUp: true },
       );
+    };
     const first = await poll();
     expect(started).toEqual([first.snapshotRequested]);
     await poll(); // nobody works on the snapshot: the next tick restarts it

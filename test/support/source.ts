@@ -4,12 +4,13 @@ import { inject } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { type CaptureOptions, type CaptureResult, runCapture } from '../../lib/capture/run.ts';
 import type { Faults } from '../../lib/commit/faults.ts';
-import type { Manifest } from '../../lib/commit/protocol.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
+import type { Manifest } from '../../lib/format/manifest.ts';
 import { silentLog } from '../../lib/log.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
-import { runSnapshotWorker, snapshotToRun } from '../../lib/snapshot/worker.ts';
+import { snapshotToRun } from '../../lib/snapshot/plan.ts';
+import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { eventLines, manifests } from '../../lib/verify/feed.ts';
 
 export interface ChangeEvent {
@@ -69,7 +70,7 @@ export async function testSource(name: string, overrides: Record<string, string>
       return rows as Record<string, unknown>[];
     },
     capture(options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config } = {}): Promise<CaptureResult> {
-      return runCapture({ ...deps(options), clock: options.clock }, { budgetMs: 30_000, drain: true, ...options });
+      return runCapture({ ...deps(options), clock: options.clock }, { budgetMs: 30_000, stopWhenCaughtUp: true, ...options });
     },
     /** Requests (unless one is pending) and runs a snapshot with `workers` in-process workers. */
     async snapshot(options: { tables?: string[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config } = {}) {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { binlogColumn } from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
-import { seq, seqPrefix } from '../../lib/format/seq.ts';
 import { encodeValue, float32Text } from '../../lib/format/types.ts';
 
 describe('value encoding', () => {
@@ -70,20 +69,5 @@ describe('event lines', () => {
 
   it('writes a null key for tables without a primary key', () => {
     expect(encodeKey(encodeShape({ ...shape, key: null }), { id: 1, total: '1.00' })).toBe('null');
-  });
-});
-
-describe('seq', () => {
-  it('sorts as strings exactly as (file number, transaction offset, index) sort as numbers', () => {
-    const cases: [string, number, number][] = [
-      ['binlog.000009', 999_999, 9],
-      ['binlog.000009', 1_000_000, 0],
-      ['binlog.000009', 1_000_000, 10],
-      ['binlog.000010', 4, 0],
-      ['binlog.1000000', 4, 0],
-    ];
-    const seqs = cases.map(([file, pos, i]) => seq(seqPrefix(file, pos), i));
-    expect([...seqs].sort()).toEqual(seqs);
-    expect(new Set(seqs).size).toBe(seqs.length);
   });
 });

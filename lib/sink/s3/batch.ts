@@ -1,5 +1,4 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { BinlogPosition } from '../../core/position.ts';
 import type { EncodedShape } from '../../format/event.ts';
 import { StagingObject } from './staging.ts';
 
@@ -19,6 +18,7 @@ export class Batch {
   events = 0;
   /** Uncompressed size in characters (≈ bytes for mostly-ASCII data). */
   size = 0;
+  /** Source transactions with captured rows in the batch (binlog batches; the manifest's `transactions`). */
   transactions = 0;
   readonly startedAt: number;
 
@@ -27,8 +27,6 @@ export class Batch {
     private readonly bucket: string,
     /** Staging "folder" (key prefix ending in /) for this batch's objects. */
     private readonly stagingDir: string,
-    /** The committed position this batch starts after (binlog batches). */
-    readonly from: BinlogPosition | undefined,
     now: number,
   ) {
     this.startedAt = now;

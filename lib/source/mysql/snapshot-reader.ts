@@ -1,6 +1,6 @@
 import mysql from 'mysql2';
+import type { KeyValues } from '../../core/key-values.ts';
 import type { Row } from '../../format/event.ts';
-import type { KeyValues } from '../../state/snapshot-store.ts';
 import type { TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';

@@ -1,0 +1,34 @@
+import { planSnapshot, type SnapshotDeps, snapshotToRun } from './plan.ts';
+import { runSnapshotWorker, type WorkerResult } from './worker.ts';
+
+/** What the snapshot Lambda is invoked with: no `worker` = plan and fan out; `worker` = copy. */
+export interface SnapshotEvent {
+  snapshotId?: string;
+  tables?: string[];
+  workers?: number;
+  worker?: number;
+}
+
+/**
+ * One snapshot function invocation. The planner requests/plans and starts `workers` async
+ * invocations; a worker copies until its time is nearly up and re-invokes itself only if it
+ * stopped for time with work left, so idle workers never ping-pong.
+ */
+export async function snapshotInvocation(
+  deps: SnapshotDeps,
+  invoke: (event: SnapshotEvent) => Promise<void>,
+  event: SnapshotEvent,
+  options: { budgetMs: number; workerId: string },
+): Promise<WorkerResult | { snapshot: string; workers: number }> {
+  if (event.worker === undefined) {
+    const named = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : undefined;
+    const job = named && named.status !== 'done' ? named : await snapshotToRun(deps, event.tables ?? null);
+    await planSnapshot(deps, job);
+    const workers = Math.max(1, event.workers ?? 2);
+    for (let worker = 0; worker < workers; worker++) await invoke({ snapshotId: job.id, worker });
+    return { snapshot: job.id, workers };
+  }
+  const result = await runSnapshotWorker(deps, { budgetMs: options.budgetMs, snapshotId: event.snapshotId, workerId: options.workerId });
+  if (result.timedOut && !result.complete) await invoke(event);
+  return result;
+}

@@ -1,0 +1,79 @@
+import type { Log } from '../log.ts';
+import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
+
+export interface TableProgress {
+  table: string;
+  rows: number;
+  estimatedRows: number;
+  chunks: number;
+  chunksDone: number;
+  rowsPerSecond: number;
+  etaSeconds: number | null;
+}
+
+/** Per table: rows copied vs estimate, chunks done, rate since the job started, and ETA. */
+export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJob, now = Date.now()): Promise<TableProgress[]> {
+  const progress: TableProgress[] = [];
+  for (const table of job.tables ?? []) {
+    let rows = 0;
+    let chunksDone = 0;
+    for (let n = 0; n < table.chunks; n++) {
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      rows += chunk?.rows ?? 0;
+      if (chunk?.done) chunksDone++;
+    }
+    const seconds = Math.max((now - job.createdAt) / 1000, 0.001);
+    const rate = rows / seconds;
+    const left = Math.max(table.estimatedRows - rows, 0);
+    progress.push({
+      table: table.name,
+      rows,
+      estimatedRows: table.estimatedRows,
+      chunks: table.chunks,
+      chunksDone,
+      rowsPerSecond: Math.round(rate),
+      etaSeconds: chunksDone === table.chunks ? 0 : rate > 0 ? Math.round(left / rate) : null,
+    });
+  }
+  return progress;
+}
+
+/** True when every chunk is done and none has renames pending. */
+export async function allChunksDone(snapshots: SnapshotStore, job: SnapshotJob): Promise<boolean> {
+  for (const table of job.tables ?? []) {
+    for (let n = 0; n < table.chunks; n++) {
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      if (!chunk?.done || chunk.pending) return false;
+    }
+  }
+  return true;
+}
+
+/** True when a snapshot is unfinished and no worker holds a live lease on any of its chunks (all died or stopped). */
+export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob, now: number): Promise<boolean> {
+  if (job.status === 'done') return false;
+  if (job.status === 'requested') return true;
+  for (const table of job.tables ?? []) {
+    for (let n = 0; n < table.chunks; n++) {
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      if (chunk && (!chunk.done || chunk.pending) && chunk.lease && chunk.lease.expiresAt > now) return false;
+    }
+  }
+  return !(await allChunksDone(snapshots, job));
+}
+
+/**
+ * The poller's safety net for a snapshot whose workers all died: each tick, if the source's latest
+ * snapshot is unfinished and nobody works on it, `start` it again (planning and claiming are
+ * idempotent, so starting it twice only wastes an invocation). Returns the restarted job's id.
+ */
+export async function restartStalledSnapshot(
+  deps: { readonly snapshots: SnapshotStore; readonly sourceId: string; readonly log: Log; readonly clock?: () => number },
+  start: (job: SnapshotJob) => Promise<void>,
+): Promise<string | undefined> {
+  const job = await deps.snapshots.latestJob(deps.sourceId);
+  if (!job || !(await snapshotStalled(deps.snapshots, job, (deps.clock ?? Date.now)()))) return undefined;
+  deps.log.info('snapshot has no live worker: restarting it', { snapshot: job.id });
+  await start(job);
+  return job.id;
+}

@@ -1,0 +1,196 @@
+import { ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { decodeKeyValues, encodeKeyValues, type KeyValues } from '../core/key-values.ts';
+import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
+import { type ChunkState, chunkId, type PageCommit, type PlannedTable, type SnapshotJob, type SnapshotStore } from './snapshot-store.ts';
+import type { Fence, PendingCommit } from './store.ts';
+
+const jobKey = (sourceId: string, id: string) => `snapshot#${sourceId}#${id}`;
+const latestKey = (sourceId: string) => `snapshots#${sourceId}`;
+const chunkKey = (sourceId: string, id: string, table: string, n: number) => `chunk#${sourceId}#${id}#${chunkId(table, n)}`;
+
+function toChunk(item: Item): ChunkState {
+  return {
+    table: item.table as string,
+    n: item.n as number,
+    version: item.version ?? 0,
+    lo: decodeKeyValues(item.lo),
+    hi: decodeKeyValues(item.hi),
+    cursor: decodeKeyValues(item.cursor),
+    pages: (item.pages as number) ?? 0,
+    rows: (item.rows as number) ?? 0,
+    done: item.done === true,
+    pending: item.pending as PendingCommit | undefined,
+    lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
+    updatedAt: item.updated_at as number | undefined,
+  };
+}
+
+/** DynamoDB adapter for snapshot jobs and chunks, in the state table; it only maps (the protocol lives in lib/commit). */
+export class DynamoDbSnapshotStore implements SnapshotStore {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly table: string,
+  ) {}
+
+  private async getItem(pk: string): Promise<Item | undefined> {
+    const { Item } = await this.client.send(new GetItemCommand({ TableName: this.table, Key: { pk: { S: pk } }, ConsistentRead: true }));
+    return Item ? (unmarshall(Item) as Item) : undefined;
+  }
+
+  async createJob(job: SnapshotJob): Promise<boolean> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.table,
+          Item: marshall({ pk: jobKey(job.sourceId, job.id), ...job }, { removeUndefinedValues: true }),
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+    await this.client.send(new PutItemCommand({ TableName: this.table, Item: marshall({ pk: latestKey(job.sourceId), id: job.id }) }));
+    return true;
+  }
+
+  async job(sourceId: string, id: string): Promise<SnapshotJob | undefined> {
+    const item = await this.getItem(jobKey(sourceId, id));
+    if (!item) return undefined;
+    const { pk: _pk, ...job } = item;
+    return job as unknown as SnapshotJob;
+  }
+
+  async latestJob(sourceId: string): Promise<SnapshotJob | undefined> {
+    const pointer = await this.getItem(latestKey(sourceId));
+    return pointer ? this.job(sourceId, String(pointer.id)) : undefined;
+  }
+
+  async markPlanned(sourceId: string, id: string, tables: readonly PlannedTable[]): Promise<SnapshotJob> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: { pk: { S: jobKey(sourceId, id) } },
+          UpdateExpression: 'SET #status = :planned, #tables = :tables',
+          ConditionExpression: '#status = :requested',
+          ExpressionAttributeNames: { '#status': 'status', '#tables': 'tables' },
+          ExpressionAttributeValues: marshall({ ':planned': 'planned', ':requested': 'requested', ':tables': tables }),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    return (await this.job(sourceId, id)) as SnapshotJob;
+  }
+
+  async markDone(sourceId: string, id: string, now: number): Promise<void> {
+    await this.updateJob(sourceId, id, 'SET #status = :done, #finished = :now REMOVE #error', { ':done': 'done', ':now': now });
+  }
+
+  async recordError(sourceId: string, id: string, error: { code: string; message: string }, now: number): Promise<void> {
+    await this.updateJob(sourceId, id, 'SET #error = :error', { ':error': { ...error, at: now } });
+  }
+
+  private async updateJob(sourceId: string, id: string, expression: string, values: Record<string, unknown>): Promise<void> {
+    await this.client.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: jobKey(sourceId, id) } },
+        UpdateExpression: expression,
+        ExpressionAttributeNames: Object.fromEntries(
+          Object.entries({ '#status': 'status', '#finished': 'finishedAt', '#error': 'error' }).filter(([name]) => expression.includes(name)),
+        ),
+        ExpressionAttributeValues: marshall(values),
+      }),
+    );
+  }
+
+  async putChunk(sourceId: string, id: string, chunk: { table: string; n: number; lo: KeyValues | null; hi: KeyValues | null }): Promise<void> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.table,
+          Item: marshall(
+            {
+              pk: chunkKey(sourceId, id, chunk.table, chunk.n),
+              table: chunk.table,
+              n: chunk.n,
+              lo: encodeKeyValues(chunk.lo),
+              hi: encodeKeyValues(chunk.hi),
+              version: 0,
+              pages: 0,
+              rows: 0,
+              done: false,
+            },
+            { removeUndefinedValues: true },
+          ),
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  async chunk(sourceId: string, id: string, table: string, n: number): Promise<ChunkState | undefined> {
+    const item = await this.getItem(chunkKey(sourceId, id, table, n));
+    return item ? toChunk(item) : undefined;
+  }
+
+  async claim(sourceId: string, id: string, table: string, n: number, owner: string, expiresAt: number, now: number): Promise<ChunkState> {
+    const item = await acquire(
+      this.client,
+      this.table,
+      chunkKey(sourceId, id, table, n),
+      `chunk ${chunkId(table, n)}`,
+      owner,
+      expiresAt,
+      now,
+      '(#done = :false OR attribute_exists(#pending))',
+      { '#done': 'done', '#pending': 'pending' },
+      { ':false': false },
+    );
+    return toChunk(item);
+  }
+
+  async commitPage(sourceId: string, id: string, chunk: ChunkState, fence: Fence, change: PageCommit & { pending?: PendingCommit }): Promise<ChunkState> {
+    const item = await fencedUpdate(this.client, this.table, chunkKey(sourceId, id, chunk.table, chunk.n), `chunk ${chunkId(chunk.table, chunk.n)}`, fence, {
+      set: [
+        '#cursor = :cursor',
+        '#rows = #rows + :rows',
+        '#pages = #pages + :page',
+        '#done = :done',
+        '#expires = :until',
+        ...(change.pending ? ['#pending = :pending'] : []),
+      ],
+      remove: [],
+      condition: 'attribute_not_exists(#pending)',
+      names: { '#cursor': 'cursor', '#rows': 'rows', '#pages': 'pages', '#done': 'done', '#pending': 'pending' },
+      values: {
+        ':until': change.leaseUntil,
+        ':cursor': encodeKeyValues(change.cursor),
+        ':rows': change.rows,
+        ':page': change.pending ? 1 : 0,
+        ':done': change.done,
+        ...(change.pending ? { ':pending': change.pending } : {}),
+      },
+    });
+    return toChunk(item);
+  }
+
+  async clearPending(sourceId: string, id: string, chunk: ChunkState, fence: Fence): Promise<ChunkState> {
+    const item = await fencedUpdate(this.client, this.table, chunkKey(sourceId, id, chunk.table, chunk.n), `chunk ${chunkId(chunk.table, chunk.n)}`, fence, {
+      set: [],
+      remove: ['#pending'],
+      names: { '#pending': 'pending' },
+      values: {},
+    });
+    return toChunk(item);
+  }
+
+  release(sourceId: string, id: string, table: string, n: number, owner: string): Promise<void> {
+    return release(this.client, this.table, chunkKey(sourceId, id, table, n), owner);
+  }
+}
