@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createClients, initResources } from '../../lib/aws.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { LeaseLostError, OffsetConflictError } from '../../lib/errors.ts';
+import { InMemoryStateStore } from '../../lib/state/memory.ts';
+import type { StateStore } from '../../lib/state/store.ts';
+
+/** The StateStore contract, run against DynamoDB Local and the in-memory fake the unit tests use. */
+const stores: [string, () => Promise<StateStore>][] = [
+  [
+    'DynamoDB',
+    async () => {
+      const config = loadConfig({ ...process.env, SLUICE_SOURCE_ID: 'contract' });
+      const clients = createClients(config);
+      await initResources(config, clients);
+      return clients.store;
+    },
+  ],
+  ['in memory', async () => new InMemoryStateStore()],
+];
+
+const position = (pos: number) => ({ file: 'binlog.000001', pos });
+const pending = { copies: [{ from: '_staging/a', to: 'tables/a' }] };
+
+describe.each(stores)('StateStore contract: %s', (_name, create) => {
+  let store: StateStore;
+  beforeAll(async () => {
+    store = await create();
+  });
+  const source = () => `contract-${randomBytes(4).toString('hex')}`;
+
+  it('a live lease excludes other owners; the holder may take it again; it is free once expired or released', async () => {
+    const id = source();
+    const mine = await store.acquireLease(id, 'a', 2_000, 1_000);
+    expect(mine).toMatchObject({ sourceId: id, commitSeq: 0, lease: { owner: 'a', expiresAt: 2_000 } });
+    await expect(store.acquireLease(id, 'b', 3_000, 1_500)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.acquireLease(id, 'b', 3_000, 2_000)).rejects.toBeInstanceOf(LeaseLostError); // not yet expired at its last ms
+    expect((await store.acquireLease(id, 'a', 2_500, 1_600)).version).toBeGreaterThan(mine.version);
+    expect((await store.acquireLease(id, 'b', 4_000, 2_501)).lease?.owner).toBe('b');
+    await store.releaseLease(id, 'a'); // not the holder: no effect
+    expect((await store.get(id))?.lease?.owner).toBe('b');
+    await store.releaseLease(id, 'b');
+    expect((await store.get(id))?.lease).toBeUndefined();
+    expect((await store.acquireLease(id, 'c', 5_000, 2_600)).lease?.owner).toBe('c');
+  });
+
+  it('a data commit moves the position, counts one commit and blocks the next until its renames are cleared', async () => {
+    const id = source();
+    let state = await store.acquireLease(id, 'a', 10_000, 1_000);
+    const fence = (now: number) => ({ sourceId: id, owner: 'a', expectVersion: state.version, now });
+    state = await store.commit(fence(1_100), { position: position(100) });
+    expect(state).toMatchObject({ position: position(100), commitSeq: 0 });
+    expect(state.lastCommitAt).toBeUndefined(); // a heartbeat is not a data commit
+    state = await store.commit(fence(1_200), { position: position(200), pending });
+    expect(state).toMatchObject({ position: position(200), commitSeq: 1, pending, lastCommitAt: 1_200 });
+    await expect(store.commit(fence(1_300), { position: position(300), pending })).rejects.toBeInstanceOf(OffsetConflictError);
+    await expect(store.overwrite(fence(1_300), { position: position(1), commitSeq: 9 })).rejects.toBeInstanceOf(OffsetConflictError);
+    state = await store.clearPending(fence(1_300));
+    expect(state.pending).toBeUndefined();
+    state = await store.commit(fence(1_400), { position: position(300), pending });
+    expect(state.commitSeq).toBe(2);
+    expect(await store.get(id)).toMatchObject({ position: position(300), commitSeq: 2, pending });
+  });
+
+  it('refuses a write from a stale version, another owner, or a lease that has run out', async () => {
+    const id = source();
+    const first = await store.acquireLease(id, 'a', 2_000, 1_000);
+    const moved = await store.commit({ sourceId: id, owner: 'a', expectVersion: first.version, now: 1_100 }, { position: position(1) });
+    await expect(store.commit({ sourceId: id, owner: 'a', expectVersion: first.version, now: 1_200 }, { position: position(2) })).rejects.toBeInstanceOf(
+      OffsetConflictError,
+    );
+    await expect(store.commit({ sourceId: id, owner: 'b', expectVersion: moved.version, now: 1_200 }, { position: position(2) })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
+    await expect(store.commit({ sourceId: id, owner: 'a', expectVersion: moved.version, now: 2_000 }, { position: position(2) })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
+    await expect(store.clearPending({ sourceId: source(), owner: 'a', expectVersion: 0, now: 1 })).rejects.toBeInstanceOf(LeaseLostError);
+  });
+
+  it('records an error until the next commit, and overwrites position and commit sequence for import and reset', async () => {
+    const id = source();
+    await store.recordError(id, { code: 'POSITION_LOST', message: 'gone' }, 500);
+    expect((await store.get(id))?.error).toEqual({ code: 'POSITION_LOST', message: 'gone', at: 500 });
+    let state = await store.acquireLease(id, 'a', 10_000, 1_000);
+    state = await store.overwrite({ sourceId: id, owner: 'a', expectVersion: state.version, now: 1_100 }, { position: position(7), commitSeq: 41 });
+    expect(state).toMatchObject({ position: position(7), commitSeq: 41 });
+    expect(state.error).toBeUndefined();
+    await store.recordError(id, { code: 'ASSERTION', message: 'x' }, 1_150);
+    state = (await store.get(id)) as typeof state;
+    state = await store.commit({ sourceId: id, owner: 'a', expectVersion: state.version, now: 1_200 }, { position: position(8), pending });
+    expect(state).toMatchObject({ commitSeq: 42 });
+    expect(state.error).toBeUndefined();
+  });
+});

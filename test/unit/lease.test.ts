@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { deadlines } from '../../lib/capture/policy.ts';
+import { sourceLedger } from '../../lib/commit/ledgers.ts';
+import { advance } from '../../lib/commit/protocol.ts';
+import { LeaseLostError, OffsetConflictError } from '../../lib/errors.ts';
+import { InMemoryStateStore } from '../../lib/state/memory.ts';
+
+const at = (pos: number) => ({ file: 'binlog.000003', pos });
+const pending = { copies: [{ from: '_staging/x', to: 'tables/x' }] };
+
+describe('lease expiry (in-memory state store, simulated clock)', () => {
+  it('a run commits until its lease ends; then it is fenced out, and a successor continues from what it committed', async () => {
+    const store = new InMemoryStateStore();
+    let now = 0;
+    const clock = () => now;
+    const limits = deadlines(now, 4_000, 1_000);
+    const first = await store.acquireLease('s', 'run-1', limits.leaseExpires, now);
+    const ledger = sourceLedger(store, 'run-1', clock);
+
+    now = limits.hard;
+    const moved = await advance(ledger, first, at(100));
+    now = limits.leaseExpires;
+    await expect(advance(ledger, moved, at(200))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.acquireLease('s', 'run-2', now + 4_000, now)).rejects.toBeInstanceOf(LeaseLostError); // expired only after its last ms
+
+    now += 1;
+    const second = await store.acquireLease('s', 'run-2', now + 4_000, now);
+    expect(second.position).toEqual(at(100));
+    // The zombie wakes up and tries to commit the batch it staged: refused, nothing moves.
+    await expect(ledger.commit(moved, at(300), pending)).rejects.toBeInstanceOf(LeaseLostError);
+    const successor = await sourceLedger(store, 'run-2', clock).commit(second, at(300), pending);
+    expect(successor).toMatchObject({ position: at(300), commitSeq: 1, pending });
+  });
+
+  it('a writer that missed another write (a lost response it retried) gets a conflict, not a second commit', async () => {
+    const store = new InMemoryStateStore();
+    const clock = () => 10;
+    const state = await store.acquireLease('s', 'run', 1_000, 0);
+    const ledger = sourceLedger(store, 'run', clock);
+    const committed = await ledger.commit(state, at(100), pending);
+    await expect(ledger.commit(state, at(100), pending)).rejects.toBeInstanceOf(OffsetConflictError);
+    await expect(ledger.commit(committed, at(200), pending)).rejects.toBeInstanceOf(OffsetConflictError); // one pending at a time
+    expect((await store.get('s'))?.commitSeq).toBe(1);
+  });
+});
