@@ -17,7 +17,8 @@ import { runSnapshotWorker } from '../snapshot/worker.ts';
 import { connect, preflight } from '../source/mysql/server.ts';
 import { mysqlTarget, redact } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
-import { materialize, verify } from '../verify/verify.ts';
+import { materialize } from '../verify/materialize.ts';
+import { verify } from '../verify/verify.ts';
 import { runDemo } from './demo.ts';
 
 const FLAGS = {

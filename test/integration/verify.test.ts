@@ -6,7 +6,8 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { materialize, verify } from '../../lib/verify/verify.ts';
+import { materialize } from '../../lib/verify/materialize.ts';
+import { verify } from '../../lib/verify/verify.ts';
 import { cliEnv, sluice } from '../support/cli.ts';
 import { testSource } from '../support/source.ts';
 
