@@ -4,13 +4,33 @@ import type { Config } from './config/config.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
 
+/** The environment the SDK reads its settings from (process.env, unless a caller passes its own). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
 /**
- * AWS clients from configuration alone: endpoints come from AWS_ENDPOINT_URL(_S3|_DYNAMODB), which
- * the SDK reads itself, so the local stack, LocalStack and AWS need no code path of their own.
+ * A client's region, endpoint and static credentials, from the variables the SDK itself reads
+ * (AWS_REGION, AWS_ENDPOINT_URL_<SERVICE> or AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID…) but taken from
+ * `env`: the CLI hands its own environment (flags, the local stack's defaults) to the clients
+ * without writing process.env. What `env` does not set, the SDK resolves as usual.
  */
-export function createClients(config: Config) {
-  const s3 = new S3Client({ forcePathStyle: config.s3ForcePathStyle, maxAttempts: 5 });
-  const dynamo = new DynamoDBClient({ maxAttempts: 5 });
+export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB') {
+  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  const endpoint = env[`AWS_ENDPOINT_URL_${service}`] ?? env.AWS_ENDPOINT_URL;
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
+  return {
+    ...(region ? { region } : {}),
+    ...(endpoint ? { endpoint } : {}),
+    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } } : {}),
+  };
+}
+
+/**
+ * AWS clients from configuration alone: endpoints come from AWS_ENDPOINT_URL(_S3|_DYNAMODB), so the
+ * local stack, LocalStack and AWS need no code path of their own.
+ */
+export function createClients(config: Config, env: Env = process.env) {
+  const s3 = new S3Client({ ...sdkSettings(env, 'S3'), forcePathStyle: config.s3ForcePathStyle, maxAttempts: 5 });
+  const dynamo = new DynamoDBClient({ ...sdkSettings(env, 'DYNAMODB'), maxAttempts: 5 });
   return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable) };
 }
 

@@ -6,8 +6,8 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 export type Log = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
 /** Structured JSON logs. Level from POWERTOOLS_LOG_LEVEL / AWS_LAMBDA_LOG_LEVEL, else `fallbackLevel`. */
-export function createLogger(fallbackLevel: LogLevel = 'INFO'): Logger {
-  return new Logger({ serviceName: 'sluice', logLevel: (process.env.POWERTOOLS_LOG_LEVEL ?? process.env.AWS_LAMBDA_LOG_LEVEL ?? fallbackLevel) as LogLevel });
+export function createLogger(fallbackLevel: LogLevel = 'INFO', env: Readonly<Record<string, string | undefined>> = process.env): Logger {
+  return new Logger({ serviceName: 'sluice', logLevel: (env.POWERTOOLS_LOG_LEVEL ?? env.AWS_LAMBDA_LOG_LEVEL ?? fallbackLevel) as LogLevel });
 }
 
 export const silentLog: Log = { debug() {}, info() {}, warn() {}, error() {} };

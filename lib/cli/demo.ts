@@ -1,8 +1,8 @@
-import { createClients, initResources } from '../aws.ts';
+import { createClients, type Env, initResources } from '../aws.ts';
 import { runCapture } from '../capture/run.ts';
 import { loadConfig } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
-import { adminConnection, env as stackEnv, up } from '../local/stack.ts';
+import { adminConnection, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
 import { sourceStatus } from '../ops/status.ts';
 import { runSnapshotWorker } from '../snapshot/worker.ts';
@@ -41,15 +41,18 @@ async function writeBurst(conn: Awaited<ReturnType<typeof adminConnection>>, rou
   return changes + paid.affectedRows + cancelled.affectedRows + 2;
 }
 
-/** `npm start`: the local stack, a stream of changes, captures as the schedule would run them, and what landed. */
-export async function runDemo(rounds: number): Promise<void> {
-  const say = (line: string) => console.log(line);
+/**
+ * `npm start`: the local stack, a stream of changes, captures as the schedule would run them, and
+ * what landed. Returns whether S3 matched MySQL.
+ */
+export async function runDemo(rounds: number, io: { env: Env; say: (line: string) => void }): Promise<boolean> {
+  const { say } = io;
   say('sluice demo: starting the embedded local stack (MariaDB, DynamoDB Local, S3 emulator)…');
-  const stack = await up({ log: (line) => say(`  ${line}`) });
+  const stack = await up({ home: stackHome(io.env), log: (line) => say(`  ${line}`) });
   const sourceId = `demo-${Date.now()}`;
-  const config = loadConfig({ ...process.env, ...stackEnv(stack), SLUICE_SOURCE_ID: sourceId, SLUICE_INCLUDE: 'shop\\..*', SLUICE_PREFIX: 'demo' });
-  for (const [key, value] of Object.entries(stackEnv(stack))) process.env[key] ??= value;
-  const clients = createClients(config);
+  const env = { ...io.env, ...stackEnv(stack), SLUICE_SOURCE_ID: sourceId, SLUICE_INCLUDE: 'shop\\..*', SLUICE_PREFIX: 'demo' };
+  const config = loadConfig(env);
+  const clients = createClients(config, env);
   await initResources(config, clients);
   const conn = await adminConnection(stack);
   await conn.query(SCHEMA);
@@ -102,5 +105,7 @@ export async function runDemo(rounds: number): Promise<void> {
   say(`\na change event (gzip JSON Lines, one per line):\n${JSON.stringify(JSON.parse(sample), null, 2)}`);
   say(consistent ? '\nS3 matches MySQL. Stop the stack with: npx sluice local down' : '\nMISMATCH between S3 and MySQL — please report this.');
   await conn.end();
-  if (!consistent) process.exitCode = 1;
+  clients.s3.destroy();
+  clients.dynamo.destroy();
+  return consistent;
 }

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Command, Option } from 'commander';
-import { createClients, initResources } from '../aws.ts';
+import { Command, CommanderError, Option } from 'commander';
+import { createClients, type Env, initResources } from '../aws.ts';
 import { runCapture } from '../capture/run.ts';
-import { loadConfig, parseStartupSetting } from '../config/config.ts';
+import { type Config, loadConfig, parseStartupSetting } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
@@ -30,156 +30,346 @@ const FLAGS = {
   include: 'SLUICE_INCLUDE',
   exclude: 'SLUICE_EXCLUDE',
   startup: 'SLUICE_STARTUP',
+  /** `capture --once`: one name with the Lambda's setting. */
+  once: 'SLUICE_STOP_WHEN_CAUGHT_UP',
 } as const;
 
+/** Where a `sluice` run reads its settings and writes its output; bin/sluice.js passes the process's own. */
+export interface CliIo {
+  readonly env: Env;
+  readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean };
+  readonly stderr: { write(text: string): unknown; readonly isTTY?: boolean };
+}
+
 /** A running local stack's variables, used as defaults so `sluice local up && sluice capture` just works. */
-function localDefaults(): Record<string, string> {
-  const file = join(stackHome(), 'stack.json');
+function localDefaults(env: Env): Record<string, string> {
+  const file = join(stackHome(env), 'stack.json');
   if (!existsSync(file)) return {};
   const stack = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackInfo>;
   // A stack that only partly started (see `local up`) is no default to use.
   return stack.mariadb && stack.dynamodb && stack.s3 ? stackEnv(stack as StackInfo) : {};
 }
 
-/** Environment, overridden by flags; applied to process.env so the AWS SDK sees the endpoints too. */
-function configure(flags: Record<string, string | undefined>) {
-  for (const [key, value] of Object.entries(localDefaults())) process.env[key] ??= value;
-  for (const [flag, variable] of Object.entries(FLAGS)) if (flags[flag] !== undefined) process.env[variable] = flags[flag];
-  const config = loadConfig(process.env);
-  return { config, clients: createClients(config) };
+const defined = (env: Env) => Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as Record<string, string>;
+
+/** One `sluice` invocation: its output, its exit code, and the clients it opened (closed at the end). */
+class Cli {
+  exitCode = 0;
+  private readonly opened: { destroy(): void }[] = [];
+
+  constructor(readonly io: CliIo) {}
+
+  out(line: string): void {
+    this.io.stdout.write(`${line}\n`);
+  }
+
+  err(line: string): void {
+    this.io.stderr.write(`${line}\n`);
+  }
+
+  fail(): void {
+    this.exitCode = 1;
+  }
+
+  /** The environment (over a running local stack's defaults), overridden by flags; config and clients from it alone. */
+  configure(flags: Record<string, unknown>) {
+    const env: Record<string, string> = { ...localDefaults(this.io.env), ...defined(this.io.env) };
+    for (const [flag, variable] of Object.entries(FLAGS)) {
+      const value = flags[flag];
+      if (value !== undefined) env[variable] = String(value);
+    }
+    return this.open(loadConfig(env), env);
+  }
+
+  open(config: Config, env: Env) {
+    const clients = createClients(config, env);
+    this.opened.push(clients.s3, clients.dynamo);
+    return { config, clients, env };
+  }
+
+  close(): void {
+    for (const client of this.opened) client.destroy();
+  }
 }
 
-const program = new Command('sluice').description('Serverless change-data-capture from MySQL/MariaDB into S3, exactly once.').showHelpAfterError();
-program
-  .option('--source <id>', 'source id ($SLUICE_SOURCE_ID)')
-  .option('--mysql-url <url>', 'mysql://user:pass@host:port/ ($SLUICE_MYSQL_URL)')
-  .option('--state-table <name>', 'DynamoDB table ($SLUICE_STATE_TABLE)')
-  .option('--bucket <name>', 'S3 bucket ($SLUICE_BUCKET)')
-  .option('--prefix <prefix>', 'key prefix ($SLUICE_PREFIX)')
-  .option('--include <regexes>', 'comma-separated regexes over db.table ($SLUICE_INCLUDE)')
-  .option('--exclude <regexes>', 'comma-separated regexes over db.table ($SLUICE_EXCLUDE)')
-  .option('--startup <mode>', 'initial | initial-only | latest | earliest | position:<file>:<pos> | gtid:<set> | timestamp:<ISO> ($SLUICE_STARTUP)');
+/**
+ * Runs the `sluice` command with `argv` (the arguments after the command name) and returns its exit
+ * code. Nothing here touches process.env or process.exitCode, so commands are testable in-process.
+ */
+export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  const cli = new Cli(io);
+  try {
+    await commands(cli).parseAsync([...argv], { from: 'user' });
+    return cli.exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode; // commander printed the usage error or the help
+    const message = error instanceof SluiceError ? `${error.code}: ${error.message}` : ((error as Error).stack ?? String(error));
+    cli.err(`sluice: ${message}`);
+    return 1;
+  } finally {
+    cli.close();
+  }
+}
 
-const local = program.command('local').description('the embedded local stack: MariaDB, DynamoDB Local, S3 emulator');
-local
-  .command('up')
-  .description('start the local stack (idempotent) and create the bucket and state table')
-  .action(async () => {
-    const stack = await up({ log: (line) => console.error(line) });
-    for (const [key, value] of Object.entries(stackEnv(stack))) process.env[key] ??= value;
-    const config = loadConfig(process.env);
-    await initResources(config, createClients(config));
-    console.error(`local stack up: MariaDB 127.0.0.1:${stack.mariadb.port}, DynamoDB 127.0.0.1:${stack.dynamodb.port}, S3 127.0.0.1:${stack.s3.port}`);
-    console.error('use it from any shell with: eval "$(npx sluice local env)"');
-  });
-local
-  .command('down')
-  .description('stop what `local up` started')
-  .option('--wipe', 'also delete the local MariaDB data (.sluice/)')
-  .action(async (options: { wipe?: boolean }) => down({ wipe: options.wipe }));
-local
-  .command('env')
-  .description('print export lines pointing sluice and the AWS SDK at the local stack')
-  .action(() => {
-    const vars = localDefaults();
-    if (!Object.keys(vars).length) throw new SluiceError(ErrorCode.LOCAL_STACK, 'the local stack is not running here; start it with `sluice local up`');
-    for (const [key, value] of Object.entries(vars)) console.log(`export ${key}='${value}'`);
-  });
+/** The command tree, bound to one invocation. */
+function commands(cli: Cli): Command {
+  const program = new Command('sluice')
+    .description('Serverless change-data-capture from MySQL/MariaDB into S3, exactly once.')
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => void cli.io.stdout.write(text), writeErr: (text) => void cli.io.stderr.write(text) });
+  program
+    .option('--source <id>', 'source id ($SLUICE_SOURCE_ID)')
+    .option('--mysql-url <url>', 'mysql://user:pass@host:port/ ($SLUICE_MYSQL_URL)')
+    .option('--state-table <name>', 'DynamoDB table ($SLUICE_STATE_TABLE)')
+    .option('--bucket <name>', 'S3 bucket ($SLUICE_BUCKET)')
+    .option('--prefix <prefix>', 'key prefix ($SLUICE_PREFIX)')
+    .option('--include <regexes>', 'comma-separated regexes over db.table ($SLUICE_INCLUDE)')
+    .option('--exclude <regexes>', 'comma-separated regexes over db.table ($SLUICE_EXCLUDE)')
+    .option('--startup <mode>', 'initial | initial-only | latest | earliest | position:<file>:<pos> | gtid:<set> | timestamp:<ISO> ($SLUICE_STARTUP)');
 
-program
-  .command('init')
-  .description('create the S3 bucket and DynamoDB state table if they are missing')
-  .action(async () => {
-    const { config, clients } = configure(program.opts());
-    const { bucket } = await initResources(config, clients);
-    console.log(`state table ${config.stateTable} ready; bucket ${config.bucket} ${bucket}`);
-  });
+  const local = program.command('local').description('the embedded local stack: MariaDB, DynamoDB Local, S3 emulator');
+  local
+    .command('up')
+    .description('start the local stack (idempotent) and create the bucket and state table')
+    .action(async () => {
+      const stack = await up({ home: stackHome(cli.io.env), log: (line) => cli.err(line) });
+      const env = { ...stackEnv(stack), ...defined(cli.io.env) };
+      const { config, clients } = cli.open(loadConfig(env), env);
+      await initResources(config, clients);
+      cli.err(`local stack up: MariaDB 127.0.0.1:${stack.mariadb.port}, DynamoDB 127.0.0.1:${stack.dynamodb.port}, S3 127.0.0.1:${stack.s3.port}`);
+      cli.err('use it from any shell with: eval "$(npx sluice local env)"');
+    });
+  local
+    .command('down')
+    .description('stop what `local up` started')
+    .option('--wipe', 'also delete the local MariaDB data (.sluice/)')
+    .action(async (options: { wipe?: boolean }) => down({ home: stackHome(cli.io.env), wipe: options.wipe }));
+  local
+    .command('env')
+    .description('print export lines pointing sluice and the AWS SDK at the local stack')
+    .action(() => {
+      const vars = localDefaults(cli.io.env);
+      if (!Object.keys(vars).length) throw new SluiceError(ErrorCode.LOCAL_STACK, 'the local stack is not running here; start it with `sluice local up`');
+      for (const [key, value] of Object.entries(vars)) cli.out(`export ${key}='${value}'`);
+    });
 
-program
-  .command('doctor')
-  .description('check configuration, MySQL settings and grants, DynamoDB and S3 access')
-  .action(async () => {
-    const { config, clients } = configure(program.opts());
-    let failed = false;
-    const check = async (name: string, run: () => Promise<unknown>) => {
+  program
+    .command('init')
+    .description('create the S3 bucket and DynamoDB state table if they are missing')
+    .action(async () => {
+      const { config, clients } = cli.configure(program.opts());
+      const { bucket } = await initResources(config, clients);
+      cli.out(`state table ${config.stateTable} ready; bucket ${config.bucket} ${bucket}`);
+    });
+
+  program
+    .command('doctor')
+    .description('check configuration, MySQL settings and grants, DynamoDB and S3 access')
+    .action(async () => {
+      const { config, clients } = cli.configure(program.opts());
+      let failed = false;
+      const check = async (name: string, run: () => Promise<unknown>) => {
+        try {
+          await run();
+          cli.out(`ok    ${name}`);
+        } catch (error) {
+          failed = true;
+          cli.out(`FAIL  ${name}: ${(error as Error).message}`);
+        }
+      };
+      await check(`MySQL ${config.mysqlSecretId ? `secret ${config.mysqlSecretId}` : redact(config.mysqlUrl ?? '')}: binlog settings and grants`, async () => {
+        const conn = await connect(await mysqlTarget(config));
+        try {
+          await preflight(conn);
+        } finally {
+          await conn.end();
+        }
+      });
+      await check(`DynamoDB table ${config.stateTable}`, () => clients.store.get(config.sourceId));
+      await check(`S3 bucket ${config.bucket}`, () =>
+        import('@aws-sdk/client-s3').then(({ HeadBucketCommand }) => clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }))),
+      );
+      if (failed) cli.fail();
+    });
+
+  program
+    .command('capture')
+    .description('run the poller: one capture run, as the schedule would')
+    .option('--once', 'stop when caught up with the binlog end seen at start (sets $SLUICE_STOP_WHEN_CAUGHT_UP)')
+    .addOption(new Option('--seconds <n>', 'run length (default $SLUICE_RUN_SECONDS)').argParser(Number))
+    .action(async (options: { once?: boolean; seconds?: number }) => {
+      const { config, clients } = cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined });
+      const result = await runCapture(
+        {
+          config,
+          s3: clients.s3,
+          store: clients.store,
+          snapshots: clients.snapshots,
+          log: createLogger('WARN', cli.io.env),
+          onSnapshotRequested: async (job) => cli.err(`initial snapshot ${job.id} requested: copy the existing rows with \`sluice snapshot\``),
+        },
+        { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000 },
+      );
+      cli.out(
+        result.status === 'busy'
+          ? 'another run holds the lease; nothing done'
+          : `captured ${result.events} events in ${result.transactions} transactions, ${result.commits} commits, ${result.heartbeats} heartbeats; position ${result.position ? formatPosition(result.position) : '-'}${result.caughtUp ? ' (caught up)' : ''}`,
+      );
+    });
+
+  program
+    .command('snapshot')
+    .description("copy tables' existing rows (resumable, chunked, parallel); continues the pending snapshot if any")
+    .option('--tables <list>', 'comma-separated db.table names: a new snapshot of just these (e.g. a table added later)')
+    .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
+    .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
+    .action(async (options: { tables?: string; workers: number; seconds: number }) => {
+      const { config, clients } = cli.configure(program.opts());
+      const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
+      const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
+      const planned = await planSnapshot(deps, job);
+      const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
       try {
-        await run();
-        console.log(`ok    ${name}`);
-      } catch (error) {
-        failed = true;
-        console.log(`FAIL  ${name}: ${(error as Error).message}`);
-      }
-    };
-    await check(`MySQL ${config.mysqlSecretId ? `secret ${config.mysqlSecretId}` : redact(config.mysqlUrl ?? '')}: binlog settings and grants`, async () => {
-      const conn = await connect(await mysqlTarget(config));
-      try {
-        await preflight(conn);
+        const results = await Promise.all(
+          Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
+            runSnapshotWorker(deps, { budgetMs: options.seconds * 1000, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
+          ),
+        );
+        clearInterval(timer);
+        await printProgress(cli.io.stderr, clients.snapshots, planned, false);
+        const rows = results.reduce((a, r) => a + r.rows, 0);
+        cli.out(
+          `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${results.some((r) => r.complete) ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
+        );
       } finally {
-        await conn.end();
+        clearInterval(timer);
       }
     });
-    await check(`DynamoDB table ${config.stateTable}`, () => clients.store.get(config.sourceId));
-    await check(`S3 bucket ${config.bucket}`, () =>
-      import('@aws-sdk/client-s3').then(({ HeadBucketCommand }) => clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }))),
-    );
-    if (failed) process.exitCode = 1;
-  });
 
-program
-  .command('capture')
-  .description('run the poller: one capture run, as the schedule would')
-  .option('--once', 'stop as soon as caught up with the binlog end seen at start')
-  .addOption(new Option('--seconds <n>', 'run length (default $SLUICE_RUN_SECONDS)').argParser(Number))
-  .action(async (options: { once?: boolean; seconds?: number }) => {
-    const { config, clients } = configure(program.opts());
-    const result = await runCapture(
-      {
-        config,
-        s3: clients.s3,
-        store: clients.store,
-        snapshots: clients.snapshots,
-        log: createLogger('WARN'),
-        onSnapshotRequested: async (job) => console.error(`initial snapshot ${job.id} requested: copy the existing rows with \`sluice snapshot\``),
-      },
-      { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000, stopWhenCaughtUp: options.once },
-    );
-    console.log(
-      result.status === 'busy'
-        ? 'another run holds the lease; nothing done'
-        : `captured ${result.events} events in ${result.transactions} transactions, ${result.commits} commits, ${result.heartbeats} heartbeats; position ${result.position ? formatPosition(result.position) : '-'}${result.caughtUp ? ' (caught up)' : ''}`,
-    );
-  });
+  program
+    .command('status')
+    .description('stored vs server position, lag, last commit, lease, pending renames, errors')
+    .option('--json', 'machine-readable output')
+    .action(async (options: { json?: boolean }) => {
+      const { config, clients } = cli.configure(program.opts());
+      const status = await sourceStatus(config, clients.store);
+      const job = await clients.snapshots.latestJob(config.sourceId);
+      const snapshot = job ? { id: job.id, status: job.status, error: job.error, tables: await snapshotProgress(clients.snapshots, job) } : undefined;
+      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot }, null, 2));
+      const rows: [string, string][] = [
+        ['source', status.source],
+        ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
+        ['server position', status.master ? formatPosition(status.master) : `unknown (${status.mysqlError})`],
+        ['lag', status.lagBytes === undefined ? '-' : `${status.lagBytes} bytes of binlog`],
+        ['commits', `${status.commitSeq}${status.lastCommitAt ? `, last at ${status.lastCommitAt}` : ''}`],
+        ['lease', status.lease ? `${status.lease.owner} until ${status.lease.expiresAt}${status.lease.live ? '' : ' (expired)'}` : 'free'],
+        ['pending renames', status.pending ? `commit ${status.pending.commitSeq} (${status.pending.objects} objects)` : 'none'],
+      ];
+      rows.push([
+        'purge risk',
+        status.timeToPurgeSeconds === undefined
+          ? '-'
+          : status.timeToPurgeSeconds === null
+            ? 'none: the server does not purge binlogs automatically'
+            : `the stored binlog may be purged in ${Math.round(status.timeToPurgeSeconds / 60)} min (retention ${Math.round((status.retentionSeconds ?? 0) / 3600)} h)`,
+      ]);
+      if (typeof status.timeToPurgeSeconds === 'number' && status.timeToPurgeSeconds < 6 * 3600 && status.positionOnServer !== false) {
+        rows.push(['WARNING', 'the binlog sluice still needs is close to being purged: check that the poller runs and keeps up (docs/RUNBOOK.md)']);
+      }
+      if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
+      if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
+      if (snapshot) {
+        rows.push(['snapshot', `${snapshot.id} (${snapshot.status})`]);
+        if (snapshot.error) rows.push(['  error', `${snapshot.error.code}: ${snapshot.error.message}`]);
+        for (const t of snapshot.tables) {
+          rows.push([
+            `  ${t.table}`,
+            `${t.rows.toLocaleString('en-US')}/${t.estimatedRows.toLocaleString('en-US')} rows, ${t.chunksDone}/${t.chunks} chunks, ${t.rowsPerSecond.toLocaleString('en-US')} rows/s${t.etaSeconds ? `, ETA ${t.etaSeconds}s` : ''}`,
+          ]);
+        }
+      }
+      for (const [k, v] of rows) cli.out(`${k.padEnd(16)} ${v}`);
+    });
 
-program
-  .command('snapshot')
-  .description("copy tables' existing rows (resumable, chunked, parallel); continues the pending snapshot if any")
-  .option('--tables <list>', 'comma-separated db.table names: a new snapshot of just these (e.g. a table added later)')
-  .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
-  .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
-  .action(async (options: { tables?: string; workers: number; seconds: number }) => {
-    const { config, clients } = configure(program.opts());
-    const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN') };
-    const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
-    const planned = await planSnapshot(deps, job);
-    const timer = setInterval(() => void printProgress(clients.snapshots, planned, true), 1000);
-    try {
-      const results = await Promise.all(
-        Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
-          runSnapshotWorker(deps, { budgetMs: options.seconds * 1000, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
-        ),
+  program
+    .command('verify')
+    .description('compare the output in S3 with the live tables (safe on a running source); exit 1 on any difference')
+    .option('--tables <list>', 'comma-separated db.table names (default: every included table)')
+    .option('--json', 'machine-readable output')
+    .action(async (options: { tables?: string; json?: boolean }) => {
+      const { config, clients } = cli.configure(program.opts());
+      const verdict = await verify(
+        { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots },
+        { tables: options.tables?.split(',').map((t) => t.trim()) },
       );
-      clearInterval(timer);
-      await printProgress(clients.snapshots, planned, false);
-      const rows = results.reduce((a, r) => a + r.rows, 0);
-      console.log(
-        `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${results.some((r) => r.complete) ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
-      );
-    } finally {
-      clearInterval(timer);
-    }
-  });
+      if (options.json) cli.out(JSON.stringify(verdict, null, 2));
+      else {
+        cli.out(`MySQL read at ${formatPosition(verdict.mysqlPosition)}; output at ${verdict.outputPosition ? formatPosition(verdict.outputPosition) : '-'}`);
+        for (const t of verdict.tables) {
+          const bad = t.missing + t.extra + t.differing;
+          cli.out(
+            `${bad ? 'DIFF' : 'ok  '}  ${t.table}: ${t.compared} rows compared, ${t.skipped} changing keys skipped; ${t.missing} missing, ${t.extra} extra, ${t.differing} differing`,
+          );
+          for (const k of t.examples.missing) cli.out(`        missing in S3: ${k}`);
+          for (const k of t.examples.extra) cli.out(`        extra in S3:   ${k}`);
+          for (const d of t.examples.differing) cli.out(`        differs ${d.key} in ${d.columns.join(', ')}: mysql ${d.mysql} s3 ${d.output}`);
+        }
+      }
+      if (!verdict.ok) cli.fail();
+    });
 
-async function printProgress(snapshots: SnapshotStore, job: SnapshotJob, live: boolean): Promise<void> {
+  program
+    .command('materialize')
+    .description("write a table's current state from the output (greatest seq per key) as Parquet or JSON Lines")
+    .requiredOption('--table <db.table>', 'the table')
+    .requiredOption('--out <file>', 'a .parquet or .jsonl file')
+    .action(async (options: { table: string; out: string }) => {
+      const { config, clients } = cli.configure(program.opts());
+      const rows = await materialize({ config, s3: clients.s3 }, options.table, options.out);
+      cli.out(`${rows} rows of ${options.table} written to ${options.out}`);
+    });
+
+  const state = program.command('state').description('the source state as a savepoint: export, import, reset');
+  state
+    .command('export')
+    .description('print the source state (position, commit sequence) as JSON')
+    .action(async () => {
+      const { config, clients } = cli.configure(program.opts());
+      cli.out(JSON.stringify(await exportState(config, clients.store), null, 2));
+    });
+  state
+    .command('import <file>')
+    .description('restore a state exported with `state export`; refuses to move a source backwards unless --force')
+    .option('--force', 'roll back on purpose (changes after the saved position are captured again, with the same seq)')
+    .action(async (file: string, options: { force?: boolean }) => {
+      const { config, clients } = cli.configure(program.opts());
+      const saved = JSON.parse(await readFile(file, 'utf8')) as StateFile;
+      const result = await importState(config, clients.store, saved, { force: options.force, log: createLogger('WARN', cli.io.env) });
+      cli.out(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
+    });
+  state
+    .command('reset')
+    .description('move the stored position (the commit sequence is kept)')
+    .requiredOption('--to <where>', 'latest | earliest | position:<file>:<pos> | timestamp:<ISO> | gtid:<set>')
+    .action(async (options: { to: string }) => {
+      const { config, clients } = cli.configure(program.opts());
+      const result = await resetState(config, clients.store, parseStartupSetting(options.to), createLogger('WARN', cli.io.env));
+      cli.out(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
+    });
+
+  program
+    .command('demo')
+    .description('start the local stack, write a stream of changes, capture them as the schedule would, show what landed')
+    .option('--rounds <n>', 'capture rounds', (v) => Number(v), 4)
+    .action(async (options: { rounds: number }) => {
+      if (!(await runDemo(options.rounds, { env: cli.io.env, say: (line) => cli.out(line) }))) cli.fail();
+    });
+  return program;
+}
+
+/** The snapshot progress bar: redrawn in place on a terminal, printed once at the end otherwise. */
+async function printProgress(stderr: CliIo['stderr'], snapshots: SnapshotStore, job: SnapshotJob, live: boolean): Promise<void> {
   const tables = await snapshotProgress(snapshots, job);
   const rows = tables.reduce((a, t) => a + t.rows, 0);
   const estimate = Math.max(
@@ -193,130 +383,6 @@ async function printProgress(snapshots: SnapshotStore, job: SnapshotJob, live: b
   const rate = tables.reduce((a, t) => a + t.rowsPerSecond, 0);
   const eta = Math.max(0, ...tables.map((t) => t.etaSeconds ?? 0));
   const line = `[${bar}] ${Math.round(share * 100)}% ${rows.toLocaleString('en-US')}/${estimate.toLocaleString('en-US')} rows, ${tables.reduce((a, t) => a + t.chunksDone, 0)}/${tables.reduce((a, t) => a + t.chunks, 0)} chunks, ${rate.toLocaleString('en-US')} rows/s${done ? '' : `, ETA ${eta}s`}`;
-  if (live && process.stderr.isTTY) process.stderr.write(`\r${line}`);
-  else if (!live) process.stderr.write(`${process.stderr.isTTY ? '\r' : ''}${line}\n`);
-}
-
-program
-  .command('status')
-  .description('stored vs server position, lag, last commit, lease, pending renames, errors')
-  .option('--json', 'machine-readable output')
-  .action(async (options: { json?: boolean }) => {
-    const { config, clients } = configure(program.opts());
-    const status = await sourceStatus(config, clients.store);
-    const job = await clients.snapshots.latestJob(config.sourceId);
-    const snapshot = job ? { id: job.id, status: job.status, tables: await snapshotProgress(clients.snapshots, job) } : undefined;
-    if (options.json) return console.log(JSON.stringify({ ...status, snapshot }, null, 2));
-    const rows: [string, string][] = [
-      ['source', status.source],
-      ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
-      ['server position', status.master ? formatPosition(status.master) : `unknown (${status.mysqlError})`],
-      ['lag', status.lagBytes === undefined ? '-' : `${status.lagBytes} bytes of binlog`],
-      ['commits', `${status.commitSeq}${status.lastCommitAt ? `, last at ${status.lastCommitAt}` : ''}`],
-      ['lease', status.lease ? `${status.lease.owner} until ${status.lease.expiresAt}${status.lease.live ? '' : ' (expired)'}` : 'free'],
-      ['pending renames', status.pending ? `commit ${status.pending.commitSeq} (${status.pending.objects} objects)` : 'none'],
-    ];
-    rows.push([
-      'purge risk',
-      status.timeToPurgeSeconds === undefined
-        ? '-'
-        : status.timeToPurgeSeconds === null
-          ? 'none: the server does not purge binlogs automatically'
-          : `the stored binlog may be purged in ${Math.round(status.timeToPurgeSeconds / 60)} min (retention ${Math.round((status.retentionSeconds ?? 0) / 3600)} h)`,
-    ]);
-    if (typeof status.timeToPurgeSeconds === 'number' && status.timeToPurgeSeconds < 6 * 3600 && status.positionOnServer !== false) {
-      rows.push(['WARNING', 'the binlog sluice still needs is close to being purged: check that the poller runs and keeps up (docs/RUNBOOK.md)']);
-    }
-    if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
-    if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
-    if (snapshot) {
-      rows.push(['snapshot', `${snapshot.id} (${snapshot.status})`]);
-      for (const t of snapshot.tables) {
-        rows.push([
-          `  ${t.table}`,
-          `${t.rows.toLocaleString('en-US')}/${t.estimatedRows.toLocaleString('en-US')} rows, ${t.chunksDone}/${t.chunks} chunks, ${t.rowsPerSecond.toLocaleString('en-US')} rows/s${t.etaSeconds ? `, ETA ${t.etaSeconds}s` : ''}`,
-        ]);
-      }
-    }
-    for (const [k, v] of rows) console.log(`${k.padEnd(16)} ${v}`);
-  });
-
-program
-  .command('verify')
-  .description('compare the output in S3 with the live tables (safe on a running source); exit 1 on any difference')
-  .option('--tables <list>', 'comma-separated db.table names (default: every included table)')
-  .option('--json', 'machine-readable output')
-  .action(async (options: { tables?: string; json?: boolean }) => {
-    const { config, clients } = configure(program.opts());
-    const verdict = await verify(
-      { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots },
-      { tables: options.tables?.split(',').map((t) => t.trim()) },
-    );
-    if (options.json) console.log(JSON.stringify(verdict, null, 2));
-    else {
-      console.log(`MySQL read at ${formatPosition(verdict.mysqlPosition)}; output at ${verdict.outputPosition ? formatPosition(verdict.outputPosition) : '-'}`);
-      for (const t of verdict.tables) {
-        const bad = t.missing + t.extra + t.differing;
-        console.log(
-          `${bad ? 'DIFF' : 'ok  '}  ${t.table}: ${t.compared} rows compared, ${t.skipped} changing keys skipped; ${t.missing} missing, ${t.extra} extra, ${t.differing} differing`,
-        );
-        for (const k of t.examples.missing) console.log(`        missing in S3: ${k}`);
-        for (const k of t.examples.extra) console.log(`        extra in S3:   ${k}`);
-        for (const d of t.examples.differing) console.log(`        differs ${d.key} in ${d.columns.join(', ')}: mysql ${d.mysql} s3 ${d.output}`);
-      }
-    }
-    if (!verdict.ok) process.exitCode = 1;
-  });
-
-program
-  .command('materialize')
-  .description("write a table's current state from the output (greatest seq per key) as Parquet or JSON Lines")
-  .requiredOption('--table <db.table>', 'the table')
-  .requiredOption('--out <file>', 'a .parquet or .jsonl file')
-  .action(async (options: { table: string; out: string }) => {
-    const { config, clients } = configure(program.opts());
-    const rows = await materialize({ config, s3: clients.s3 }, options.table, options.out);
-    console.log(`${rows} rows of ${options.table} written to ${options.out}`);
-  });
-
-const state = program.command('state').description('the source state as a savepoint: export, import, reset');
-state
-  .command('export')
-  .description('print the source state (position, commit sequence) as JSON')
-  .action(async () => {
-    const { config, clients } = configure(program.opts());
-    console.log(JSON.stringify(await exportState(config, clients.store), null, 2));
-  });
-state
-  .command('import <file>')
-  .description('restore a state exported with `state export`; refuses to move a source backwards unless --force')
-  .option('--force', 'roll back on purpose (changes after the saved position are captured again, with the same seq)')
-  .action(async (file: string, options: { force?: boolean }) => {
-    const { config, clients } = configure(program.opts());
-    const saved = JSON.parse(await readFile(file, 'utf8')) as StateFile;
-    const result = await importState(config, clients.store, saved, { force: options.force, log: createLogger('WARN') });
-    console.log(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
-  });
-state
-  .command('reset')
-  .description('move the stored position (the commit sequence is kept)')
-  .requiredOption('--to <where>', 'latest | earliest | position:<file>:<pos> | timestamp:<ISO> | gtid:<set>')
-  .action(async (options: { to: string }) => {
-    const { config, clients } = configure(program.opts());
-    const result = await resetState(config, clients.store, parseStartupSetting(options.to), createLogger('WARN'));
-    console.log(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
-  });
-
-program
-  .command('demo')
-  .description('start the local stack, write a stream of changes, capture them as the schedule would, show what landed')
-  .option('--rounds <n>', 'capture rounds', (v) => Number(v), 4)
-  .action(async (options: { rounds: number }) => runDemo(options.rounds));
-
-try {
-  await program.parseAsync();
-} catch (error) {
-  const message = error instanceof SluiceError ? `${error.code}: ${error.message}` : ((error as Error).stack ?? String(error));
-  console.error(`sluice: ${message}`);
-  process.exitCode = 1;
+  if (live && stderr.isTTY) stderr.write(`\r${line}`);
+  else if (!live) stderr.write(`${stderr.isTTY ? '\r' : ''}${line}\n`);
 }

@@ -19,8 +19,8 @@ export interface StackInfo {
   s3: { pid: number; port: number };
 }
 
-export function stackHome(): string {
-  return resolve(process.env.SLUICE_HOME ?? '.sluice');
+export function stackHome(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  return resolve(env.SLUICE_HOME ?? '.sluice');
 }
 
 const stateFile = (home: string) => join(home, 'stack.json');

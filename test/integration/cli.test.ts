@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
+import { run } from '../../lib/cli/main.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { cliEnv, sluice } from '../support/cli.ts';
 import { testSource } from '../support/source.ts';
@@ -28,6 +29,29 @@ describe('sluice CLI', () => {
     const later = JSON.parse((await sluice(['status', '--json'], env)).stdout);
     expect(later.lagBytes).toBeGreaterThan(status.lagBytes);
     expect((await sluice(['status'], env)).stdout).toMatch(/lag\s+\d+ bytes of binlog/);
+  });
+
+  it('runs in-process on the environment it is given: --once stops when caught up, the clients reach the stack from that environment', async () => {
+    await using source = await testSource('cliinproc');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY)');
+    await source.capture();
+    await source.sql('INSERT INTO a VALUES (1), (2), (3)');
+    const stdout: string[] = [];
+    const io = { env: cliEnv(source), stdout: { write: (text: string) => stdout.push(text) }, stderr: { write: () => true } };
+    // Only the environment handed to the command points at the stack, not process.env.
+    const aws = ['AWS_ENDPOINT_URL_S3', 'AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'];
+    const saved = aws.map((name) => [name, process.env[name]] as const);
+    for (const name of aws) delete process.env[name];
+    try {
+      const started = Date.now();
+      expect(await run(['capture', '--once', '--seconds', '60'], io)).toBe(0);
+      expect(Date.now() - started).toBeLessThan(30_000); // without --once it would read for ~45 s
+      expect(stdout.join('')).toMatch(/captured 3 events in 1 transactions, 1 commits.*\(caught up\)/);
+      expect(await run(['state', 'export'], io)).toBe(0);
+      expect(JSON.parse(stdout.slice(1).join(''))).toMatchObject({ source: source.db, commitSeq: 1 });
+    } finally {
+      for (const [name, value] of saved) if (value !== undefined) process.env[name] = value;
+    }
   });
 
   it('snapshot shows progress and status reports it per table', async () => {
