@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logs, metric, printed } from '../support/output.ts';
 import { testSource } from '../support/source.ts';
 
 /** Stands in for the Lambda Invoke API (reached through AWS_ENDPOINT_URL_LAMBDA): records async invocations. */
@@ -44,47 +45,38 @@ describe('Lambda handlers (real stack; the Invoke API is a local stand-in)', () 
     const { handler: poller } = await import('../../functions/poller.ts');
     const { handler: snapshot } = await import('../../functions/snapshot.ts');
 
-    const polled = await poller({}, context('sluice-test-poller', 3_500));
+    // Handlers print JSON logs and EMF metrics to stdout, as Lambda expects: captured and checked here.
+    const first = await printed(() => poller({}, context('sluice-test-poller', 3_500)));
+    const polled = first.result;
     expect(polled.snapshotRequested).toBeDefined();
+    expect(logs(first.documents, 'snapshot requested')).toMatchObject([
+      { level: 'INFO', snapshot: polled.snapshotRequested, function_name: 'sluice-test-poller' },
+    ]);
+    expect(logs(first.documents, 'capture run finished')).toMatchObject([{ status: 'captured', snapshotRequested: polled.snapshotRequested }]);
     expect(invocations).toEqual([{ functionName: 'sluice-test-snapshot', type: 'Event', payload: { snapshotId: polled.snapshotRequested } }]);
 
     // The snapshot function as AWS would run it: the planner fans out, then each worker event.
     invocations.length = 0;
-    await snapshot({ snapshotId: polled.snapshotRequested, workers: 2 }, context('sluice-test-snapshot'));
+    const planner = await printed(() => snapshot({ snapshotId: polled.snapshotRequested, workers: 2 }, context('sluice-test-snapshot')));
+    expect(logs(planner.documents, 'snapshot planned')).toMatchObject([{ snapshot: polled.snapshotRequested, tables: 1, chunks: 3 }]);
     expect(invocations.map((i) => i.payload)).toEqual([
       { snapshotId: polled.snapshotRequested, worker: 0 },
       { snapshotId: polled.snapshotRequested, worker: 1 },
     ]);
     const workers = invocations.splice(0);
-    const results = await Promise.all(workers.map((w) => snapshot(w.payload, context('sluice-test-snapshot'))));
+    const { result: results } = await printed(() => Promise.all(workers.map((w) => snapshot(w.payload, context('sluice-test-snapshot')))));
     expect(results.some((r) => 'complete' in r && r.complete)).toBe(true);
     expect(invocations).toEqual([]); // nobody ran out of time, so nobody re-invoked itself
 
     await source.sql("UPDATE a SET v = 'y' WHERE id <= 3");
     // The poller publishes its health as CloudWatch EMF lines on stdout.
-    const printed: string[] = [];
-    const write = process.stdout.write.bind(process.stdout);
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
-      printed.push(String(chunk));
-      return write(chunk, ...(rest as []));
-    });
-    const consoleSpy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void printed.push(args.map(String).join(' ')));
-    try {
-      await poller({}, context('sluice-test-poller', 3_500));
-    } finally {
-      spy.mockRestore();
-      consoleSpy.mockRestore();
-    }
-    const emf = printed
-      .flatMap((line) => line.split('\n'))
-      .filter((line) => line.includes('"_aws"'))
-      .map((line) => JSON.parse(line));
-    const metric = (name: string) => emf.find((e) => e._aws.CloudWatchMetrics[0].Metrics.some((m: { Name: string }) => m.Name === name));
-    expect(metric('RowsCaptured')?.RowsCaptured).toBe(3);
-    expect(metric('RowsCaptured')?.source).toBe(source.db);
-    expect(metric('LagSeconds')?.LagSeconds).toBe(0);
-    expect(typeof metric('LagBytes')?.LagBytes).toBe('number');
-    expect(metric('CommitLatency')).toBeDefined();
+    const { documents } = await printed(() => poller({}, context('sluice-test-poller', 3_500)));
+    expect(metric(documents, 'RowsCaptured')?.RowsCaptured).toBe(3);
+    expect(metric(documents, 'RowsCaptured')?.source).toBe(source.db);
+    expect(metric(documents, 'LagSeconds')?.LagSeconds).toBe(0);
+    expect(typeof metric(documents, 'LagBytes')?.LagBytes).toBe('number');
+    expect(metric(documents, 'CommitLatency')).toBeDefined();
+    expect(logs(documents, 'committed batch')).toMatchObject([{ commitSeq: 1, events: 3, transactions: 1 }]);
     const events = await source.events();
     expect(events.filter((e) => e.op === 'r')).toHaveLength(1200);
     expect(events.filter((e) => e.op === 'u')).toHaveLength(3);

@@ -115,7 +115,6 @@ describe('snapshot (real stack)', () => {
       SLUICE_INCLUDE: `${source.db}\\..*`,
       SLUICE_SNAPSHOT_PAGE_ROWS: '500',
       SLUICE_SNAPSHOT_LEASE_SECONDS: '2',
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     };
     const child = spawn(process.execPath, ['bin/sluice.js', 'snapshot', '--workers', '1'], { env, stdio: 'ignore' });
     // Kill it once some pages are committed, i.e. mid-run.

@@ -8,7 +8,7 @@ const run = promisify(execFile);
 export async function sluice(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['bin/sluice.js', ...args], {
-      env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      env,
     });
     return { code: 0, stdout, stderr };
   } catch (error) {

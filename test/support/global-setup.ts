@@ -10,10 +10,19 @@ declare module 'vitest' {
 
 const home = join(process.cwd(), '.sluice', 'test');
 
-/** Starts the local stack for the test run (a separate home from `npm start`'s) and stops it after. */
+/**
+ * Starts the local stack for the test run (a separate home from `npm start`'s) and stops it after.
+ * Its progress lines are printed only if it fails to start.
+ */
 export default async function setup(project: TestProject) {
-  const stack = await up({ home, log: (line) => console.error(`[stack] ${line}`) });
-  project.provide('stackEnv', env(stack));
+  const lines: string[] = [];
+  try {
+    const stack = await up({ home, log: (line) => lines.push(`[stack] ${line}`) });
+    project.provide('stackEnv', env(stack));
+  } catch (error) {
+    for (const line of lines) console.error(line);
+    throw error;
+  }
   return async () => {
     if (process.env.SLUICE_KEEP_STACK !== '1') await down({ home });
   };
