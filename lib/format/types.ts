@@ -1,5 +1,5 @@
 /**
- * Lossless value encoding, shared by every path that produces rows (binlog now, snapshot later).
+ * Lossless value encoding, shared by every path that produces rows (binlog events and snapshot pages).
  * Values are written as JSON text directly: integers beyond 2^53 must stay unquoted numbers with
  * exact digits, which JSON.stringify cannot do on Node 20.
  */

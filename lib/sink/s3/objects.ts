@@ -34,6 +34,7 @@ export async function copyObject(s3: S3Client, bucket: string, from: string, to:
   try {
     await s3.send(new CopyObjectCommand({ Bucket: bucket, CopySource: copySource(bucket, from), Key: to }));
   } catch (error) {
+    // CopyObject does not model NoSuchKey, so the SDK raises a plain S3ServiceException named so.
     const missing = error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey';
     if (!missing) throw error;
     if (!(await exists(s3, bucket, to))) {
