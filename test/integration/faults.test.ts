@@ -2,14 +2,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteObjectsCommand } from '@aws-sdk/client-s3';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../../lib/cli/main.ts';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import { LeaseLostError, PositionLostError } from '../../lib/errors.ts';
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { connect, preflight } from '../../lib/source/mysql/server.ts';
+import { cliEnv } from '../support/cli.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
 
 const POINTS: FaultPoint[] = ['after-staging', 'after-commit', 'mid-rename', 'before-clear'];
@@ -60,6 +63,25 @@ describe('crash recovery and fencing (real stack)', () => {
     expect(differences).toEqual([]);
     expect(await source.stagingKeys()).toEqual([]);
     expect((await source.state())?.pending).toBeUndefined();
+  });
+
+  it('a committed commit whose staging objects vanished stops the source with STAGING_LOST, shown by status', async () => {
+    await using source = await testSource('staginglost');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT)');
+    await source.capture();
+    await source.sql("INSERT INTO a VALUES (1,'x',1)");
+    await expect(source.capture({ faults: crashAt('after-commit') })).rejects.toBeInstanceOf(InjectedFault);
+    // Something else deletes staging (a lifecycle rule, a clean-up) before the renames ran.
+    const staged = await source.stagingKeys();
+    expect(staged.length).toBeGreaterThan(0);
+    await source.clients.s3.send(new DeleteObjectsCommand({ Bucket: source.config.bucket, Delete: { Objects: staged.map((Key) => ({ Key })) } }));
+
+    await expect(source.capture()).rejects.toMatchObject({ code: 'STAGING_LOST', retriable: false });
+    expect((await source.state())?.error?.code).toBe('STAGING_LOST');
+    const stdout: string[] = [];
+    await run(['status'], { env: cliEnv(source), stdout: { write: (text: string) => stdout.push(text) }, stderr: { write: () => true } });
+    expect(stdout.join('')).toMatch(/^error\s+STAGING_LOST: staging object .* and final object .* are both missing/m);
+    expect(await source.manifests()).toEqual([]);
   });
 
   it('a zombie whose lease expired cannot commit; its successor captures everything once', async () => {
