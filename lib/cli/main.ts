@@ -226,7 +226,7 @@ function commands(cli: Cli): Command {
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
     .action(async (options: { tables?: string; workers: number; seconds: number }) => {
       const { config, clients } = cli.configure(program.opts());
-      const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
+      const deps = { config, s3: clients.s3, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
       const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
       const planned = await planSnapshot(deps, job);
       const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
