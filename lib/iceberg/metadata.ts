@@ -47,7 +47,7 @@ export interface TableVersion {
 export const PROPERTY = {
   /** Number of key-hash buckets the last full rewrite laid the data files out in. */
   buckets: 'sluice.bucket-count',
-  /** Field ids a keyless table's rows are hashed on to find their bucket. */
+  /** `id:type` of the fields rows were hashed on to find their bucket (a keyless table's lookup). */
   bucketFields: 'sluice.bucket-field-ids',
   /** Comma-separated key columns' field ids ("" for a keyless table). */
   keyFields: 'sluice.key-field-ids',

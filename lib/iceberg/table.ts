@@ -26,6 +26,9 @@ import { bucketExpression, col, type Lines, Workspace, type WrittenFile } from '
 import { evolveSchema, type IcebergField, type IcebergSchema, type MappedField, mappedFields, type SchemaEvolution } from './schema.ts';
 import type { ObjectStore } from './store.ts';
 
+export type { TableVersion } from './metadata.ts';
+export type { ObjectStore } from './store.ts';
+
 /*
  * The Iceberg file-format layer: it turns a table's change set into the files of one new Iceberg
  * snapshot and the next `vN.metadata.json`, and nothing more. It never makes a version current:
@@ -486,6 +489,9 @@ async function writeBuckets(ws: Workspace, writer: SnapshotWriter, schema: Icebe
   return { rows, buckets };
 }
 
+/** What a bucket layout depends on: the hashed fields and their types (a promotion changes a value's text). */
+const bucketSignature = (schema: IcebergSchema, ids: readonly number[]) => ids.map((id) => `${id}:${schema.fields.find((f) => f.id === id)?.type}`).join(',');
+
 const stats = (partial: Partial<StageStats>): StageStats => ({
   rowsWritten: 0,
   deletes: 0,
@@ -559,7 +565,8 @@ export async function stageChanges(
       }),
     };
   }
-  return stageKeyless(deps, ws, writer, prepared, live, { upserts: upserts.lines, deletes: deletes.lines, nulled });
+  // `await` here: the workspace is disposed when this function returns.
+  return await stageKeyless(deps, ws, writer, prepared, live, { upserts: upserts.lines, deletes: deletes.lines, nulled });
 }
 
 /** Keyless tables: multiset rows in hash buckets of all columns; a bucket that loses rows is rewritten. */
@@ -580,7 +587,7 @@ async function stageKeyless(
   // Buckets are only valid while rows hash the same way: same columns, no delete files, bucket files only.
   const incremental =
     prepared.base.version > 0 &&
-    properties[PROPERTY.bucketFields] === ids.join(',') &&
+    properties[PROPERTY.bucketFields] === bucketSignature(schema, ids) &&
     live.deletes.length === 0 &&
     live.data.every((f) => bucketOf(f) >= 0 && bucketOf(f) < buckets);
   /** Rows of `from` less one row per row of table `del` (multiset difference); returns the deletes that found no row. */
@@ -605,7 +612,7 @@ async function stageKeyless(
     const unmatched = await subtract('SELECT * FROM live UNION ALL SELECT * FROM up', 'del');
     const { buckets: laid } = await writeBuckets(ws, writer, schema, 'SELECT * FROM result', ids, DEFAULT_ROWS_PER_FILE);
     const version = await writer.finish([], live.data.length ? 'overwrite' : 'append', {
-      properties: { [PROPERTY.buckets]: String(laid), [PROPERTY.bucketFields]: ids.join(',') },
+      properties: { [PROPERTY.buckets]: String(laid), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
       removed: live.data.length + live.deletes.length,
     });
     return done(version, unmatched);
@@ -651,7 +658,7 @@ export async function stageReplace(deps: IcebergDeps, current: TableVersion | un
   const live = await liveEntries(deps.store, current?.metadata);
   const { buckets } = await writeBuckets(ws, writer, schema, 'SELECT * FROM up', ids, DEFAULT_ROWS_PER_FILE);
   const version = await writer.finish([], spooled.lines ? 'overwrite' : 'delete', {
-    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: ids.join(',') },
+    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
     removed: live.data.length + live.deletes.length,
   });
   return { version, written: writer.written, schema: prepared.evolution, stats: stats({ rowsWritten: spooled.lines, dataFiles: writer.files.length, nulled }) };
@@ -689,7 +696,7 @@ export async function stageCompaction(deps: IcebergDeps, current: TableVersion, 
   const ids = keyIds.length ? keyIds : schema.fields.map((f) => f.id);
   const { rows, buckets } = await writeBuckets(ws, writer, schema, 'SELECT * FROM live', ids, options.rowsPerFile ?? DEFAULT_ROWS_PER_FILE);
   const version = await writer.finish([], 'replace', {
-    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: ids.join(',') },
+    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
     removed: live.data.length + live.deletes.length,
   });
   return { version, written: writer.written, schema: undefined, stats: stats({ rowsWritten: rows, dataFiles: writer.files.length }) };
