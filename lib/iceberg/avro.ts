@@ -174,7 +174,7 @@ export function readAvroFile<T>(bytes: Uint8Array): { records: T[]; metadata: Re
     value: { magic: Buffer; meta: Record<string, Buffer>; sync: Buffer };
     offset: number;
   };
-  if (!header || !header.magic.equals(MAGIC)) throw new Error('not an Avro container file');
+  if (!header?.magic.equals(MAGIC)) throw new Error('not an Avro container file');
   const metadata = Object.fromEntries(Object.entries(header.meta).map(([k, v]) => [k, v.toString('utf8')]));
   if ((metadata['avro.codec'] ?? 'null') !== 'null') throw new Error(`Avro codec ${metadata['avro.codec']} is not supported here`);
   const type = avro.Type.forSchema(JSON.parse(metadata['avro.schema'] ?? '{}'));
