@@ -1,0 +1,107 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+
+/**
+ * The object store the Iceberg layer writes through: keys are relative to one bucket, `uri` turns a
+ * key into the absolute location Iceberg metadata must hold (`s3://bucket/key`). Small enough that
+ * an in-memory fake is a few lines (below), so the file-format logic is tested without S3.
+ */
+export interface ObjectStore {
+  /** The object's bytes, or undefined when it does not exist. */
+  get(key: string): Promise<Uint8Array | undefined>;
+  put(key: string, body: Uint8Array | string): Promise<void>;
+  /** Streams a local file to `key` (multipart when large). */
+  putFile(key: string, path: string): Promise<void>;
+  /** Streams `key` to a local file; throws when it does not exist. */
+  getFile(key: string, path: string): Promise<void>;
+  list(prefix: string): AsyncIterable<string>;
+  delete(keys: readonly string[]): Promise<void>;
+  uri(key: string): string;
+  /** The key of an absolute location this store wrote (inverse of `uri`). */
+  keyOf(uri: string): string;
+}
+
+function uriMapping(bucket: string) {
+  const root = `s3://${bucket}/`;
+  return {
+    uri: (key: string) => `${root}${key}`,
+    keyOf(uri: string): string {
+      if (!uri.startsWith(root)) throw new Error(`${uri} is not in bucket ${bucket}`);
+      return uri.slice(root.length);
+    },
+  };
+}
+
+/** The store over S3 (or LocalStack / the local emulator, by endpoint configuration). */
+export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
+  return {
+    ...uriMapping(bucket),
+    async get(key) {
+      try {
+        const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        return await object.Body?.transformToByteArray();
+      } catch (error) {
+        if (error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey') return undefined;
+        throw error;
+      }
+    },
+    async put(key, body) {
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+    },
+    async putFile(key, path) {
+      // Upload switches to multipart above its part size; single PUTs have size limits (emulators ~11 MiB).
+      await new Upload({ client: s3, params: { Bucket: bucket, Key: key, Body: createReadStream(path) }, partSize: 8 * 1024 * 1024 }).done();
+    },
+    async getFile(key, path) {
+      const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      await pipeline(object.Body as NodeJS.ReadableStream, createWriteStream(path));
+    },
+    async *list(prefix) {
+      let ContinuationToken: string | undefined;
+      do {
+        const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken }));
+        for (const object of page.Contents ?? []) if (object.Key) yield object.Key;
+        ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (ContinuationToken);
+    },
+    async delete(keys) {
+      for (let i = 0; i < keys.length; i += 1000) {
+        const chunk = keys.slice(i, i + 1000);
+        const { Errors } = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }));
+        if (Errors?.length) throw new Error(`could not delete ${Errors.length} objects, first: ${Errors[0]?.Key}: ${Errors[0]?.Message}`);
+      }
+    },
+  };
+}
+
+/** An in-memory store for unit tests; `objects` is exposed so tests can look inside. */
+export function memoryObjectStore(bucket = 'memory'): ObjectStore & { objects: Map<string, Uint8Array> } {
+  const objects = new Map<string, Uint8Array>();
+  return {
+    ...uriMapping(bucket),
+    objects,
+    async get(key) {
+      return objects.get(key);
+    },
+    async put(key, body) {
+      objects.set(key, typeof body === 'string' ? new TextEncoder().encode(body) : body);
+    },
+    async putFile(key, path) {
+      objects.set(key, new Uint8Array(await readFile(path)));
+    },
+    async getFile(key, path) {
+      const body = objects.get(key);
+      if (!body) throw new Error(`no object ${key}`);
+      await writeFile(path, body);
+    },
+    async *list(prefix) {
+      for (const key of [...objects.keys()].sort()) if (key.startsWith(prefix)) yield key;
+    },
+    async delete(keys) {
+      for (const key of keys) objects.delete(key);
+    },
+  };
+}
