@@ -83,3 +83,35 @@ export type AlterOp =
   /** Options that change neither rows nor columns (ENGINE, COMMENT, ALGORITHM, FORCE…). */
   | { readonly op: 'noop'; readonly what: string }
   | { readonly op: 'unknown'; readonly reason: string };
+
+/** A table, by its raw (unescaped) names. */
+export interface TableRef {
+  readonly db: string;
+  readonly table: string;
+}
+
+/** What a statement does to one table. */
+export type TableChange =
+  /** A new table with this definition (also the server-written CREATE of a ROW-format CREATE … SELECT). */
+  | { readonly kind: 'create'; readonly definition: TableDefinition; readonly orReplace: boolean; readonly ifNotExists: boolean }
+  /** CREATE TABLE … LIKE `source`: a copy of the source's structure, empty. */
+  | { readonly kind: 'create-like'; readonly source: TableRef; readonly orReplace: boolean; readonly ifNotExists: boolean }
+  /** A new table holding rows the binlog does not carry (CREATE … SELECT as a statement, CONVERT PARTITION … TO TABLE). */
+  | { readonly kind: 'create-select'; readonly orReplace: boolean }
+  | { readonly kind: 'drop' }
+  | { readonly kind: 'truncate' }
+  /** Renamed away (to `to`, which may be outside the captured set). */
+  | { readonly kind: 'rename-out'; readonly to: TableRef }
+  /** Appears under this name by a rename of `from`. */
+  | { readonly kind: 'rename-in'; readonly from: TableRef }
+  | { readonly kind: 'alter'; readonly ops: readonly AlterOp[] }
+  /** Rows changed without row events and nothing else (the other table of EXCHANGE PARTITION). */
+  | { readonly kind: 'rows-changed'; readonly reason: string }
+  /** Neither rows nor structure change (OPTIMIZE, ANALYZE, REPAIR). */
+  | { readonly kind: 'noop'; readonly reason: string }
+  | { readonly kind: 'unknown'; readonly reason: string };
+
+export interface TableEffect {
+  readonly table: TableRef;
+  readonly change: TableChange;
+}

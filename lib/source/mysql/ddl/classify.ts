@@ -1,8 +1,20 @@
 import { UnsupportedTypeError } from '../../../schema/column-type.ts';
-import type { AlterOp, ColumnDefinition, ColumnPosition, IndexDefinition, KeyPart, TableDefinition } from '../../../schema/definition.ts';
+import type {
+  AlterOp,
+  ColumnDefinition,
+  ColumnPosition,
+  IndexDefinition,
+  KeyPart,
+  TableChange,
+  TableDefinition,
+  TableEffect,
+  TableRef,
+} from '../../../schema/definition.ts';
 import { columnFromAst } from './column-def.ts';
 import { LexError, lex, render, type Token } from './lexer.ts';
 import { sqlParser } from './sqlparser.ts';
+
+export type { TableChange, TableEffect, TableRef };
 
 /**
  * Classifies one binlog Query event's text (a DDL statement) into what it does to which tables.
@@ -15,38 +27,6 @@ import { sqlParser } from './sqlparser.ts';
  * path stops on it when one of them is captured. Statement text is never kept in a result: users,
  * grants and routines can hold passwords.
  */
-
-/** A table, by its raw (unescaped) names. */
-export interface TableRef {
-  readonly db: string;
-  readonly table: string;
-}
-
-/** What a statement does to one table. */
-export type TableChange =
-  /** A new table with this definition (also the server-written CREATE of a ROW-format CREATE … SELECT). */
-  | { readonly kind: 'create'; readonly definition: TableDefinition; readonly orReplace: boolean; readonly ifNotExists: boolean }
-  /** CREATE TABLE … LIKE `source`: a copy of the source's structure, empty. */
-  | { readonly kind: 'create-like'; readonly source: TableRef; readonly orReplace: boolean; readonly ifNotExists: boolean }
-  /** A new table holding rows the binlog does not carry (CREATE … SELECT as a statement, CONVERT PARTITION … TO TABLE). */
-  | { readonly kind: 'create-select'; readonly orReplace: boolean }
-  | { readonly kind: 'drop' }
-  | { readonly kind: 'truncate' }
-  /** Renamed away (to `to`, which may be outside the captured set). */
-  | { readonly kind: 'rename-out'; readonly to: TableRef }
-  /** Appears under this name by a rename of `from`. */
-  | { readonly kind: 'rename-in'; readonly from: TableRef }
-  | { readonly kind: 'alter'; readonly ops: readonly AlterOp[] }
-  /** Rows changed without row events and nothing else (the other table of EXCHANGE PARTITION). */
-  | { readonly kind: 'rows-changed'; readonly reason: string }
-  /** Neither rows nor structure change (OPTIMIZE, ANALYZE, REPAIR). */
-  | { readonly kind: 'noop'; readonly reason: string }
-  | { readonly kind: 'unknown'; readonly reason: string };
-
-export interface TableEffect {
-  readonly table: TableRef;
-  readonly change: TableChange;
-}
 
 export type DdlClassification =
   /** Touches no table rows: views, triggers, routines, events, users, grants, FLUSH, temporary tables. */
@@ -266,17 +246,20 @@ export async function classifyDdl(text: string, ctx: ClassifyContext): Promise<D
     throw error;
   }
   while (tokens.at(-1)?.kind === 'punct' && tokens.at(-1)?.value === ';') tokens.pop();
-  if (tokens.some((t) => t.kind === 'punct' && t.value === ';')) return { kind: 'unknown', tables: null, reason: 'several statements in one event' };
   const s: Statement = { ctx, escaped: tokens.some((t) => t.escaped === true), seen: [] };
+  let result: DdlClassification;
   try {
-    return await statement(s, new Cursor(tokens));
+    result = await statement(s, new Cursor(tokens));
   } catch (error) {
-    if (error instanceof Unclassified || error instanceof UnsupportedTypeError) {
-      return { kind: 'unknown', tables: dedupe(s.seen), reason: error.message };
-    }
-    if (error instanceof Error && error.name === 'ParserError') return { kind: 'unknown', tables: dedupe(s.seen), reason: `sqlparser: ${error.message}` };
-    throw error;
+    if (error instanceof Unclassified || error instanceof UnsupportedTypeError) result = { kind: 'unknown', tables: dedupe(s.seen), reason: error.message };
+    else if (error instanceof Error && error.name === 'ParserError')
+      result = { kind: 'unknown', tables: dedupe(s.seen), reason: `sqlparser: ${error.message}` };
+    else throw error;
   }
+  // Routine bodies hold semicolons; anything else with one is several statements.
+  if (result.kind !== 'ignore' && tokens.some((t) => t.kind === 'punct' && t.value === ';'))
+    return { kind: 'unknown', tables: null, reason: 'several statements in one event' };
+  return result;
 }
 
 function dedupe(tables: readonly TableRef[]): TableRef[] {
@@ -516,7 +499,10 @@ function constraintItem(c: Cursor): IndexDefinition | undefined {
     c.eatWord('IF', 'NOT', 'EXISTS');
     if (!(c.isWord('PRIMARY') || c.isWord('UNIQUE') || c.isWord('FOREIGN') || c.isWord('CHECK'))) symbol = c.namePart();
   }
-  if (c.eatWord('FOREIGN') || c.eatWord('CHECK')) return undefined;
+  if (c.eatWord('FOREIGN') || c.eatWord('CHECK')) {
+    c.rest();
+    return undefined;
+  }
   if (c.isWord('PERIOD')) throw new Unclassified('PERIOD FOR (system versioning or application periods)');
   let kind: IndexDefinition['kind'];
   if (c.eatWord('PRIMARY', 'KEY')) kind = 'primary';
@@ -647,7 +633,8 @@ async function alter(s: Statement, c: Cursor): Promise<DdlClassification> {
   const effects: TableEffect[] = [];
   const ops: AlterOp[] = [];
   let renameTo: TableRef | undefined;
-  for (const spec of splitTop(c.rest())) {
+  const specs = c.atEnd() ? [] : splitTop(c.rest());
+  for (const spec of specs) {
     if (!spec.length) throw new Unclassified('empty ALTER specification');
     for (const item of await alterSpec(s, spec)) {
       if ('renameTo' in item) renameTo = item.renameTo;

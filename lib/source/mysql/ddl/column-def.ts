@@ -93,12 +93,15 @@ function dataType(node: Ast): ParsedType {
     case 'Float': {
       const { precision, scale } = precisionScale(arg);
       // FLOAT(p): p ≤ 24 is single precision, 25..53 double; FLOAT(M,D) stays single.
-      return { type: { base: scale === undefined && precision !== undefined && precision > 24 ? 'double' : 'float', unsigned } };
+      if (scale !== undefined) return { type: { base: 'float', unsigned, precision, scale } };
+      return { type: { base: precision !== undefined && precision > 24 ? 'double' : 'float', unsigned } };
     }
     case 'Float4':
       return { type: { base: 'float', unsigned } };
     case 'Double':
     case 'DoublePrecision':
+      // DOUBLE(M,D) rounds stored values to D decimals: kept so a default is not taken as exact.
+      return { type: { base: 'double', unsigned, ...precisionScale(arg) } };
     case 'Float8':
     case 'Real':
       return { type: { base: 'double', unsigned } };
