@@ -598,9 +598,19 @@ export function versionFromInformationSchema(
   };
 }
 
+/**
+ * MariaDB adds a hidden column `DB_ROW_HASH_<n>` per long unique key (a UNIQUE key too long for a
+ * B-tree, `USING HASH`). It is not in information_schema or `SELECT *`, but it IS in the binlog's
+ * TABLE_MAP and row images: the capture path must drop it from row images.
+ */
+export function isHiddenHashColumn(name: string): boolean {
+  return /^DB_ROW_HASH_\d+$/.test(name);
+}
+
 /** What a TABLE_MAP event shows of a table (no nullability, no collation), comparable with `structureOf`. */
 export function structureFromTableMap(columns: readonly TableMapColumn[], primaryKey: readonly number[] | null | undefined): string {
-  const normalized = columns.map((c) => ({ name: c.name, ...normalizeType(tableMapType(c)) }));
-  const key = primaryKey?.length ? primaryKey.map((i) => normalized[i]?.name as string) : null;
+  const all = columns.map((c) => ({ name: c.name, ...normalizeType(tableMapType(c)) }));
+  const key = primaryKey?.length ? primaryKey.map((i) => all[i]?.name as string) : null;
+  const normalized = all.filter((c) => !isHiddenHashColumn(c.name));
   return JSON.stringify({ columns: normalized.map((c) => [c.name, c.type, c.kind === 'string' ? (c.charset ?? null) : null]), key });
 }
