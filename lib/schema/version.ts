@@ -89,7 +89,7 @@ export interface EvolveResult {
 export interface EvolveContext extends FillContext {
   readonly db: string;
   readonly table: string;
-  /** CREATE TABLE … LIKE and RENAME: the source table's version when known. */
+  /** CREATE TABLE … LIKE and RENAME (rename-in): the source table's version when known (for a rename, as it was just before). */
   readonly source?: SchemaVersion;
   /** The database's default collation, for CREATE TABLE without a charset (CREATE/ALTER DATABASE, information_schema.SCHEMATA). */
   readonly databaseCollation?: string;
@@ -345,7 +345,8 @@ export function evolve(previous: SchemaVersion | undefined, change: TableChange,
       case 'create-select':
         return { path: 'resnapshot', next: undefined, changes: [], reason: 'created with rows the binlog does not carry' };
       case 'rename-in':
-        if (!context.source || context.source.dropped) return { path: 'resnapshot', next: undefined, changes: [], reason: 'renamed in from a table not known' };
+        // The source was renamed away by this same statement, so it is marked dropped: its structure is what moves.
+        if (!context.source) return { path: 'resnapshot', next: undefined, changes: [], reason: 'renamed in from a table not known' };
         return { path: 'resnapshot', next: copyOf(context.source, previous, context), changes: [], reason: 'renamed in' };
       case 'drop':
       case 'rename-out':
