@@ -1,0 +1,336 @@
+import type { ColumnKind } from '../format/types.ts';
+import { collationInfo, defaultCollation, maxBytesPerChar } from './charsets.ts';
+
+/**
+ * ONE vocabulary of column types for every place that describes a table: parsed DDL, an
+ * information_schema.COLUMNS row, and a binlog TABLE_MAP column. Each source is turned into a
+ * `TypeDescriptor`, and `normalizeType` alone renders the type string, kind and fsp, so a version
+ * derived from DDL can be compared with what the server reports and what the binlog carries.
+ *
+ * The vocabulary is what the binlog can tell apart (the row images are the ground truth): no
+ * display widths or ZEROFILL, FLOAT(M,D) is `float`, JSON is `longtext`, UUID/INET6 are
+ * `binary(16)` and INET4 `binary(4)` (their row images are those bytes), BOOL is `tinyint`.
+ * String lengths are in characters, as in DDL.
+ */
+export interface TypeDescriptor {
+  /** Canonical base type, lower case: `int`, `decimal`, `varchar`, `mediumtext`, `enum`, `point`… */
+  readonly base: string;
+  readonly unsigned?: boolean;
+  /** CHAR/VARCHAR: characters; BINARY/VARBINARY: bytes; BIT: bits. */
+  readonly length?: number;
+  readonly precision?: number;
+  readonly scale?: number;
+  readonly fsp?: number;
+  /** ENUM/SET values, in order. */
+  readonly values?: readonly string[];
+  readonly charset?: string;
+  readonly collation?: string;
+}
+
+export interface ColumnType {
+  /** e.g. `int unsigned`, `decimal(12,2)`, `datetime(6)`, `varchar(20)`, `enum('a','b')`. */
+  readonly type: string;
+  readonly kind: ColumnKind;
+  /** Fraction digits of DATETIME/TIMESTAMP/TIME. */
+  readonly fsp?: number;
+  /** Text columns only (CHAR/VARCHAR/TEXT/ENUM/SET). */
+  readonly charset?: string;
+  readonly collation?: string;
+}
+
+/** A type sluice does not know how to describe; callers turn it into an unknown DDL / a refusal. */
+export class UnsupportedTypeError extends Error {
+  override readonly name = 'UnsupportedTypeError';
+}
+
+const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
+const TEXTS = new Set(['tinytext', 'text', 'mediumtext', 'longtext']);
+const BLOBS = new Set(['tinyblob', 'blob', 'mediumblob', 'longblob']);
+const GEOMETRIES = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+const TEXT_FOR_BLOB: Record<string, string> = { tinyblob: 'tinytext', blob: 'text', mediumblob: 'mediumtext', longblob: 'longtext' };
+const BLOB_FOR_TEXT: Record<string, string> = { tinytext: 'tinyblob', text: 'blob', mediumtext: 'mediumblob', longtext: 'longblob' };
+
+export function quoteValue(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+const sign = (d: TypeDescriptor) => (d.unsigned ? ' unsigned' : '');
+
+/** The one normalizer: a descriptor from any source → type string, kind, fsp, charset. */
+export function normalizeType(d: TypeDescriptor): ColumnType {
+  const base = d.base.toLowerCase();
+  const text = (type: string): ColumnType => {
+    const charset = d.charset ?? (d.collation ? collationInfo(d.collation)?.charset : undefined);
+    const collation = d.collation ?? (charset ? defaultCollation(charset) : undefined);
+    return { type, kind: 'string', ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
+  };
+  const length = (what: string): number => {
+    if (d.length === undefined || !Number.isInteger(d.length) || d.length < 0) throw new UnsupportedTypeError(`${what} without a valid length`);
+    return d.length;
+  };
+  if (INTEGERS.has(base)) return { type: `${base}${sign(d)}`, kind: 'int' };
+  if (TEXTS.has(base)) return d.charset === 'binary' ? { type: BLOB_FOR_TEXT[base] as string, kind: 'binary' } : text(base);
+  if (BLOBS.has(base)) return { type: base, kind: 'binary' };
+  if (GEOMETRIES.has(base)) return { type: base === 'geometrycollection' ? 'geomcollection' : base, kind: 'binary' };
+  switch (base) {
+    case 'decimal': {
+      const precision = d.precision ?? 10;
+      const scale = d.scale ?? 0;
+      if (precision < 1 || precision > 65 || scale < 0 || scale > 38 || scale > precision) throw new UnsupportedTypeError(`decimal(${precision},${scale})`);
+      return { type: `decimal(${precision},${scale})${sign(d)}`, kind: 'decimal' };
+    }
+    case 'float':
+      return { type: `float${sign(d)}`, kind: 'float' };
+    case 'double':
+      return { type: `double${sign(d)}`, kind: 'double' };
+    case 'bit': {
+      const bits = d.length ?? 1;
+      if (bits < 1 || bits > 64) throw new UnsupportedTypeError(`bit(${bits})`);
+      return { type: `bit(${bits})`, kind: 'bit' };
+    }
+    case 'year':
+      return { type: 'year', kind: 'year' };
+    case 'date':
+      return { type: 'date', kind: 'date' };
+    case 'datetime':
+    case 'timestamp':
+    case 'time': {
+      const fsp = d.fsp ?? 0;
+      if (fsp < 0 || fsp > 6) throw new UnsupportedTypeError(`${base}(${fsp})`);
+      return { type: fsp ? `${base}(${fsp})` : base, kind: base, fsp };
+    }
+    case 'char':
+    case 'varchar':
+      if (d.charset === 'binary') return { type: `${base === 'char' ? 'binary' : 'varbinary'}(${length(base)})`, kind: 'binary' };
+      return text(`${base}(${length(base)})`);
+    case 'binary':
+    case 'varbinary':
+      return { type: `${base}(${length(base)})`, kind: 'binary' };
+    case 'enum':
+    case 'set':
+      if (!d.values?.length) throw new UnsupportedTypeError(`${base} without values`);
+      return text(`${base}(${d.values.map(quoteValue).join(',')})`);
+    case 'json':
+      return { type: 'longtext', kind: 'string', charset: 'utf8mb4', collation: 'utf8mb4_bin' };
+    case 'uuid':
+    case 'inet6':
+      return { type: 'binary(16)', kind: 'binary' };
+    case 'inet4':
+      return { type: 'binary(4)', kind: 'binary' };
+    default:
+      throw new UnsupportedTypeError(`type ${base}`);
+  }
+}
+
+/** The smallest TEXT/BLOB type that holds `bytes` (TEXT(n), BLOB(n)). */
+export function lobForBytes(bytes: number, text: boolean): string {
+  const blob = bytes < 256 ? 'tinyblob' : bytes < 65536 ? 'blob' : bytes < 16777216 ? 'mediumblob' : 'longblob';
+  return text ? (TEXT_FOR_BLOB[blob] as string) : blob;
+}
+
+// ---------------------------------------------------------------------------------------------
+// information_schema.COLUMNS
+
+export interface InformationSchemaColumn {
+  COLUMN_NAME: string;
+  DATA_TYPE: string;
+  COLUMN_TYPE: string;
+  IS_NULLABLE: string;
+  CHARACTER_SET_NAME?: string | null;
+  COLLATION_NAME?: string | null;
+  DATETIME_PRECISION?: string | number | null;
+}
+
+/** Splits `'a','b''c'` (the inside of `enum(…)` as the server prints it) into values. */
+function enumValues(list: string): string[] {
+  const values: string[] = [];
+  const re = /'((?:[^']|'')*)'/g;
+  for (let m = re.exec(list); m; m = re.exec(list)) values.push((m[1] as string).replaceAll("''", "'"));
+  return values;
+}
+
+/**
+ * A COLUMNS row → descriptor. COLUMN_TYPE is the server's canonical rendering (`int(10) unsigned
+ * zerofill`, `decimal(12,2)`, `enum('a','b')`, `year(4)`), so reading it is safe.
+ */
+export function informationSchemaType(row: InformationSchemaColumn): TypeDescriptor {
+  const columnType = row.COLUMN_TYPE.trim();
+  const m = /^([a-z0-9_]+)(?:\((.*)\))?(.*)$/is.exec(columnType);
+  if (!m) throw new UnsupportedTypeError(`COLUMN_TYPE ${columnType}`);
+  const base = (m[1] as string).toLowerCase();
+  const args = m[2] ?? '';
+  const unsigned = /\bunsigned\b/i.test(m[3] ?? '');
+  const charset = row.CHARACTER_SET_NAME ?? undefined;
+  const collation = row.COLLATION_NAME ?? undefined;
+  const nums = args.split(',').map((x) => Number(x.trim()));
+  const strings = { ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
+  if (/\bcompressed\b/i.test(m[3] ?? '')) throw new UnsupportedTypeError(`COMPRESSED column ${row.COLUMN_NAME}`);
+  switch (base) {
+    case 'decimal':
+      return { base, precision: nums[0], scale: nums[1] ?? 0, unsigned };
+    case 'float':
+    case 'double':
+      return { base, unsigned };
+    case 'bit':
+      return { base, length: nums[0] ?? 1 };
+    case 'datetime':
+    case 'timestamp':
+    case 'time':
+      return { base, fsp: Number(row.DATETIME_PRECISION ?? 0) };
+    case 'char':
+    case 'varchar':
+    case 'binary':
+    case 'varbinary':
+      return { base, length: nums[0], ...strings };
+    case 'enum':
+    case 'set':
+      return { base, values: enumValues(args), ...strings };
+    case 'year':
+      return { base };
+    default:
+      return INTEGERS.has(base) ? { base, unsigned } : { base, ...strings };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// binlog TABLE_MAP (zongji)
+
+/** MySQL protocol type codes of TABLE_MAP events. */
+const T = {
+  DECIMAL: 0,
+  TINY: 1,
+  SHORT: 2,
+  LONG: 3,
+  FLOAT: 4,
+  DOUBLE: 5,
+  TIMESTAMP: 7,
+  LONGLONG: 8,
+  INT24: 9,
+  DATE: 10,
+  TIME: 11,
+  DATETIME: 12,
+  YEAR: 13,
+  NEWDATE: 14,
+  VARCHAR: 15,
+  BIT: 16,
+  TIMESTAMP2: 17,
+  DATETIME2: 18,
+  TIME2: 19,
+  JSON: 245,
+  NEWDECIMAL: 246,
+  ENUM: 247,
+  SET: 248,
+  TINY_BLOB: 249,
+  MEDIUM_BLOB: 250,
+  LONG_BLOB: 251,
+  BLOB: 252,
+  VAR_STRING: 253,
+  STRING: 254,
+  GEOMETRY: 255,
+} as const;
+
+const GEOMETRY_NAMES = ['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geomcollection'];
+const LOB_BY_LENGTH_SIZE = ['', 'tinyblob', 'blob', 'mediumblob', 'longblob'];
+
+/** One TABLE_MAP column as zongji decodes it with binlog_row_metadata=FULL (see `tableMapColumns`). */
+export interface TableMapColumn {
+  readonly name: string;
+  /** Type code after zongji's ENUM/SET rewrite. */
+  readonly type: number;
+  readonly metadata?: Record<string, number> | null;
+  /** Charset name; null/undefined for binary columns. */
+  readonly charset?: string | null;
+  readonly unsigned?: boolean;
+  readonly values?: readonly string[];
+  readonly geometryType?: number;
+}
+
+/** A TABLE_MAP column → descriptor. Byte lengths become characters through the charset. */
+export function tableMapType(column: TableMapColumn): TypeDescriptor {
+  const m = column.metadata ?? {};
+  const charset = column.charset ?? undefined;
+  const chars = (bytes: number) => {
+    const per = maxBytesPerChar(charset as string);
+    if (!per) throw new UnsupportedTypeError(`charset ${charset} of column ${column.name}`);
+    return Math.floor(bytes / per);
+  };
+  switch (column.type) {
+    case T.TINY:
+      return { base: 'tinyint', unsigned: column.unsigned };
+    case T.SHORT:
+      return { base: 'smallint', unsigned: column.unsigned };
+    case T.INT24:
+      return { base: 'mediumint', unsigned: column.unsigned };
+    case T.LONG:
+      return { base: 'int', unsigned: column.unsigned };
+    case T.LONGLONG:
+      return { base: 'bigint', unsigned: column.unsigned };
+    case T.DECIMAL:
+    case T.NEWDECIMAL:
+      return { base: 'decimal', precision: m.precision, scale: m.decimals, unsigned: column.unsigned };
+    case T.FLOAT:
+      return { base: 'float', unsigned: column.unsigned };
+    case T.DOUBLE:
+      return { base: 'double', unsigned: column.unsigned };
+    case T.YEAR:
+      return { base: 'year' };
+    case T.BIT:
+      return { base: 'bit', length: m.bits };
+    case T.DATE:
+    case T.NEWDATE:
+      return { base: 'date' };
+    case T.DATETIME:
+    case T.DATETIME2:
+      return { base: 'datetime', fsp: m.decimals ?? 0 };
+    case T.TIMESTAMP:
+    case T.TIMESTAMP2:
+      return { base: 'timestamp', fsp: m.decimals ?? 0 };
+    case T.TIME:
+    case T.TIME2:
+      return { base: 'time', fsp: m.decimals ?? 0 };
+    case T.ENUM:
+    case T.SET:
+      return { base: column.type === T.ENUM ? 'enum' : 'set', values: column.values ?? [], ...(charset ? { charset } : {}) };
+    case T.VARCHAR:
+    case T.VAR_STRING:
+    case T.STRING: {
+      const char = column.type === T.STRING;
+      const bytes = m.max_length ?? 0;
+      if (!charset) return { base: char ? 'binary' : 'varbinary', length: bytes };
+      return { base: char ? 'char' : 'varchar', length: chars(bytes), charset };
+    }
+    case T.TINY_BLOB:
+    case T.MEDIUM_BLOB:
+    case T.LONG_BLOB:
+    case T.BLOB:
+    case T.JSON: {
+      const blob = LOB_BY_LENGTH_SIZE[m.length_size ?? 2] ?? 'blob';
+      return charset ? { base: TEXT_FOR_BLOB[blob] as string, charset } : { base: blob };
+    }
+    case T.GEOMETRY:
+      return { base: GEOMETRY_NAMES[column.geometryType ?? 0] ?? 'geometry' };
+    default:
+      throw new UnsupportedTypeError(`binlog type code ${column.type} of column ${column.name}`);
+  }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
+type ZongjiTableMapEvent = any;
+
+/**
+ * The columns of a zongji `tablemap` event (binlog_row_metadata=FULL): names, types, signedness,
+ * charsets and ENUM/SET values. The event's nullability bitmap is not decoded by zongji.
+ */
+export function tableMapColumns(ev: ZongjiTableMapEvent): TableMapColumn[] {
+  const map = ev.tableMap[ev.tableId];
+  const schemas: { ENUM_VALUES?: string[]; SET_VALUES?: string[] }[] = map.columnSchemas ?? [];
+  return (map.columns as { name: string; type: number; charset?: string | null; metadata?: Record<string, number> | null }[]).map((c, i) => ({
+    name: c.name,
+    type: c.type,
+    metadata: c.metadata ?? null,
+    charset: c.charset ?? null,
+    unsigned: ev.signedness?.[i] === true,
+    values: schemas[i]?.ENUM_VALUES ?? schemas[i]?.SET_VALUES,
+    geometryType: ev.geometryTypes?.[i],
+  }));
+}

@@ -1,0 +1,117 @@
+import type { TypeDescriptor } from './column-type.ts';
+
+/**
+ * What a DDL statement says about a table, independent of the parser that read it. The DDL
+ * classifier produces these; `evolve` turns them into schema versions.
+ */
+
+/** A DEFAULT as written. Only `literal` and `null` can ever give existing rows a known value. */
+export type DefaultValue =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'null' }
+  | { readonly kind: 'literal'; readonly literal: Literal }
+  /** Anything else: an expression, CURRENT_TIMESTAMP, a function, a column reference. */
+  | { readonly kind: 'expression' };
+
+export type Literal =
+  /** `escaped`: the statement holds a backslash escape somewhere, so the value depends on sql_mode. */
+  | { readonly kind: 'string'; readonly value: string; readonly escaped: boolean }
+  /** Decimal text with its sign: `-5`, `1.50`, `1e3`. */
+  | { readonly kind: 'number'; readonly text: string }
+  | { readonly kind: 'hex'; readonly digits: string }
+  | { readonly kind: 'bits'; readonly digits: string }
+  | { readonly kind: 'boolean'; readonly value: boolean };
+
+export interface ColumnDefinition {
+  readonly name: string;
+  /** Charset/collation only when the statement names them; the table's default applies otherwise. */
+  readonly type: TypeDescriptor;
+  /** NULL / NOT NULL as written; undefined when the statement says neither. */
+  readonly nullable: boolean | undefined;
+  readonly default: DefaultValue;
+  readonly autoIncrement: boolean;
+  /** VIRTUAL/STORED/PERSISTENT generated column. */
+  readonly generated: boolean;
+  readonly invisible: boolean;
+  /** Column-level PRIMARY KEY / UNIQUE (SERIAL implies UNIQUE). */
+  readonly primaryKey: boolean;
+  readonly unique: boolean;
+}
+
+export interface KeyPart {
+  readonly column: string;
+  /** Prefix length `col(10)`. */
+  readonly prefix?: number;
+}
+
+export interface IndexDefinition {
+  /** Undefined when the statement gives none (the server names it after its first column). */
+  readonly name: string | undefined;
+  readonly kind: 'primary' | 'unique' | 'index';
+  readonly parts: readonly KeyPart[];
+  /** `USING HASH` on a unique key (a long unique): never a candidate for the row identity. */
+  readonly hash?: boolean;
+}
+
+export interface TableDefinition {
+  /** In statement order; column-level keys are listed in `items` where they appear. */
+  readonly items: readonly ({ readonly column: ColumnDefinition } | { readonly index: IndexDefinition })[];
+  /** `DEFAULT CHARSET=` / `COLLATE=` of the table, when written. */
+  readonly charset?: string;
+  readonly collation?: string;
+}
+
+export type ColumnPosition = { readonly first: true } | { readonly after: string };
+
+/** One ALTER TABLE specification, as the classifier read it. */
+export type AlterOp =
+  | { readonly op: 'add-column'; readonly column: ColumnDefinition; readonly position?: ColumnPosition; readonly ifNotExists: boolean }
+  | { readonly op: 'drop-column'; readonly name: string; readonly ifExists: boolean }
+  /** MODIFY (`from` = the column's own name) and CHANGE (`from` = the old name). */
+  | { readonly op: 'modify-column'; readonly from: string; readonly column: ColumnDefinition; readonly position?: ColumnPosition; readonly ifExists: boolean }
+  | { readonly op: 'rename-column'; readonly from: string; readonly to: string }
+  /** ALTER COLUMN … SET/DROP DEFAULT: future inserts only; existing rows keep their values. */
+  | { readonly op: 'column-default'; readonly name: string }
+  | { readonly op: 'add-index'; readonly index: IndexDefinition; readonly ifNotExists: boolean }
+  | { readonly op: 'drop-primary-key' }
+  | { readonly op: 'drop-index'; readonly name: string; readonly ifExists: boolean }
+  | { readonly op: 'rename-index'; readonly from: string; readonly to: string }
+  /** `[DEFAULT] CHARACTER SET … [COLLATE …]` without CONVERT: the default for new columns. */
+  | { readonly op: 'table-charset'; readonly charset?: string; readonly collation?: string }
+  /** Existing rows change without row events (CONVERT TO, DROP/TRUNCATE PARTITION…). */
+  | { readonly op: 'rows-changed'; readonly reason: string; readonly structureKept: boolean }
+  /** Options that change neither rows nor columns (ENGINE, COMMENT, ALGORITHM, FORCE…). */
+  | { readonly op: 'noop'; readonly what: string }
+  | { readonly op: 'unknown'; readonly reason: string };
+
+/** A table, by its raw (unescaped) names. */
+export interface TableRef {
+  readonly db: string;
+  readonly table: string;
+}
+
+/** What a statement does to one table. */
+export type TableChange =
+  /** A new table with this definition (also the server-written CREATE of a ROW-format CREATE … SELECT). */
+  | { readonly kind: 'create'; readonly definition: TableDefinition; readonly orReplace: boolean; readonly ifNotExists: boolean }
+  /** CREATE TABLE … LIKE `source`: a copy of the source's structure, empty. */
+  | { readonly kind: 'create-like'; readonly source: TableRef; readonly orReplace: boolean; readonly ifNotExists: boolean }
+  /** A new table holding rows the binlog does not carry (CREATE … SELECT as a statement, CONVERT PARTITION … TO TABLE). */
+  | { readonly kind: 'create-select'; readonly orReplace: boolean }
+  | { readonly kind: 'drop' }
+  | { readonly kind: 'truncate' }
+  /** Renamed away (to `to`, which may be outside the captured set). */
+  | { readonly kind: 'rename-out'; readonly to: TableRef }
+  /** Appears under this name by a rename of `from`. */
+  | { readonly kind: 'rename-in'; readonly from: TableRef }
+  | { readonly kind: 'alter'; readonly ops: readonly AlterOp[] }
+  /** Rows changed without row events and nothing else (the other table of EXCHANGE PARTITION). */
+  | { readonly kind: 'rows-changed'; readonly reason: string }
+  /** Neither rows nor structure change (OPTIMIZE, ANALYZE, REPAIR). */
+  | { readonly kind: 'noop'; readonly reason: string }
+  | { readonly kind: 'unknown'; readonly reason: string };
+
+export interface TableEffect {
+  readonly table: TableRef;
+  readonly change: TableChange;
+}

@@ -1,0 +1,617 @@
+import { collationInfo, defaultCollation, maxBytesPerChar } from './charsets.ts';
+import {
+  type ColumnType,
+  type InformationSchemaColumn,
+  informationSchemaType,
+  normalizeType,
+  type TableMapColumn,
+  type TypeDescriptor,
+  tableMapType,
+  UnsupportedTypeError,
+} from './column-type.ts';
+import type { AlterOp, ColumnDefinition, IndexDefinition, KeyPart, TableChange, TableDefinition } from './definition.ts';
+import { addColumnFill, type FillContext } from './fill.ts';
+
+/**
+ * Schema versions (docs: format-v2 §3) and the pure evolution function: previous version + one
+ * table's DDL effect → which path the output takes and the next version.
+ *
+ * Column ids are stable: a rename keeps the id, an added column gets `lastColumnId + 1`, ids are
+ * never reused across drops and re-creations of the name. The row identity (`key`) is what the
+ * binlog's TABLE_MAP reports as primary key: the PRIMARY KEY, or else — as MariaDB promotes it —
+ * the first UNIQUE key whose columns are all NOT NULL, not prefixes and not a hash (long unique).
+ * To follow that through DROP/ADD INDEX, a version tracks its indexes and the table's default
+ * charset; these may change without a new version number (they are catalog state, not history).
+ */
+
+export interface SchemaColumn extends ColumnType {
+  readonly id: number;
+  readonly name: string;
+  readonly nullable: boolean;
+  /** AUTO_INCREMENT (catalog state: adding it to an existing column renumbers zeros). */
+  readonly autoIncrement?: boolean;
+}
+
+export interface SchemaIndex {
+  readonly name: string;
+  readonly kind: 'primary' | 'unique' | 'index';
+  readonly parts: readonly KeyPart[];
+  readonly hash?: boolean;
+}
+
+export type SchemaChange =
+  | { readonly op: 'add'; readonly id: number; readonly fill: string }
+  | { readonly op: 'drop'; readonly id: number; readonly name: string }
+  | { readonly op: 'rename'; readonly id: number; readonly from: string }
+  | { readonly op: 'widen'; readonly id: number; readonly from: string }
+  | { readonly op: 'key'; readonly from: readonly string[] | null };
+
+export interface SchemaVersion {
+  readonly db: string;
+  readonly table: string;
+  readonly version: number;
+  readonly columns: readonly SchemaColumn[];
+  readonly key: readonly string[] | null;
+  readonly lastColumnId: number;
+  /** How rows written under the previous version are read through this one (empty after a reset). */
+  readonly changes: readonly SchemaChange[];
+  readonly indexes: readonly SchemaIndex[];
+  /** The table's default charset/collation (for columns added later without one). */
+  readonly charset?: string;
+  readonly collation?: string;
+  /** The name no longer exists (dropped or renamed away); kept so numbering continues. */
+  readonly dropped?: true;
+}
+
+export type EvolvePath =
+  /** A new table: `t create`, version `next`. */
+  | 'create'
+  /** Rows stay; rows of earlier versions are read through `next`: `s alter`. */
+  | 'derive'
+  /** Every earlier row is gone (drop, truncate, renamed away): `t`. */
+  | 'reset'
+  /** The binlog does not carry the new rows: `t resnapshot` and a snapshot. `next` undefined = read the structure from the source. */
+  | 'resnapshot'
+  /** Nothing to record but the event: `s noop`. */
+  | 'noop'
+  /** Cannot be classified with certainty: stop. */
+  | 'unknown';
+
+export interface EvolveResult {
+  readonly path: EvolvePath;
+  /** The table's state after the DDL (`dropped` for drops and renames away). */
+  readonly next: SchemaVersion | undefined;
+  readonly changes: readonly SchemaChange[];
+  /** Why (resnapshot, unknown). */
+  readonly reason?: string;
+}
+
+export interface EvolveContext extends FillContext {
+  readonly db: string;
+  readonly table: string;
+  /** CREATE TABLE … LIKE and RENAME (rename-in): the source table's version when known (for a rename, as it was just before). */
+  readonly source?: SchemaVersion;
+  /** The database's default collation, for CREATE TABLE without a charset (CREATE/ALTER DATABASE, information_schema.SCHEMATA). */
+  readonly databaseCollation?: string;
+}
+
+/** A statement the server would have refused: it cannot be in the binlog, so our state is wrong. */
+class Impossible extends Error {}
+
+const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+/** InnoDB's key length limit; longer unique keys become hash keys (long unique). */
+const MAX_KEY_BYTES = 3072;
+
+/** Table default charset/collation from what the statement says and the database default. */
+function tableDefaults(charset: string | undefined, collation: string | undefined, databaseCollation: string | undefined) {
+  if (collation) {
+    const info = collationInfo(collation);
+    if (!info) throw new UnsupportedTypeError(`collation ${collation}`);
+    return { charset: info.charset, collation: info.collation };
+  }
+  if (charset) {
+    const c = defaultCollation(charset);
+    if (!c) throw new UnsupportedTypeError(`charset ${charset}`);
+    return { charset: collationInfo(c)?.charset ?? charset, collation: c };
+  }
+  if (databaseCollation) return tableDefaults(undefined, databaseCollation, undefined);
+  return {};
+}
+
+const TEXTUAL = new Set(['char', 'varchar', 'tinytext', 'text', 'mediumtext', 'longtext', 'enum', 'set']);
+
+/** A parsed column's descriptor with the charset MariaDB gives it (explicit, else the table's default). */
+function resolveCharset(type: TypeDescriptor, defaults: { charset?: string; collation?: string }): TypeDescriptor {
+  if (!TEXTUAL.has(type.base)) return type;
+  if (type.collation) {
+    const info = collationInfo(type.collation);
+    if (!info) throw new UnsupportedTypeError(`collation ${type.collation}`);
+    if (type.charset && collationInfo(defaultCollation(type.charset) ?? '')?.charset !== info.charset)
+      throw new UnsupportedTypeError(`collation ${type.collation} of another charset than ${type.charset}`);
+    return { ...type, charset: info.charset, collation: info.collation };
+  }
+  if (type.charset) {
+    const c = defaultCollation(type.charset);
+    if (!c) throw new UnsupportedTypeError(`charset ${type.charset}`);
+    const charset = collationInfo(c)?.charset ?? type.charset;
+    return charset === 'binary' ? { ...type, charset } : { ...type, charset, collation: c };
+  }
+  const { charset, collation } = defaults;
+  return { ...type, ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
+}
+
+function columnOf(def: ColumnDefinition, id: number, defaults: { charset?: string; collation?: string }, forceNotNull: boolean): SchemaColumn {
+  const descriptor = resolveCharset(def.type, defaults);
+  const type = normalizeType(descriptor);
+  const nullable = forceNotNull || def.primaryKey ? false : (def.nullable ?? true);
+  return { id, name: def.name, ...type, nullable, ...(def.autoIncrement ? { autoIncrement: true } : {}) };
+}
+
+/** Byte length of a key part, for the long-unique rule; undefined when unknown. */
+function partBytes(column: SchemaColumn, part: KeyPart): number | undefined {
+  const m = /^(?:var)?(?:char|binary)\((\d+)\)/.exec(column.type);
+  if (!m) return /^(tiny|medium|long)?(text|blob)/.test(column.type) ? Number.POSITIVE_INFINITY : 8;
+  const chars = Math.min(Number(m[1]), part.prefix ?? Number.POSITIVE_INFINITY);
+  const per = column.kind === 'binary' ? 1 : maxBytesPerChar(column.charset ?? '');
+  return per === undefined ? undefined : chars * per;
+}
+
+/** The row identity MariaDB reports in TABLE_MAP: PRIMARY KEY, else the first usable UNIQUE key. */
+export function identityKey(columns: readonly SchemaColumn[], indexes: readonly SchemaIndex[]): string[] | null {
+  const byName = (name: string) => columns.find((c) => sameName(c.name, name));
+  const primary = indexes.find((i) => i.kind === 'primary');
+  const names = (i: SchemaIndex) => i.parts.map((p) => byName(p.column)?.name ?? p.column);
+  if (primary) return names(primary);
+  for (const index of indexes) {
+    if (index.kind !== 'unique' || index.hash) continue;
+    let usable = true;
+    let bytes = 0;
+    for (const part of index.parts) {
+      const column = byName(part.column);
+      if (!column || column.nullable) usable = false;
+      else {
+        const full = /\((\d+)\)/.exec(column.type)?.[1];
+        if (part.prefix !== undefined && !(full !== undefined && Number(full) === part.prefix && /char|binary/.test(column.type))) usable = false;
+        bytes += partBytes(column, part) ?? Number.POSITIVE_INFINITY;
+      }
+    }
+    if (bytes > MAX_KEY_BYTES) continue; // a long unique (hash): never promoted
+    if (usable) return names(index);
+  }
+  return null;
+}
+
+/** The server's name for an unnamed index: its first column, then `_2`, `_3`… while taken. */
+function indexName(index: IndexDefinition, taken: readonly SchemaIndex[]): string {
+  if (index.kind === 'primary') return 'PRIMARY';
+  if (index.name !== undefined) return index.name;
+  const base = index.parts[0]?.column ?? 'key';
+  const used = (name: string) => taken.some((i) => sameName(i.name, name)) || sameName(name, 'PRIMARY');
+  if (!used(base)) return base;
+  for (let n = 2; ; n++) if (!used(`${base}_${n}`)) return `${base}_${n}`;
+}
+
+function addIndex(indexes: SchemaIndex[], index: IndexDefinition): SchemaIndex {
+  if (index.kind === 'primary' && indexes.some((i) => i.kind === 'primary')) throw new Impossible('a second PRIMARY KEY');
+  const name = indexName(index, indexes);
+  if (indexes.some((i) => sameName(i.name, name))) throw new Impossible(`duplicate index name ${name}`);
+  const added: SchemaIndex = { name, kind: index.kind, parts: index.parts, ...(index.hash ? { hash: true } : {}) };
+  // The server sorts PRIMARY first; order among the others stays as defined.
+  if (index.kind === 'primary') indexes.unshift(added);
+  else indexes.push(added);
+  return added;
+}
+
+/** Builds a version from a CREATE TABLE definition. */
+function fromDefinition(
+  definition: TableDefinition,
+  at: { db: string; table: string; version: number; firstId: number },
+  context: EvolveContext,
+): SchemaVersion {
+  const defaults = tableDefaults(definition.charset, definition.collation, context.databaseCollation);
+  const indexes: SchemaIndex[] = [];
+  const defs: ColumnDefinition[] = [];
+  for (const item of definition.items) {
+    if ('column' in item) {
+      defs.push(item.column);
+      if (item.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: item.column.name }] });
+      if (item.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: item.column.name }] });
+    } else addIndex(indexes, item.index);
+  }
+  const primary = indexes.find((i) => i.kind === 'primary');
+  let id = at.firstId - 1;
+  const columns = defs.map((def) =>
+    columnOf(
+      def,
+      ++id,
+      defaults,
+      primary?.parts.some((p) => sameName(p.column, def.name)) === true || (def.type.base === 'timestamp' && !timestampNullable(def, context)),
+    ),
+  );
+  for (const index of indexes)
+    for (const part of index.parts) if (!columns.some((c) => sameName(c.name, part.column))) throw new Impossible(`key column ${part.column} does not exist`);
+  return {
+    db: at.db,
+    table: at.table,
+    version: at.version,
+    columns,
+    key: identityKey(columns, indexes),
+    lastColumnId: id,
+    changes: [],
+    indexes,
+    ...defaults,
+  };
+}
+
+/** TIMESTAMP columns are NOT NULL unless declared NULL when explicit_defaults_for_timestamp is off. */
+function timestampNullable(def: ColumnDefinition, context: EvolveContext): boolean {
+  if (def.nullable !== undefined) return def.nullable;
+  if (context.explicitDefaultsForTimestamp === undefined)
+    throw new UnsupportedTypeError('TIMESTAMP column without NULL/NOT NULL and explicit_defaults_for_timestamp unknown');
+  return context.explicitDefaultsForTimestamp;
+}
+
+/** A copy of `source`'s structure under a new name and numbering (LIKE, rename-in). */
+function copyOf(source: SchemaVersion, previous: SchemaVersion | undefined, context: EvolveContext): SchemaVersion {
+  const firstId = (previous?.lastColumnId ?? 0) + 1;
+  const columns = source.columns.map((c, i) => ({ ...c, id: firstId + i }));
+  const { dropped: _dropped, ...rest } = source;
+  return {
+    ...rest,
+    db: context.db,
+    table: context.table,
+    version: (previous?.version ?? 0) + 1,
+    columns,
+    lastColumnId: firstId + columns.length - 1,
+    changes: [],
+  };
+}
+
+const INT_RANK = ['tinyint', 'smallint', 'mediumint', 'int', 'bigint'];
+const TEXT_BYTES: Record<string, number> = { tinytext: 255, text: 65535, mediumtext: 16777215, longtext: 4294967295 };
+const BLOB_BYTES: Record<string, number> = { tinyblob: 255, blob: 65535, mediumblob: 16777215, longblob: 4294967295 };
+
+/** Parses a normalized type string back into its parts (our own vocabulary, so this is exact). */
+function parts(type: string): { base: string; args: string[]; unsigned: boolean } {
+  const m = /^([a-z0-9]+)(?:\((.*)\))?( unsigned)?$/.exec(type);
+  if (!m) return { base: type, args: [], unsigned: false };
+  const args = m[1] === 'enum' || m[1] === 'set' ? [...(m[2] ?? '').matchAll(/'((?:[^']|'')*)'/g)].map((x) => x[1] as string) : (m[2] ?? '').split(',');
+  return { base: m[1] as string, args: m[2] === undefined ? [] : args, unsigned: m[3] !== undefined };
+}
+
+/** Every value of `from` is the same value in `to` (rendered in `to`'s type). */
+export function isWidening(from: SchemaColumn, to: SchemaColumn): boolean {
+  if (from.type === to.type) return from.charset === to.charset && from.collation === to.collation;
+  const a = parts(from.type);
+  const b = parts(to.type);
+  const text = from.kind === 'string' && to.kind === 'string';
+  if (text && (from.charset === undefined || from.charset !== to.charset || from.collation !== to.collation)) return false;
+  if (from.kind === 'int' && to.kind === 'int') {
+    const ra = INT_RANK.indexOf(a.base);
+    const rb = INT_RANK.indexOf(b.base);
+    return a.unsigned === b.unsigned ? rb >= ra : a.unsigned && !b.unsigned && rb > ra;
+  }
+  if (from.kind === 'decimal' && to.kind === 'decimal') {
+    const [p, s] = a.args.map(Number) as [number, number];
+    const [p2, s2] = b.args.map(Number) as [number, number];
+    return s2 >= s && p2 - s2 >= p - s && (a.unsigned === b.unsigned || (a.unsigned && !b.unsigned));
+  }
+  if (from.kind === to.kind && (from.kind === 'datetime' || from.kind === 'timestamp' || from.kind === 'time')) return (to.fsp ?? 0) >= (from.fsp ?? 0);
+  if (from.kind === 'bit' && to.kind === 'bit') return Number(b.args[0]) >= Number(a.args[0]);
+  if (text) {
+    if ((a.base === 'enum' && b.base === 'enum') || (a.base === 'set' && b.base === 'set'))
+      return a.args.length <= b.args.length && a.args.every((v, i) => v === b.args[i]) && (a.base === 'enum' || b.args.length <= 64);
+    const per = maxBytesPerChar(from.charset ?? '') ?? Number.POSITIVE_INFINITY;
+    if (a.base === 'varchar' && b.base === 'varchar') return Number(b.args[0]) >= Number(a.args[0]);
+    if (a.base === 'char' && b.base === 'char') return Number(b.args[0]) >= Number(a.args[0]);
+    if (a.base === 'varchar' && TEXT_BYTES[b.base] !== undefined) return Number(a.args[0]) * per <= (TEXT_BYTES[b.base] as number);
+    if (TEXT_BYTES[a.base] !== undefined && TEXT_BYTES[b.base] !== undefined) return (TEXT_BYTES[b.base] as number) >= (TEXT_BYTES[a.base] as number);
+    return false;
+  }
+  if (from.kind === 'binary' && to.kind === 'binary') {
+    // BINARY(n) pads with zero bytes: growing it changes every value.
+    if (a.base === 'varbinary' && b.base === 'varbinary') return Number(b.args[0]) >= Number(a.args[0]);
+    if (a.base === 'varbinary' && BLOB_BYTES[b.base] !== undefined) return Number(a.args[0]) <= (BLOB_BYTES[b.base] as number);
+    if (BLOB_BYTES[a.base] !== undefined && BLOB_BYTES[b.base] !== undefined) return (BLOB_BYTES[b.base] as number) >= (BLOB_BYTES[a.base] as number);
+  }
+  return false;
+}
+
+const sameKey = (a: readonly string[] | null, b: readonly string[] | null) => JSON.stringify(a) === JSON.stringify(b);
+
+/** What the binlog can show of a version: names, types, key (nullability and collations it cannot). */
+export function structureOf(v: Pick<SchemaVersion, 'columns' | 'key'>): string {
+  return JSON.stringify({ columns: v.columns.map((c) => [c.name, c.type, c.kind === 'string' ? (c.charset ?? null) : null]), key: v.key });
+}
+
+/** Evolves a table's version through one DDL effect. Pure. */
+export function evolve(previous: SchemaVersion | undefined, change: TableChange, context: EvolveContext): EvolveResult {
+  const live = previous && !previous.dropped ? previous : undefined;
+  const nextNumber = (previous?.version ?? 0) + 1;
+  try {
+    switch (change.kind) {
+      case 'create': {
+        const next = fromDefinition(
+          change.definition,
+          { db: context.db, table: context.table, version: nextNumber, firstId: (previous?.lastColumnId ?? 0) + 1 },
+          context,
+        );
+        return { path: 'create', next, changes: [] };
+      }
+      case 'create-like':
+        if (!context.source || context.source.dropped)
+          return { path: 'resnapshot', next: undefined, changes: [], reason: 'the LIKE source table is not known' };
+        return { path: 'create', next: copyOf(context.source, previous, context), changes: [] };
+      case 'create-select':
+        return { path: 'resnapshot', next: undefined, changes: [], reason: 'created with rows the binlog does not carry' };
+      case 'rename-in':
+        // The source was renamed away by this same statement, so it is marked dropped: its structure is what moves.
+        if (!context.source) return { path: 'resnapshot', next: undefined, changes: [], reason: 'renamed in from a table not known' };
+        return { path: 'resnapshot', next: copyOf(context.source, previous, context), changes: [], reason: 'renamed in' };
+      case 'drop':
+      case 'rename-out':
+        return { path: 'reset', next: previous ? { ...previous, dropped: true } : undefined, changes: [] };
+      case 'truncate':
+        return { path: 'reset', next: live, changes: [] };
+      case 'noop':
+        return { path: 'noop', next: live, changes: [] };
+      case 'rows-changed':
+        return { path: 'resnapshot', next: live, changes: [], reason: change.reason };
+      case 'unknown':
+        return { path: 'unknown', next: live, changes: [], reason: change.reason };
+      case 'alter':
+        if (!live) return { path: 'unknown', next: previous, changes: [], reason: 'ALTER of a table with no known version' };
+        return alterTable(live, change.ops, context);
+    }
+  } catch (error) {
+    if (error instanceof Impossible || error instanceof UnsupportedTypeError) return { path: 'unknown', next: live, changes: [], reason: error.message };
+    throw error;
+  }
+}
+
+function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: EvolveContext): EvolveResult {
+  const columns: SchemaColumn[] = [...previous.columns];
+  const indexes: SchemaIndex[] = previous.indexes.map((i) => ({ ...i, parts: [...i.parts] }));
+  let defaults: { charset?: string; collation?: string } = { charset: previous.charset, collation: previous.collation };
+  let lastColumnId = previous.lastColumnId;
+  const changes: SchemaChange[] = [];
+  const resnapshot: string[] = [];
+  let structureKnown = true;
+  const find = (name: string) => columns.findIndex((c) => sameName(c.name, name));
+  const place = (column: SchemaColumn, position: { first: true } | { after: string } | undefined) => {
+    if (!position) columns.push(column);
+    else if ('first' in position) columns.unshift(column);
+    else {
+      const at = find(position.after);
+      if (at < 0) throw new Impossible(`AFTER ${position.after}: no such column`);
+      columns.splice(at + 1, 0, column);
+    }
+  };
+  const renameInIndexes = (from: string, to: string) => {
+    for (const [k, index] of indexes.entries()) indexes[k] = { ...index, parts: index.parts.map((p) => (sameName(p.column, from) ? { ...p, column: to } : p)) };
+  };
+
+  for (const op of ops) {
+    switch (op.op) {
+      case 'add-column': {
+        if (find(op.column.name) >= 0) {
+          if (op.ifNotExists) break;
+          throw new Impossible(`column ${op.column.name} exists`);
+        }
+        const column = columnOf(op.column, ++lastColumnId, defaults, op.column.type.base === 'timestamp' && !timestampNullable(op.column, context));
+        place(column, op.position);
+        if (op.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: column.name }] });
+        if (op.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: column.name }] });
+        const fill = addColumnFill(op.column, column, column.nullable, context);
+        if (fill.derivable) changes.push({ op: 'add', id: column.id, fill: fill.json });
+        else resnapshot.push(`ADD COLUMN ${column.name}: ${fill.reason}`);
+        break;
+      }
+      case 'drop-column': {
+        const at = find(op.name);
+        if (at < 0) {
+          if (op.ifExists) break;
+          throw new Impossible(`DROP COLUMN ${op.name}: no such column`);
+        }
+        const column = columns[at] as SchemaColumn;
+        for (let k = indexes.length - 1; k >= 0; k--) {
+          const index = indexes[k] as SchemaIndex;
+          if (!index.parts.some((p) => sameName(p.column, column.name))) continue;
+          if (index.kind !== 'index' && index.parts.length > 1) throw new Impossible(`DROP COLUMN ${column.name} of a multi-column unique key`);
+          const left = index.parts.filter((p) => !sameName(p.column, column.name));
+          if (left.length) indexes[k] = { ...index, parts: left };
+          else indexes.splice(k, 1);
+        }
+        columns.splice(at, 1);
+        if (!columns.length) throw new Impossible('dropping the last column');
+        changes.push({ op: 'drop', id: column.id, name: column.name });
+        break;
+      }
+      case 'modify-column': {
+        const at = find(op.from);
+        if (at < 0) {
+          if (op.ifExists) break;
+          throw new Impossible(`${op.from}: no such column`);
+        }
+        const old = columns[at] as SchemaColumn;
+        if (!sameName(old.name, op.column.name) && find(op.column.name) >= 0) throw new Impossible(`column ${op.column.name} exists`);
+        const inPrimary = indexes.some((i) => i.kind === 'primary' && i.parts.some((p) => sameName(p.column, old.name)));
+        const next = columnOf(op.column, old.id, defaults, inPrimary || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, context)));
+        columns.splice(at, 1);
+        place(next, op.position ?? (at === 0 ? { first: true } : { after: (columns[at - 1] as SchemaColumn).name }));
+        if (op.column.generated) resnapshot.push(`${next.name} becomes a generated column`);
+        if (next.autoIncrement && !old.autoIncrement) resnapshot.push(`${next.name} becomes AUTO_INCREMENT`);
+        if (op.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: next.name }] });
+        if (op.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: next.name }] });
+        if (old.name !== next.name) {
+          renameInIndexes(old.name, next.name);
+          changes.push({ op: 'rename', id: old.id, from: old.name });
+        }
+        if (old.nullable === false && next.nullable === true && old.type === next.type) changes.push({ op: 'widen', id: old.id, from: old.type });
+        else if (old.nullable && !next.nullable) resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
+        else if (old.type !== next.type || old.charset !== next.charset || old.collation !== next.collation) {
+          if (isWidening(old, next)) changes.push({ op: 'widen', id: old.id, from: old.type });
+          else
+            resnapshot.push(
+              `${old.name} ${old.type} → ${next.type}${next.charset !== old.charset ? ` (${old.charset} → ${next.charset})` : ''} changes values`,
+            );
+        }
+        break;
+      }
+      case 'rename-column': {
+        const at = find(op.from);
+        if (at < 0) throw new Impossible(`RENAME COLUMN ${op.from}: no such column`);
+        const old = columns[at] as SchemaColumn;
+        if (!sameName(op.from, op.to) && find(op.to) >= 0) throw new Impossible(`column ${op.to} exists`);
+        columns[at] = { ...old, name: op.to };
+        renameInIndexes(old.name, op.to);
+        if (old.name !== op.to) changes.push({ op: 'rename', id: old.id, from: old.name });
+        break;
+      }
+      case 'column-default':
+        if (find(op.name) < 0) throw new Impossible(`ALTER COLUMN ${op.name}: no such column`);
+        break;
+      case 'add-index': {
+        if (op.ifNotExists && op.index.name !== undefined && indexes.some((i) => sameName(i.name, op.index.name as string))) break;
+        const added = addIndex(indexes, op.index);
+        for (const part of added.parts) {
+          const at = find(part.column);
+          if (at < 0) throw new Impossible(`key column ${part.column} does not exist`);
+          const column = columns[at] as SchemaColumn;
+          if (added.kind === 'primary' && column.nullable) {
+            columns[at] = { ...column, nullable: false };
+            resnapshot.push(`PRIMARY KEY makes ${column.name} NOT NULL`);
+          }
+        }
+        break;
+      }
+      case 'drop-primary-key': {
+        const at = indexes.findIndex((i) => i.kind === 'primary');
+        if (at < 0) throw new Impossible('DROP PRIMARY KEY without one');
+        indexes.splice(at, 1);
+        break;
+      }
+      case 'drop-index': {
+        const at = indexes.findIndex((i) => sameName(i.name, op.name));
+        if (at >= 0) indexes.splice(at, 1);
+        else if (!op.ifExists) throw new Impossible(`DROP INDEX ${op.name}: not a known index`);
+        break;
+      }
+      case 'rename-index': {
+        const at = indexes.findIndex((i) => sameName(i.name, op.from));
+        if (at < 0) throw new Impossible(`RENAME INDEX ${op.from}: not a known index`);
+        indexes[at] = { ...(indexes[at] as SchemaIndex), name: op.to };
+        break;
+      }
+      case 'table-charset':
+        defaults = tableDefaults(op.charset ?? (op.collation ? undefined : defaults.charset), op.collation, undefined);
+        break;
+      case 'rows-changed':
+        resnapshot.push(op.reason);
+        if (!op.structureKept) structureKnown = false;
+        break;
+      case 'noop':
+        break;
+      case 'unknown':
+        return { path: 'unknown', next: previous, changes: [], reason: op.reason };
+    }
+  }
+  const key = identityKey(columns, indexes);
+  if (!sameKey(key, previous.key)) changes.push({ op: 'key', from: previous.key });
+  const structural = changes.length > 0 || JSON.stringify(columns) !== JSON.stringify(previous.columns);
+  const next: SchemaVersion = {
+    ...previous,
+    version: structural ? previous.version + 1 : previous.version,
+    columns,
+    key,
+    lastColumnId,
+    changes: structural ? changes : previous.changes,
+    indexes,
+    ...(defaults.charset ? { charset: defaults.charset } : {}),
+    ...(defaults.collation ? { collation: defaults.collation } : {}),
+  };
+  if (resnapshot.length) {
+    if (!structureKnown) return { path: 'resnapshot', next: undefined, changes: [], reason: resnapshot.join('; ') };
+    return { path: 'resnapshot', next: { ...next, version: previous.version + 1, changes: [] }, changes: [], reason: resnapshot.join('; ') };
+  }
+  return structural ? { path: 'derive', next, changes } : { path: 'noop', next, changes: [] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Versions read from the server (initial start, snapshots, safety net)
+
+export interface InformationSchemaIndexRow {
+  INDEX_NAME: string;
+  NON_UNIQUE: number | string;
+  SEQ_IN_INDEX: number | string;
+  COLUMN_NAME: string;
+  SUB_PART: number | string | null;
+  INDEX_TYPE: string;
+}
+
+/**
+ * A version from information_schema: COLUMNS rows (ORDINAL_POSITION order, with EXTRA), STATISTICS
+ * rows, and the table's default collation (TABLES.TABLE_COLLATION).
+ */
+export function versionFromInformationSchema(
+  at: { db: string; table: string; version: number; firstId?: number },
+  rows: readonly (InformationSchemaColumn & { EXTRA?: string })[],
+  statistics: readonly InformationSchemaIndexRow[],
+  tableCollation: string | null,
+): SchemaVersion {
+  const firstId = at.firstId ?? 1;
+  const columns: SchemaColumn[] = rows.map((row, i) => ({
+    id: firstId + i,
+    name: row.COLUMN_NAME,
+    ...normalizeType(informationSchemaType(row)),
+    nullable: row.IS_NULLABLE === 'YES',
+    ...(/\bauto_increment\b/i.test(row.EXTRA ?? '') ? { autoIncrement: true } : {}),
+  }));
+  const byName = new Map<string, { kind: SchemaIndex['kind']; parts: { seq: number; part: KeyPart }[]; hash: boolean }>();
+  for (const s of statistics) {
+    const entry = byName.get(s.INDEX_NAME) ?? {
+      kind: s.INDEX_NAME === 'PRIMARY' ? 'primary' : Number(s.NON_UNIQUE) === 0 ? 'unique' : 'index',
+      parts: [],
+      hash: s.INDEX_TYPE === 'HASH',
+    };
+    const prefix = s.SUB_PART === null ? undefined : Number(s.SUB_PART);
+    entry.parts.push({ seq: Number(s.SEQ_IN_INDEX), part: prefix === undefined ? { column: s.COLUMN_NAME } : { column: s.COLUMN_NAME, prefix } });
+    byName.set(s.INDEX_NAME, entry);
+  }
+  const indexes: SchemaIndex[] = [...byName].map(([name, e]) => ({
+    name,
+    kind: e.kind,
+    parts: e.parts.sort((a, b) => a.seq - b.seq).map((p) => p.part),
+    ...(e.hash && e.kind !== 'index' ? { hash: true } : {}),
+  }));
+  // STATISTICS lists indexes in the server's order: PRIMARY first, unique NOT NULL keys next.
+  const info = tableCollation ? collationInfo(tableCollation) : undefined;
+  return {
+    db: at.db,
+    table: at.table,
+    version: at.version,
+    columns,
+    key: identityKey(columns, indexes),
+    lastColumnId: firstId + columns.length - 1,
+    changes: [],
+    indexes,
+    ...(info ? { charset: info.charset, collation: info.collation } : {}),
+  };
+}
+
+/**
+ * MariaDB adds a hidden column `DB_ROW_HASH_<n>` per long unique key (a UNIQUE key too long for a
+ * B-tree, `USING HASH`). It is not in information_schema or `SELECT *`, but it IS in the binlog's
+ * TABLE_MAP and row images: the capture path must drop it from row images.
+ */
+export function isHiddenHashColumn(name: string): boolean {
+  return /^DB_ROW_HASH_\d+$/.test(name);
+}
+
+/** What a TABLE_MAP event shows of a table (no nullability, no collation), comparable with `structureOf`. */
+export function structureFromTableMap(columns: readonly TableMapColumn[], primaryKey: readonly number[] | null | undefined): string {
+  const all = columns.map((c) => ({ name: c.name, ...normalizeType(tableMapType(c)) }));
+  const key = primaryKey?.length ? primaryKey.map((i) => all[i]?.name as string) : null;
+  const normalized = all.filter((c) => !isHiddenHashColumn(c.name));
+  return JSON.stringify({ columns: normalized.map((c) => [c.name, c.type, c.kind === 'string' ? (c.charset ?? null) : null]), key });
+}

@@ -1,0 +1,241 @@
+/**
+ * A MariaDB pre-lexer for statement text read from the binlog. It does what the server's own lexer
+ * does before parsing, and what no general SQL parser gets right for MariaDB:
+ * - comments (`-- `, `#`, `/* … *\/`) disappear;
+ * - executable comments `/*!NNNNN … *\/` and `/*M!NNNNNN … *\/` become code when the server that
+ *   wrote the statement ran them, and disappear otherwise (MariaDB ignores MySQL-only versions
+ *   50700–99999 unless the comment is `/*M!`; `/*!` without a version always runs);
+ * - strings (`'…'`, `"…"` unless ANSI_QUOTES) are unescaped like the server does, quoted identifiers
+ *   (`` `…` ``, `"…"` under ANSI_QUOTES) are unescaped (doubled quotes);
+ * - hex and bit literals are single tokens.
+ * The result is a token list; `render` turns a slice back into text a parser can read.
+ */
+
+export type TokenKind =
+  | 'word' // unquoted identifier or keyword; `upper` is its upper-case form
+  | 'ident' // quoted identifier; `value` is the name
+  | 'string' // string literal; `value` is the unescaped text
+  | 'number' // integer or decimal literal, `value` as written
+  | 'hex' // X'…' or 0x…; `value` = the hex digits
+  | 'bits' // B'…' or 0b…; `value` = the binary digits
+  | 'variable' // @x or @@x
+  | 'punct';
+
+export interface Token {
+  readonly kind: TokenKind;
+  readonly value: string;
+  /** Upper-case value of words (keyword comparisons); the value itself otherwise. */
+  readonly upper: string;
+  /** The token as written. */
+  readonly raw: string;
+  /** Whitespace or a comment separated this token from the previous one. */
+  readonly spaced: boolean;
+  /** Strings: the quote character; a backslash escape occurred (its meaning depends on sql_mode). */
+  readonly quote?: "'" | '"' | '`';
+  readonly escaped?: boolean;
+}
+
+export interface LexOptions {
+  /** The version of the server that wrote the statement, as MariaDB numbers it: 10.11.19 → 101119. */
+  readonly serverVersion: number;
+  /** sql_mode ANSI_QUOTES of the session that ran the statement: `"x"` is an identifier. */
+  readonly ansiQuotes?: boolean;
+  /** sql_mode NO_BACKSLASH_ESCAPES: a backslash in a string is an ordinary character. */
+  readonly noBackslashEscapes?: boolean;
+}
+
+/** The text cannot be tokenized (an unterminated string, identifier or comment). */
+export class LexError extends Error {
+  override readonly name = 'LexError';
+}
+
+const ESCAPES: Record<string, string> = { '0': '\0', b: '\b', n: '\n', r: '\r', t: '\t', Z: '\x1a' };
+const WORD = /[A-Za-z0-9_$\u0080-\uffff]/;
+const SPACE = /[\s]/;
+const MULTI_PUNCT = ['<=>', '<=', '>=', '<>', '!=', ':=', '||', '&&', '<<', '>>'];
+/** MySQL-only versions that MariaDB skips inside `/*!` (but runs inside `/*M!`). */
+const MYSQL_ONLY_FROM = 50700;
+const MYSQL_ONLY_TO = 99999;
+
+export function lex(text: string, options: LexOptions): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  let spaced = false;
+  /** Inside an executable comment that runs: its `*\/` closes it. */
+  let inExecutable = false;
+  const n = text.length;
+
+  const push = (token: Omit<Token, 'spaced' | 'upper'> & { upper?: string }) => {
+    tokens.push({ ...token, upper: token.upper ?? token.value, spaced });
+    spaced = false;
+  };
+
+  /** Reads a quoted run starting at `i` (the quote); returns the unescaped value and the end. */
+  const quoted = (quote: string, backslashes: boolean): { value: string; end: number; escaped: boolean } => {
+    let value = '';
+    let escaped = false;
+    let j = i + 1;
+    while (j < n) {
+      const c = text[j] as string;
+      if (backslashes && c === '\\' && j + 1 < n) {
+        const next = text[j + 1] as string;
+        escaped = true;
+        // \% and \_ keep their backslash (they are LIKE escapes), every other escape is a character.
+        value += next === '%' || next === '_' ? `\\${next}` : (ESCAPES[next] ?? next);
+        j += 2;
+        continue;
+      }
+      if (c === quote) {
+        if (text[j + 1] === quote) {
+          value += quote;
+          j += 2;
+          continue;
+        }
+        return { value, end: j + 1, escaped };
+      }
+      value += c;
+      j++;
+    }
+    throw new LexError(`unterminated ${quote === '`' ? 'identifier' : 'string'} starting at offset ${i}`);
+  };
+
+  while (i < n) {
+    const c = text[i] as string;
+    const next = text[i + 1];
+    if (SPACE.test(c)) {
+      spaced = true;
+      i++;
+      continue;
+    }
+    if (c === '#' || (c === '-' && next === '-' && (i + 2 >= n || text.charCodeAt(i + 2) <= 32))) {
+      const end = text.indexOf('\n', i);
+      i = end < 0 ? n : end + 1;
+      spaced = true;
+      continue;
+    }
+    if (c === '*' && next === '/' && inExecutable) {
+      inExecutable = false;
+      i += 2;
+      spaced = true;
+      continue;
+    }
+    if (c === '/' && next === '*') {
+      const maria = text[i + 2] === 'M' && text[i + 3] === '!';
+      const executable = maria || text[i + 2] === '!';
+      if (executable && !inExecutable) {
+        let j = i + (maria ? 4 : 3);
+        const digits = /^\d{5,6}/.exec(text.slice(j, j + 6))?.[0];
+        const version = digits === undefined ? undefined : Number(digits);
+        const runs = version === undefined || (version <= options.serverVersion && (version < MYSQL_ONLY_FROM || version > MYSQL_ONLY_TO || maria));
+        if (runs) {
+          j += digits?.length ?? 0;
+          inExecutable = true;
+          i = j;
+          spaced = true;
+          continue;
+        }
+      } else if (executable) {
+        throw new LexError(`nested executable comment at offset ${i}`);
+      }
+      const end = text.indexOf('*/', i + 2);
+      if (end < 0) throw new LexError(`unterminated comment starting at offset ${i}`);
+      i = end + 2;
+      spaced = true;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      const { value, end, escaped } = quoted(c, !options.noBackslashEscapes && !(c === '"' && options.ansiQuotes));
+      if (c === '"' && options.ansiQuotes) push({ kind: 'ident', value, raw: text.slice(i, end), quote: '"' });
+      else push({ kind: 'string', value, raw: text.slice(i, end), quote: c, escaped });
+      i = end;
+      continue;
+    }
+    if (c === '`') {
+      const { value, end } = quoted('`', false);
+      push({ kind: 'ident', value, raw: text.slice(i, end), quote: '`' });
+      i = end;
+      continue;
+    }
+    // X'0A' and B'101' literals (the prefix letter directly followed by a quote).
+    if ((c === 'x' || c === 'X' || c === 'b' || c === 'B') && next === "'") {
+      const end = text.indexOf("'", i + 2);
+      if (end < 0) throw new LexError(`unterminated literal starting at offset ${i}`);
+      const digits = text.slice(i + 2, end);
+      const hex = c === 'x' || c === 'X';
+      if (!(hex ? /^[0-9a-fA-F]*$/ : /^[01]*$/).test(digits)) throw new LexError(`malformed ${hex ? 'hex' : 'bit'} literal at offset ${i}`);
+      push({ kind: hex ? 'hex' : 'bits', value: digits, raw: text.slice(i, end + 1) });
+      i = end + 1;
+      continue;
+    }
+    if (c === '@') {
+      let j = i + 1;
+      if (text[j] === '@') j++;
+      if (text[j] === '`' || text[j] === "'" || text[j] === '"') {
+        const start = i;
+        i = j;
+        const { end } = quoted(text[j] as string, false);
+        push({ kind: 'variable', value: text.slice(start, end), raw: text.slice(start, end) });
+        i = end;
+        continue;
+      }
+      while (j < n && (WORD.test(text[j] as string) || text[j] === '.')) j++;
+      push({ kind: 'variable', value: text.slice(i, j), raw: text.slice(i, j) });
+      i = j;
+      continue;
+    }
+    if (WORD.test(c) || (c === '.' && /\d/.test(next ?? '') && !afterName(tokens, spaced))) {
+      const rest = text.slice(i);
+      const qualified = lastIsDot(tokens, spaced);
+      // Numbers and 0x/0b literals end where a name could not go on: `1t` and `0x1g` are names.
+      const literal = qualified ? undefined : /^(?:0x[0-9a-fA-F]+|0b[01]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)/.exec(rest)?.[0];
+      if (literal !== undefined && !WORD.test(rest[literal.length] ?? ' ')) {
+        if (/^0x/.test(literal)) push({ kind: 'hex', value: literal.slice(2), raw: literal });
+        else if (/^0b/.test(literal)) push({ kind: 'bits', value: literal.slice(2), raw: literal });
+        else push({ kind: 'number', value: literal, raw: literal });
+        i += literal.length;
+        continue;
+      }
+      let j = i;
+      while (j < n && WORD.test(text[j] as string)) j++;
+      const word = text.slice(i, j);
+      push({ kind: 'word', value: word, upper: word.toUpperCase(), raw: word });
+      i = j;
+      continue;
+    }
+    const multi = MULTI_PUNCT.find((p) => text.startsWith(p, i));
+    const punct = multi ?? c;
+    push({ kind: 'punct', value: punct, raw: punct });
+    i += punct.length;
+  }
+  if (inExecutable) throw new LexError('unterminated executable comment');
+  return tokens;
+}
+
+function lastIsDot(tokens: Token[], spaced: boolean): boolean {
+  const last = tokens.at(-1);
+  return !spaced && last?.kind === 'punct' && last.value === '.';
+}
+
+/** `t1.5`: right after a name, `.5` is a qualifier dot and a name part, not a number. */
+function afterName(tokens: Token[], spaced: boolean): boolean {
+  const last = tokens.at(-1);
+  return !spaced && last !== undefined && (last.kind === 'word' || last.kind === 'ident');
+}
+
+/**
+ * Text for a parser from a token slice: comments gone, executable comments resolved, quoted
+ * identifiers always in backticks (so ANSI_QUOTES needs no parser support).
+ */
+export function render(tokens: readonly Token[]): string {
+  let out = '';
+  for (const token of tokens) {
+    if (out && token.spaced) out += ' ';
+    out += token.kind === 'ident' ? quoteName(token.value) : token.raw;
+  }
+  return out;
+}
+
+/** A name in backticks, backticks doubled. */
+export function quoteName(name: string): string {
+  return `\`${name.replaceAll('`', '``')}\``;
+}
