@@ -3,7 +3,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashAt } from '../../lib/pipeline/faults.ts';
+import { testSource } from '../support/source.ts';
 
 interface Resource {
   Type: string;
@@ -15,9 +19,13 @@ interface Template {
   Conditions: Record<string, unknown>;
 }
 interface Statement {
+  Sid?: string;
   Effect: string;
   Action: string[];
-  Resource: unknown;
+  Resource?: unknown;
+  NotResource?: unknown;
+  Principal?: unknown;
+  Condition?: Record<string, Record<string, string | string[]>>;
 }
 
 const out = mkdtempSync(join(tmpdir(), 'sluice-package-'));
@@ -36,6 +44,93 @@ function statements(template: Template, role: string): Statement[] {
   return policies.flatMap((p) => p.PolicyDocument.Statement).filter((s): s is Statement => typeof s === 'object' && s !== null && 'Effect' in s);
 }
 
+/** One request as IAM sees it: an action on a resource, with the condition keys it carries. */
+interface Access {
+  action: string;
+  resource: string;
+  context?: Record<string, string>;
+}
+
+const BUCKET_ARN = 'arn:aws:s3:::bucket';
+const TABLE_ARN = 'arn:aws:dynamodb:us-east-1:123456789012:table/state';
+
+/** The ARN patterns a statement's Resource (or NotResource) stands for, the bucket's and table's ARNs filled in. */
+function arns(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(arns);
+  if (typeof value === 'string') return [value];
+  const v = value as { 'Fn::Sub'?: string; 'Fn::GetAtt'?: [string, string] };
+  if (typeof v['Fn::Sub'] === 'string') return [v['Fn::Sub'].replace(/\$\{OutputBucket\.Arn\}/, BUCKET_ARN)];
+  if (v['Fn::GetAtt']?.[0] === 'OutputBucket') return [BUCKET_ARN];
+  if (v['Fn::GetAtt']?.[0] === 'StateTable') return [TABLE_ARN];
+  return [JSON.stringify(value)];
+}
+
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replaceAll('*', '.*')
+      .replaceAll('?', '.')}$`,
+  );
+
+/** IAM's matching for the parts these policies use: exact actions, wildcard resources, StringLike conditions. */
+function matches(statement: Statement, access: Access): boolean {
+  if (!statement.Action.includes(access.action)) return false;
+  const resourceMatch = (v: unknown) => arns(v).some((a) => glob(a).test(access.resource));
+  if (statement.Resource !== undefined && !resourceMatch(statement.Resource)) return false;
+  if (statement.NotResource !== undefined && resourceMatch(statement.NotResource)) return false;
+  for (const [operator, keys] of Object.entries(statement.Condition ?? {})) {
+    if (operator !== 'StringLike') throw new Error(`condition operator ${operator} not modelled`);
+    for (const [key, values] of Object.entries(keys)) {
+      const actual = access.context?.[key];
+      if (actual === undefined || ![values].flat().some((v) => glob(v).test(actual))) return false;
+    }
+  }
+  return true;
+}
+
+const bucketPolicy = (template: Template) =>
+  (template.Resources.OutputBucketPolicy?.Properties.PolicyDocument as { Statement: Statement[] } | undefined)?.Statement ?? [];
+
+/** Whether a role may make a request: some statement of its own allows it and the bucket policy does not deny it to that role. */
+function allowed(template: Template, role: string, access: Access): boolean {
+  const denies = bucketPolicy(template).filter((s) => s.Effect === 'Deny' && JSON.stringify(s.Principal).includes(`"${role}"`));
+  return statements(template, role).some((s) => s.Effect === 'Allow' && matches(s, access)) && !denies.some((s) => matches(s, access));
+}
+
+/** Records every S3 and DynamoDB request a client makes, as the IAM accesses it needs (keys relative to `prefix`). */
+function recordAccesses(client: S3Client | DynamoDBClient, prefix: string, into: () => Access[]) {
+  const object = (key: string) => `${BUCKET_ARN}/${key.startsWith(prefix) ? key.slice(prefix.length) : `OUTSIDE-PREFIX/${key}`}`;
+  (client as S3Client).middlewareStack.add(
+    (next, context) => (args) => {
+      const input = args.input as Record<string, unknown> & { Key?: string; Prefix?: string; CopySource?: string; Delete?: { Objects: { Key: string }[] } };
+      const command = (context.commandName ?? '').replace(/Command$/, '');
+      const list = into();
+      if (['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'Scan'].includes(command))
+        list.push({ action: `dynamodb:${command}`, resource: TABLE_ARN });
+      else if (command === 'PutObject' || command === 'CreateMultipartUpload' || command === 'UploadPart' || command === 'CompleteMultipartUpload')
+        list.push({ action: 's3:PutObject', resource: object(input.Key ?? '') });
+      else if (command === 'GetObject' || command === 'HeadObject') list.push({ action: 's3:GetObject', resource: object(input.Key ?? '') });
+      else if (command === 'AbortMultipartUpload') list.push({ action: 's3:AbortMultipartUpload', resource: object(input.Key ?? '') });
+      else if (command === 'DeleteObject') list.push({ action: 's3:DeleteObject', resource: object(input.Key ?? '') });
+      else if (command === 'DeleteObjects') for (const { Key } of input.Delete?.Objects ?? []) list.push({ action: 's3:DeleteObject', resource: object(Key) });
+      else if (command === 'CopyObject') {
+        const from = decodeURIComponent((input.CopySource ?? '').slice((input.CopySource ?? '').indexOf('/') + 1));
+        list.push({ action: 's3:GetObject', resource: object(from) }, { action: 's3:PutObject', resource: object(input.Key ?? '') });
+      } else if (command === 'ListObjectsV2') {
+        const p = input.Prefix ?? '';
+        list.push({
+          action: 's3:ListBucket',
+          resource: BUCKET_ARN,
+          context: { 's3:prefix': p.startsWith(prefix) ? p.slice(prefix.length) : `OUTSIDE-PREFIX/${p}` },
+        });
+      } else list.push({ action: `unmodelled:${command}`, resource: '*' });
+      return next(args);
+    },
+    { step: 'initialize', name: 'iamAccessRecorder' },
+  );
+}
+
 describe('serverless package (osls 3, offline)', () => {
   let dev: Template;
   let prod: Template;
@@ -43,6 +138,7 @@ describe('serverless package (osls 3, offline)', () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
     prod = await packageStage('prod', [
+      'prefix=cdc/',
       'mysqlSecretArn=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf',
       'subnetIds=subnet-1,subnet-2',
       'securityGroupIds=sg-1',
@@ -120,6 +216,105 @@ describe('serverless package (osls 3, offline)', () => {
     expect(prod.Conditions.HasSecret).toEqual({
       'Fn::Not': [{ 'Fn::Equals': ['arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf', ''] }],
     });
+  });
+
+  it('lets the functions delete only under _staging/; tables/, manifests/ and schema/ are write-once for them', () => {
+    for (const [template, prefix] of [
+      [dev, ''],
+      [prod, 'cdc/'],
+    ] as const) {
+      const object = (key: string) => `${BUCKET_ARN}/${prefix}${key}`;
+      for (const role of ['PollerRole', 'SnapshotRole']) {
+        const list = statements(template, role);
+        const staging = list.find((s) => s.Sid === 'StagingObjects');
+        expect(staging?.Action).toContain('s3:DeleteObject');
+        expect(arns(staging?.Resource)).toEqual([object('_staging/*')]);
+        // Whatever statement grants a delete, it is for staging keys only.
+        for (const s of list.filter((s) => s.Action.some((a) => /^s3:Delete/.test(a)))) expect(arns(s.Resource)).toEqual([object('_staging/*')]);
+        const final = list.find((s) => s.Sid === 'FinalObjectsWriteOnce');
+        expect(final?.Action.sort()).toEqual(['s3:GetObject', 's3:PutObject']);
+        expect(arns(final?.Resource)).toEqual([object('tables/*'), object('manifests/*'), object('schema/*')]);
+
+        const may = (action: string, key: string) => allowed(template, role, { action, resource: object(key) });
+        expect(may('s3:DeleteObject', '_staging/main/binlog/run/db/t.jsonl.gz')).toBe(true);
+        expect(may('s3:PutObject', '_staging/main/snapshot/s1/t-0/w/00000001/manifest.json')).toBe(true);
+        for (const key of ['tables/db/t/main-000000000001.jsonl.gz', 'manifests/main/000000000001.json', 'schema/db/t.json']) {
+          expect(may('s3:PutObject', key)).toBe(true);
+          expect(may('s3:GetObject', key)).toBe(true);
+          expect(may('s3:DeleteObject', key)).toBe(false);
+          expect(may('s3:DeleteObjectVersion', key)).toBe(false);
+        }
+        // iceberg/ belongs to the (future) merge function's own role; nothing outside the prefix is reachable.
+        for (const key of ['iceberg/db/t/metadata/v1.metadata.json', '../other/x', 'other/x']) {
+          expect(may('s3:PutObject', key)).toBe(false);
+          expect(may('s3:DeleteObject', key)).toBe(false);
+        }
+        expect(may('s3:DeleteObjectVersion', '_staging/main/binlog/x')).toBe(false);
+        const list_ = (p: string) => allowed(template, role, { action: 's3:ListBucket', resource: BUCKET_ARN, context: { 's3:prefix': `${prefix}${p}` } });
+        expect(list_('_staging/main/binlog/')).toBe(true);
+        expect(list_('tables/')).toBe(false);
+        expect(allowed(template, role, { action: 's3:ListBucket', resource: BUCKET_ARN })).toBe(false);
+      }
+      // The bucket policy denies the same deletes to both roles, whatever policy is attached to them later.
+      const denies = bucketPolicy(template).filter((s) => s.Effect === 'Deny');
+      const broad = (action: string, key: string) =>
+        denies.some((s) => JSON.stringify(s.Principal).includes('PollerRole') && matches(s, { action, resource: object(key) }));
+      expect(JSON.stringify(denies.find((s) => s.Sid === 'FunctionsDeleteOnlyStaging')?.Principal)).toContain('SnapshotRole');
+      expect(broad('s3:DeleteObject', 'tables/db/t/x.jsonl.gz')).toBe(true);
+      expect(broad('s3:DeleteObject', 'manifests/main/000000000001.json')).toBe(true);
+      expect(broad('s3:DeleteObject', '_staging/main/binlog/x')).toBe(false);
+      expect(broad('s3:DeleteObjectVersion', 'tables/db/t/x.jsonl.gz')).toBe(true);
+      expect(denies.some((s) => matches(s, { action: 's3:PutBucketVersioning', resource: BUCKET_ARN }))).toBe(true);
+    }
+  });
+
+  it('allows every S3 and DynamoDB request the functions make: commits, a crash after staging, roll-forwards, a snapshot', async () => {
+    await using source = await testSource('iam');
+    const poller: Access[] = [];
+    const snapshot: Access[] = [];
+    let current = poller;
+    recordAccesses(source.clients.s3, source.config.prefix, () => current);
+    recordAccesses(source.clients.dynamo, source.config.prefix, () => current);
+    await source.sql('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))');
+    await source.capture();
+    await source.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    await source.capture();
+    // Staged but never committed: the next run deletes the garbage.
+    await source.sql("INSERT INTO t VALUES (3, 'c')");
+    await expect(source.capture({ faults: crashAt('after-staging') })).rejects.toThrow(/injected crash/);
+    // Committed and copied; the staging copies then vanish (a crash right after their delete), so
+    // the roll-forward finds the final objects by HeadObject instead.
+    await source.sql("UPDATE t SET v = 'd' WHERE id = 1");
+    await expect(source.capture({ faults: crashAt('before-clear') })).rejects.toThrow(/injected crash/);
+    current = [];
+    const staged = await source.stagingKeys();
+    expect(staged.length).toBeGreaterThan(0);
+    await source.clients.s3.send(new DeleteObjectsCommand({ Bucket: source.config.bucket, Delete: { Objects: staged.map((Key) => ({ Key })) } }));
+    current = poller;
+    await source.capture();
+    current = snapshot;
+    const { rows } = await source.snapshot({ tables: [`${source.db}.t`] });
+    expect(rows).toBe(3);
+
+    const kinds = (accesses: Access[]) =>
+      new Set(accesses.map((a) => (a.resource.startsWith(BUCKET_ARN) ? `${a.action} ${a.resource.slice(BUCKET_ARN.length + 1).split('/')[0]}` : a.action)));
+    // The scenario did exercise what the policy is about.
+    expect(kinds(poller)).toEqual(
+      new Set([
+        's3:PutObject _staging',
+        's3:GetObject _staging',
+        's3:DeleteObject _staging',
+        's3:ListBucket ',
+        's3:PutObject tables',
+        's3:PutObject manifests',
+        's3:GetObject tables',
+        's3:GetObject manifests',
+        'dynamodb:UpdateItem',
+      ]),
+    );
+    expect(kinds(snapshot)).toContain('s3:PutObject manifests');
+    expect(poller.filter((a) => !allowed(dev, 'PollerRole', a))).toEqual([]);
+    expect(snapshot.filter((a) => !allowed(dev, 'SnapshotRole', a))).toEqual([]);
   });
 
   it('puts the functions in the given VPC, and in none by default', () => {
