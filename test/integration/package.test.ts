@@ -13,6 +13,7 @@ interface Resource {
   Type: string;
   Properties: Record<string, unknown>;
   DeletionPolicy?: string;
+  Condition?: string;
 }
 interface Template {
   Resources: Record<string, Resource>;
@@ -30,13 +31,51 @@ interface Statement {
 
 const out = mkdtempSync(join(tmpdir(), 'sluice-package-'));
 
-async function packageStage(stage: string, params: string[] = []): Promise<Template> {
-  const dir = join(out, stage);
+async function packageStage(stage: string, params: string[] = [], name = stage): Promise<Template> {
+  const dir = join(out, name);
   await promisify(execFile)('npx', ['sls', 'package', '--stage', stage, '--package', dir, ...params.map((p) => `--param=${p}`)], {
     env: { ...process.env, SLS_TELEMETRY_DISABLED: '1', AWS_ACCESS_KEY_ID: 'offline', AWS_SECRET_ACCESS_KEY: 'offline' },
   });
   return JSON.parse(readFileSync(join(dir, 'cloudformation-template-update-stack.json'), 'utf8')) as Template;
 }
+
+/**
+ * A value with CloudFormation's condition functions worked out, as a deployment would (osls has
+ * already put the parameters in as literals); Ref, GetAtt and Sub stay as they are.
+ */
+function resolve(template: Template, value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((v) => resolve(template, v));
+  if (typeof value !== 'object' || value === null) return value;
+  const entries = Object.entries(value);
+  const [fn, args] = entries[0] ?? [];
+  const list = args as unknown[];
+  if (entries.length === 1)
+    switch (fn) {
+      case 'Condition':
+        return holds(template, args as string);
+      case 'Fn::Equals':
+        return JSON.stringify(resolve(template, list[0])) === JSON.stringify(resolve(template, list[1]));
+      case 'Fn::Not':
+        return resolve(template, list[0]) !== true;
+      case 'Fn::And':
+        return list.every((c) => resolve(template, c) === true);
+      case 'Fn::Or':
+        return list.some((c) => resolve(template, c) === true);
+      case 'Fn::Join':
+        return (resolve(template, list[1]) as string[]).join(list[0] as string);
+      case 'Fn::Split':
+        return String(resolve(template, list[1])).split(list[0] as string);
+      case 'Fn::If':
+        return resolve(template, holds(template, list[0] as string) ? list[1] : list[2]);
+    }
+  return Object.fromEntries(entries.map(([k, v]) => [k, resolve(template, v)]));
+}
+
+const holds = (template: Template, condition: string) => {
+  const definition = template.Conditions[condition];
+  if (definition === undefined) throw new Error(`no condition ${condition}`);
+  return resolve(template, definition) === true;
+};
 
 /** The inline policy statements of a role, with CloudFormation's Fn::If branches for the default params resolved away. */
 function statements(template: Template, role: string): Statement[] {
@@ -134,6 +173,8 @@ function recordAccesses(client: S3Client | DynamoDBClient, prefix: string, into:
 describe('serverless package (osls 3, offline)', () => {
   let dev: Template;
   let prod: Template;
+  /** prod with every optional safeguard's parameter set the other way. */
+  let optIns: Template;
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
@@ -143,6 +184,7 @@ describe('serverless package (osls 3, offline)', () => {
       'subnetIds=subnet-1,subnet-2',
       'securityGroupIds=sg-1',
     ]);
+    optIns = await packageStage('prod', ['versioning=false', 'noncurrentVersionDays=30'], 'prod-opt-ins');
   }, 180_000);
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
@@ -193,6 +235,27 @@ describe('serverless package (osls 3, offline)', () => {
     const policy = JSON.stringify(dev.Resources.OutputBucketPolicy?.Properties.PolicyDocument);
     expect(policy).toContain('"Effect":"Deny"');
     expect(policy).toContain('"aws:SecureTransport":"false"');
+  });
+
+  it('versions the bucket outside dev (a parameter turns it off) and expires old versions and staging leftovers', () => {
+    const bucket = (t: Template) => resolve(t, t.Resources.OutputBucket?.Properties) as Record<string, unknown>;
+    expect(bucket(prod).VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    expect(bucket(dev).VersioningConfiguration).toEqual({ Status: 'Suspended' });
+    expect(bucket(optIns).VersioningConfiguration).toEqual({ Status: 'Suspended' });
+    const rules = (t: Template) => (bucket(t).LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
+    expect(rules(prod)).toEqual([
+      {
+        Id: 'expire-abandoned-staging',
+        Status: 'Enabled',
+        Prefix: 'cdc/_staging/',
+        ExpirationInDays: 1,
+        NoncurrentVersionExpiration: { NoncurrentDays: 1 },
+        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+      },
+      // The whole bucket: an overwritten or deleted final object can be restored for 90 days.
+      { Id: 'expire-old-versions', Status: 'Enabled', NoncurrentVersionExpiration: { NoncurrentDays: 90 }, ExpiredObjectDeleteMarker: true },
+    ]);
+    expect(rules(optIns)[1]?.NoncurrentVersionExpiration).toEqual({ NoncurrentDays: '30' });
   });
 
   it('gives each function its own least-privilege role: no wildcard actions, no wildcard resources', () => {
