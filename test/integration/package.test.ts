@@ -29,6 +29,10 @@ interface Statement {
   Condition?: Record<string, Record<string, string | string[]>>;
 }
 
+const SECRET = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf';
+const SECRET_KEY = 'arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555';
+const KEY = 'arn:aws:kms:us-east-1:123456789012:key/66666666-7777-8888-9999-000000000000';
+
 const out = mkdtempSync(join(tmpdir(), 'sluice-package-'));
 
 async function packageStage(stage: string, params: string[] = [], name = stage): Promise<Template> {
@@ -77,9 +81,9 @@ const holds = (template: Template, condition: string) => {
   return resolve(template, definition) === true;
 };
 
-/** The inline policy statements of a role, with CloudFormation's Fn::If branches for the default params resolved away. */
+/** The inline policy statements of a role as deployed: Fn::If worked out, AWS::NoValue dropped. */
 function statements(template: Template, role: string): Statement[] {
-  const policies = template.Resources[role]?.Properties.Policies as { PolicyDocument: { Statement: unknown[] } }[];
+  const policies = resolve(template, template.Resources[role]?.Properties.Policies) as { PolicyDocument: { Statement: unknown[] } }[];
   return policies.flatMap((p) => p.PolicyDocument.Statement).filter((s): s is Statement => typeof s === 'object' && s !== null && 'Effect' in s);
 }
 
@@ -178,13 +182,12 @@ describe('serverless package (osls 3, offline)', () => {
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
-    prod = await packageStage('prod', [
-      'prefix=cdc/',
-      'mysqlSecretArn=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf',
-      'subnetIds=subnet-1,subnet-2',
-      'securityGroupIds=sg-1',
-    ]);
-    optIns = await packageStage('prod', ['versioning=false', 'noncurrentVersionDays=30'], 'prod-opt-ins');
+    prod = await packageStage('prod', ['prefix=cdc/', `mysqlSecretArn=${SECRET}`, 'subnetIds=subnet-1,subnet-2', 'securityGroupIds=sg-1']);
+    optIns = await packageStage(
+      'prod',
+      ['versioning=false', 'noncurrentVersionDays=30', `mysqlSecretArn=${SECRET}`, `mysqlSecretKmsKeyArn=${SECRET_KEY}`, `kmsKeyArn=${KEY}`],
+      'prod-opt-ins',
+    );
   }, 180_000);
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
@@ -378,6 +381,30 @@ describe('serverless package (osls 3, offline)', () => {
     expect(kinds(snapshot)).toContain('s3:PutObject manifests');
     expect(poller.filter((a) => !allowed(dev, 'PollerRole', a))).toEqual([]);
     expect(snapshot.filter((a) => !allowed(dev, 'SnapshotRole', a))).toEqual([]);
+  });
+
+  it('decrypts the secret with its customer-managed key, through Secrets Manager only, and only when that key is given', () => {
+    const kms = (t: Template, role: string) => statements(t, role).filter((s) => s.Action.some((a) => a.startsWith('kms:')));
+    for (const role of ['PollerRole', 'SnapshotRole']) {
+      expect(kms(dev, role)).toEqual([]);
+      // A secret under the AWS-managed key needs no KMS grant.
+      expect(statements(prod, role).some((s) => s.Action.includes('secretsmanager:GetSecretValue'))).toBe(true);
+      expect(kms(prod, role)).toEqual([]);
+      const [decrypt, ...others] = kms(optIns, role);
+      expect(others).toEqual([]);
+      expect(decrypt).toMatchObject({ Effect: 'Allow', Action: ['kms:Decrypt'], Resource: SECRET_KEY });
+      expect(JSON.stringify(decrypt?.Condition?.StringEquals?.['kms:ViaService'])).toContain('secretsmanager.');
+    }
+  });
+
+  it('encrypts the log groups and the alarm topic with the given KMS key, and with AWS-owned keys by default', () => {
+    const encryption = (t: Template) => {
+      const r = (id: string) => resolve(t, t.Resources[id]?.Properties) as Record<string, unknown>;
+      return [r('PollerLogGroup').KmsKeyId, r('SnapshotLogGroup').KmsKeyId, r('AlarmTopic').KmsMasterKeyId];
+    };
+    expect(encryption(optIns)).toEqual([KEY, KEY, KEY]);
+    for (const t of [dev, prod]) expect(encryption(t)).toEqual([{ Ref: 'AWS::NoValue' }, { Ref: 'AWS::NoValue' }, { Ref: 'AWS::NoValue' }]);
+    expect(optIns.Resources.PollerLogGroup?.Properties.LogGroupName).toBe('/aws/lambda/sluice-prod-poller');
   });
 
   it('puts the functions in the given VPC, and in none by default', () => {
