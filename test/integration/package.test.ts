@@ -6,7 +6,9 @@ import { promisify } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
 import { crashAt } from '../../lib/pipeline/faults.ts';
+import { tlsOptions } from '../../lib/source/mysql/tls.ts';
 import { testSource } from '../support/source.ts';
 
 interface Resource {
@@ -185,7 +187,14 @@ describe('serverless package (osls 3, offline)', () => {
     prod = await packageStage('prod', ['prefix=cdc/', `mysqlSecretArn=${SECRET}`, 'subnetIds=subnet-1,subnet-2', 'securityGroupIds=sg-1']);
     optIns = await packageStage(
       'prod',
-      ['versioning=false', 'noncurrentVersionDays=30', `mysqlSecretArn=${SECRET}`, `mysqlSecretKmsKeyArn=${SECRET_KEY}`, `kmsKeyArn=${KEY}`],
+      [
+        'versioning=false',
+        'noncurrentVersionDays=30',
+        'mysqlTls=required',
+        `mysqlSecretArn=${SECRET}`,
+        `mysqlSecretKmsKeyArn=${SECRET_KEY}`,
+        `kmsKeyArn=${KEY}`,
+      ],
       'prod-opt-ins',
     );
   }, 180_000);
@@ -405,6 +414,27 @@ describe('serverless package (osls 3, offline)', () => {
     expect(encryption(optIns)).toEqual([KEY, KEY, KEY]);
     for (const t of [dev, prod]) expect(encryption(t)).toEqual([{ Ref: 'AWS::NoValue' }, { Ref: 'AWS::NoValue' }, { Ref: 'AWS::NoValue' }]);
     expect(optIns.Resources.PollerLogGroup?.Properties.LogGroupName).toBe('/aws/lambda/sluice-prod-poller');
+  });
+
+  it('verifies MySQL TLS against the RDS CA bundle by default; another CA or mode is a parameter', () => {
+    const environment = (t: Template, fn: string) =>
+      (t.Resources[`${fn}LambdaFunction`]?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {};
+    const tls = (env: Record<string, unknown>) => {
+      const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === 'string'));
+      const config = loadConfig({ ...strings, SLUICE_BUCKET: 'bucket', SLUICE_MYSQL_URL: 'mysql://u:p@h:3306/' });
+      return tlsOptions(config.mysqlTls, config.mysqlCa);
+    };
+    for (const t of [dev, prod])
+      for (const fn of ['Poller', 'Snapshot']) {
+        const env = environment(t, fn);
+        expect(env).toMatchObject({ SLUICE_MYSQL_TLS: 'verify', SLUICE_MYSQL_CA: 'rds' });
+        // What the function makes of it: certificate checks on, against the Amazon RDS roots.
+        expect(tls(env)?.rejectUnauthorized).toBe(true);
+        expect(tls(env)?.ca).toContain('-----BEGIN CERTIFICATE-----');
+      }
+    // `required` encrypts only; the CA parameter is then ignored.
+    expect(environment(optIns, 'Poller')).toMatchObject({ SLUICE_MYSQL_TLS: 'required' });
+    expect(tls(environment(optIns, 'Poller'))).toEqual({ rejectUnauthorized: false });
   });
 
   it('puts the functions in the given VPC, and in none by default', () => {
