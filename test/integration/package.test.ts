@@ -83,6 +83,10 @@ const holds = (template: Template, condition: string) => {
   return resolve(template, definition) === true;
 };
 
+/** The resources a deployment would create: those without a condition, or whose condition holds. */
+const deployed = (template: Template) =>
+  Object.fromEntries(Object.entries(template.Resources).filter(([, r]) => r.Condition === undefined || holds(template, r.Condition)));
+
 /** The inline policy statements of a role as deployed: Fn::If worked out, AWS::NoValue dropped. */
 function statements(template: Template, role: string): Statement[] {
   const policies = resolve(template, template.Resources[role]?.Properties.Policies) as { PolicyDocument: { Statement: unknown[] } }[];
@@ -184,7 +188,15 @@ describe('serverless package (osls 3, offline)', () => {
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
-    prod = await packageStage('prod', ['prefix=cdc/', `mysqlSecretArn=${SECRET}`, 'subnetIds=subnet-1,subnet-2', 'securityGroupIds=sg-1']);
+    prod = await packageStage('prod', [
+      'prefix=cdc/',
+      `mysqlSecretArn=${SECRET}`,
+      'subnetIds=subnet-1,subnet-2',
+      'securityGroupIds=sg-1',
+      'vpcId=vpc-1',
+      'routeTableIds=rtb-1,rtb-2',
+      'vpcEndpoints=dynamodb,lambda',
+    ]);
     optIns = await packageStage(
       'prod',
       [
@@ -194,6 +206,11 @@ describe('serverless package (osls 3, offline)', () => {
         `mysqlSecretArn=${SECRET}`,
         `mysqlSecretKmsKeyArn=${SECRET_KEY}`,
         `kmsKeyArn=${KEY}`,
+        'subnetIds=subnet-3',
+        'securityGroupIds=sg-3,sg-4',
+        'vpcId=vpc-2',
+        'routeTableIds=rtb-3',
+        'vpcEndpoints=s3,dynamodb,secretsmanager,lambda',
       ],
       'prod-opt-ins',
     );
@@ -443,6 +460,48 @@ describe('serverless package (osls 3, offline)', () => {
     expect(vpc).toContain('subnet-1,subnet-2');
     expect(vpc).toContain('sg-1');
     expect(prod.Conditions.HasVpc).toEqual({ 'Fn::Not': [{ 'Fn::Equals': ['subnet-1,subnet-2', ''] }] });
+  });
+
+  it('creates the VPC endpoints asked for, so private subnets need no NAT gateway; none by default', () => {
+    const endpoints = (t: Template) =>
+      Object.values(deployed(t))
+        .filter((r) => r.Type === 'AWS::EC2::VPCEndpoint')
+        .map((r) => resolve(t, r.Properties) as Record<string, unknown>);
+    const service = (e: Record<string, unknown>) =>
+      JSON.stringify(e.ServiceName)
+        .replace(/.*\}\./, '')
+        .replace(/"}$/, '');
+    expect(endpoints(dev)).toEqual([]);
+    expect(deployed(dev).VpcEndpointSecurityGroup).toBeUndefined();
+
+    const all = endpoints(optIns);
+    expect(all.map(service).sort()).toEqual(['dynamodb', 'lambda', 's3', 'secretsmanager']);
+    for (const e of all) {
+      expect(e.VpcId).toBe('vpc-2');
+      if (e.VpcEndpointType === 'Gateway') expect(e.RouteTableIds).toEqual(['rtb-3']);
+      else {
+        expect(e).toMatchObject({ VpcEndpointType: 'Interface', PrivateDnsEnabled: true, SecurityGroupIds: [{ Ref: 'VpcEndpointSecurityGroup' }] });
+        expect(e.SubnetIds).toEqual(['subnet-3']);
+      }
+    }
+    expect(
+      all
+        .filter((e) => e.VpcEndpointType === 'Gateway')
+        .map(service)
+        .sort(),
+    ).toEqual(['dynamodb', 's3']);
+    // The endpoints' security group admits HTTPS from the functions' (first) security group only.
+    expect(optIns.Resources.VpcEndpointSecurityGroup?.Properties).toMatchObject({
+      VpcId: 'vpc-2',
+      SecurityGroupIngress: [
+        { IpProtocol: 'tcp', FromPort: 443, ToPort: 443, SourceSecurityGroupId: { 'Fn::Select': [0, { 'Fn::Split': [',', 'sg-3,sg-4'] }] } },
+      ],
+    });
+
+    // Only what is named: a VPC that has S3 and Secrets Manager endpoints already.
+    expect(endpoints(prod).map(service).sort()).toEqual(['dynamodb', 'lambda']);
+    expect(endpoints(prod).find((e) => e.VpcEndpointType === 'Gateway')?.RouteTableIds).toEqual(['rtb-1', 'rtb-2']);
+    expect(deployed(prod).VpcEndpointSecurityGroup).toBeDefined();
   });
 
   it('alarms on poller errors, lag, purge risk and failed invocations, through one topic', () => {
