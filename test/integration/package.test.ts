@@ -183,7 +183,7 @@ function recordAccesses(client: S3Client | DynamoDBClient, prefix: string, into:
 describe('serverless package (osls 3, offline)', () => {
   let dev: Template;
   let prod: Template;
-  /** prod with every optional safeguard's parameter set the other way. */
+  /** prod with the optional parameters set: KMS keys, every VPC endpoint, versioning off, TLS `required`. */
   let optIns: Template;
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
