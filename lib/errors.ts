@@ -86,6 +86,14 @@ export const ErrorCode = {
   /** The output has no events for the table to materialize. */
   MATERIALIZE_EMPTY: 'MATERIALIZE_EMPTY',
 
+  // Iceberg tables
+  /** A column's type changed in a way Iceberg cannot promote; the table must be rewritten. */
+  ICEBERG_INCOMPATIBLE_TYPE: 'ICEBERG_INCOMPATIBLE_TYPE',
+  /** A metadata, manifest or manifest-list file the table's metadata names is missing. Fatal. */
+  ICEBERG_FILE_MISSING: 'ICEBERG_FILE_MISSING',
+  /** The table holds a file kind sluice does not read (e.g. position deletes written by another engine). */
+  ICEBERG_UNSUPPORTED: 'ICEBERG_UNSUPPORTED',
+
   /** A broken invariant: a bug in sluice, never a user error. Fatal. */
   ASSERTION: 'ASSERTION',
 } as const;

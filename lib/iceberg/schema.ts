@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.ts';
+import { AssertionError, ErrorCode, SluiceError } from '../errors.ts';
 import type { Column } from '../format/types.ts';
 import { canPromote, type TypeMapping, typeMapping } from './types.ts';
 
@@ -42,7 +42,7 @@ export class IncompatibleTypeChangeError extends SluiceError {
   override readonly name = 'IncompatibleTypeChangeError';
   constructor(column: string, from: string, to: string) {
     super(
-      'ICEBERG_INCOMPATIBLE_TYPE',
+      ErrorCode.ICEBERG_INCOMPATIBLE_TYPE,
       `column ${column} changed from Iceberg ${from} to ${to}, which Iceberg cannot promote (only int→long, float→double, decimal precision widening); ` +
         'rewrite the table (replace all rows) so every data file is written with the new type',
     );
@@ -73,8 +73,7 @@ export function evolveSchema(
 ): SchemaEvolution {
   const byName = new Map((previous?.schema.fields ?? []).map((field) => [field.name, field]));
   const keySet = new Set(key);
-  for (const name of key)
-    if (!columns.some((c) => c.name === name)) throw new SluiceError('ICEBERG_KEY_COLUMN', `key column ${name} is not among the table's columns`);
+  for (const name of key) if (!columns.some((c) => c.name === name)) throw new AssertionError(`key column ${name} is not among the table's columns`);
   let lastColumnId = previous?.lastColumnId ?? 0;
   const used = new Set<number>();
   const added: string[] = [];
@@ -108,7 +107,7 @@ export function evolveSchema(
 export function mappedFields(schema: IcebergSchema, columns: readonly Column[]): MappedField[] {
   return schema.fields.map((field) => {
     const column = columns.find((c) => c.name === field.name);
-    if (!column) throw new SluiceError('ICEBERG_SCHEMA_MISMATCH', `column ${field.name} of the Iceberg schema is not among the source columns`);
+    if (!column) throw new AssertionError(`column ${field.name} of the Iceberg schema is not among the source columns`);
     return { ...field, source: column.name, mapping: typeMapping(column) };
   });
 }

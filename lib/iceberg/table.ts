@@ -1,5 +1,5 @@
 import { basename, join } from 'node:path';
-import { SluiceError } from '../errors.ts';
+import { AssertionError, ErrorCode, SluiceError } from '../errors.ts';
 import type { Column } from '../format/types.ts';
 import {
   type DataFileRecord,
@@ -126,9 +126,9 @@ const bucketSuffix = (bucket: number) => `b${String(bucket).padStart(4, '0')}`;
 /** Reads a committed version (the metadata location the caller stored). */
 export async function loadVersion(store: ObjectStore, key: string): Promise<TableVersion> {
   const body = await store.get(key);
-  if (!body) throw new SluiceError('ICEBERG_METADATA_MISSING', `Iceberg metadata ${key} does not exist`);
+  if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${key} does not exist`);
   const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
-  if (!Number.isInteger(version)) throw new SluiceError('ICEBERG_METADATA_NAME', `${key} is not a v<N>.metadata.json file`);
+  if (!Number.isInteger(version)) throw new AssertionError(`${key} is not a v<N>.metadata.json file`);
   return { metadataKey: key, version, metadata: JSON.parse(new TextDecoder().decode(body)) as TableMetadata };
 }
 
@@ -158,13 +158,13 @@ interface LiveEntry {
 async function readManifestList(store: ObjectStore, snapshot: Snapshot | undefined): Promise<ManifestFile[]> {
   if (!snapshot) return [];
   const body = await store.get(store.keyOf(snapshot['manifest-list']));
-  if (!body) throw new SluiceError('ICEBERG_FILE_MISSING', `manifest list ${snapshot['manifest-list']} is missing`);
+  if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `manifest list ${snapshot['manifest-list']} is missing`);
   return readAvroFile<ManifestFile>(body).records;
 }
 
 async function readEntries(store: ObjectStore, manifest: ManifestFile): Promise<LiveEntry[]> {
   const body = await store.get(store.keyOf(manifest.manifest_path));
-  if (!body) throw new SluiceError('ICEBERG_FILE_MISSING', `manifest ${manifest.manifest_path} is missing`);
+  if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `manifest ${manifest.manifest_path} is missing`);
   return readAvroFile<ManifestEntry>(body)
     .records.filter((entry) => entry.status !== 2)
     .map((entry) => ({
@@ -181,7 +181,7 @@ async function liveEntries(store: ObjectStore, metadata: TableMetadata | undefin
   const entries = (await Promise.all(manifests.map((m) => readEntries(store, m)))).flat();
   for (const entry of entries)
     if (entry.file.content === 1)
-      throw new SluiceError('ICEBERG_UNSUPPORTED', `position delete file ${entry.file.file_path}: sluice writes and reads only equality deletes`);
+      throw new SluiceError(ErrorCode.ICEBERG_UNSUPPORTED, `position delete file ${entry.file.file_path}: sluice writes and reads only equality deletes`);
   return { manifests, data: entries.filter((e) => e.file.content === 0), deletes: entries.filter((e) => e.file.content === 2) };
 }
 
@@ -191,7 +191,7 @@ function fieldById(metadata: TableMetadata, id: number): IcebergField {
     const field = schema.fields.find((f) => f.id === id);
     if (field) return field;
   }
-  throw new SluiceError('ICEBERG_FIELD_MISSING', `no schema of the table has field id ${id}`);
+  throw new AssertionError(`no schema of the table has field id ${id}`);
 }
 
 /**
@@ -244,10 +244,10 @@ interface Prepared {
 }
 
 function prepare(deps: IcebergDeps, current: TableVersion | undefined, spec: TableSpec, options: StageOptions, allowIncompatible: boolean): Prepared {
-  if (!TAG.test(options.tag)) throw new SluiceError('ICEBERG_TAG', `tag ${JSON.stringify(options.tag)} must be 1-100 letters, digits, _ or -`);
+  if (!TAG.test(options.tag)) throw new AssertionError(`tag ${JSON.stringify(options.tag)} must be 1-100 letters, digits, _ or -`);
   const locationUri = deps.store.uri(spec.location);
   if (current && current.metadata.location !== locationUri)
-    throw new SluiceError('ICEBERG_LOCATION', `table metadata ${current.metadataKey} is for ${current.metadata.location}, not ${locationUri}`);
+    throw new AssertionError(`table metadata ${current.metadataKey} is for ${current.metadata.location}, not ${locationUri}`);
   const evolution = evolveSchema(
     current && { schema: currentSchema(current.metadata), lastColumnId: current.metadata['last-column-id'] },
     spec.columns,
@@ -535,8 +535,7 @@ export async function stageChanges(
     const changed = `SELECT ${keys} FROM up UNION ALL SELECT ${keys} FROM del`;
     const distinct = await ws.count(`SELECT DISTINCT ${keys} FROM (${changed})`);
     if (distinct !== upserts.lines + deletes.lines)
-      throw new SluiceError(
-        'ICEBERG_DUPLICATE_KEY',
+      throw new AssertionError(
         `the change set names ${upserts.lines + deletes.lines - distinct} key(s) more than once; give each key one upsert or one delete`,
       );
     await writer.addFile(await ws.writeParquet('SELECT * FROM up', 'data.parquet', schema), 'data', 0);
@@ -653,7 +652,7 @@ export async function stageReplace(deps: IcebergDeps, current: TableVersion | un
   const ids = spec.key.length ? prepared.keyIds : schema.fields.map((f) => f.id);
   if (spec.key.length) {
     const distinct = await ws.count(`SELECT DISTINCT ${ids.map(col).join(', ')} FROM up`);
-    if (distinct !== spooled.lines) throw new SluiceError('ICEBERG_DUPLICATE_KEY', `the rows hold ${spooled.lines - distinct} duplicate key(s)`);
+    if (distinct !== spooled.lines) throw new AssertionError(`the rows hold ${spooled.lines - distinct} duplicate key(s)`);
   }
   const live = await liveEntries(deps.store, current?.metadata);
   const { buckets } = await writeBuckets(ws, writer, schema, 'SELECT * FROM up', ids, DEFAULT_ROWS_PER_FILE);
@@ -688,7 +687,7 @@ export async function stageCompaction(deps: IcebergDeps, current: TableVersion, 
     locationUri: metadata.location,
     keyIds,
   };
-  if (!TAG.test(options.tag)) throw new SluiceError('ICEBERG_TAG', `tag ${JSON.stringify(options.tag)} must be 1-100 letters, digits, _ or -`);
+  if (!TAG.test(options.tag)) throw new AssertionError(`tag ${JSON.stringify(options.tag)} must be 1-100 letters, digits, _ or -`);
   await using ws = await Workspace.open(deps.workDir);
   const writer = new SnapshotWriter(deps, prepared, spec, options);
   const live = await liveEntries(deps.store, metadata);

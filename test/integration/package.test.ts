@@ -3,50 +3,217 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashAt } from '../../lib/commit/faults.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { tlsOptions } from '../../lib/source/mysql/tls.ts';
+import { testSource } from '../support/source.ts';
 
 interface Resource {
   Type: string;
   Properties: Record<string, unknown>;
   DeletionPolicy?: string;
+  Condition?: string;
 }
 interface Template {
   Resources: Record<string, Resource>;
   Conditions: Record<string, unknown>;
 }
 interface Statement {
+  Sid?: string;
   Effect: string;
   Action: string[];
-  Resource: unknown;
+  Resource?: unknown;
+  NotResource?: unknown;
+  Principal?: unknown;
+  Condition?: Record<string, Record<string, string | string[]>>;
 }
+
+const SECRET = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf';
+const SECRET_KEY = 'arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555';
+const KEY = 'arn:aws:kms:us-east-1:123456789012:key/66666666-7777-8888-9999-000000000000';
 
 const out = mkdtempSync(join(tmpdir(), 'sluice-package-'));
 
-async function packageStage(stage: string, params: string[] = []): Promise<Template> {
-  const dir = join(out, stage);
+async function packageStage(stage: string, params: string[] = [], name = stage): Promise<Template> {
+  const dir = join(out, name);
   await promisify(execFile)('npx', ['sls', 'package', '--stage', stage, '--package', dir, ...params.map((p) => `--param=${p}`)], {
     env: { ...process.env, SLS_TELEMETRY_DISABLED: '1', AWS_ACCESS_KEY_ID: 'offline', AWS_SECRET_ACCESS_KEY: 'offline' },
   });
   return JSON.parse(readFileSync(join(dir, 'cloudformation-template-update-stack.json'), 'utf8')) as Template;
 }
 
-/** The inline policy statements of a role, with CloudFormation's Fn::If branches for the default params resolved away. */
+/**
+ * A value with CloudFormation's condition functions worked out, as a deployment would (osls has
+ * already put the parameters in as literals); Ref, GetAtt and Sub stay as they are.
+ */
+function resolve(template: Template, value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((v) => resolve(template, v));
+  if (typeof value !== 'object' || value === null) return value;
+  const entries = Object.entries(value);
+  const [fn, args] = entries[0] ?? [];
+  const list = args as unknown[];
+  if (entries.length === 1)
+    switch (fn) {
+      case 'Condition':
+        return holds(template, args as string);
+      case 'Fn::Equals':
+        return JSON.stringify(resolve(template, list[0])) === JSON.stringify(resolve(template, list[1]));
+      case 'Fn::Not':
+        return resolve(template, list[0]) !== true;
+      case 'Fn::And':
+        return list.every((c) => resolve(template, c) === true);
+      case 'Fn::Or':
+        return list.some((c) => resolve(template, c) === true);
+      case 'Fn::Join':
+        return (resolve(template, list[1]) as string[]).join(list[0] as string);
+      case 'Fn::Split':
+        return String(resolve(template, list[1])).split(list[0] as string);
+      case 'Fn::If':
+        return resolve(template, holds(template, list[0] as string) ? list[1] : list[2]);
+    }
+  return Object.fromEntries(entries.map(([k, v]) => [k, resolve(template, v)]));
+}
+
+const holds = (template: Template, condition: string) => {
+  const definition = template.Conditions[condition];
+  if (definition === undefined) throw new Error(`no condition ${condition}`);
+  return resolve(template, definition) === true;
+};
+
+/** The resources a deployment would create: those without a condition, or whose condition holds. */
+const deployed = (template: Template) =>
+  Object.fromEntries(Object.entries(template.Resources).filter(([, r]) => r.Condition === undefined || holds(template, r.Condition)));
+
+/** The inline policy statements of a role as deployed: Fn::If worked out, AWS::NoValue dropped. */
 function statements(template: Template, role: string): Statement[] {
-  const policies = template.Resources[role]?.Properties.Policies as { PolicyDocument: { Statement: unknown[] } }[];
+  const policies = resolve(template, template.Resources[role]?.Properties.Policies) as { PolicyDocument: { Statement: unknown[] } }[];
   return policies.flatMap((p) => p.PolicyDocument.Statement).filter((s): s is Statement => typeof s === 'object' && s !== null && 'Effect' in s);
+}
+
+/** One request as IAM sees it: an action on a resource, with the condition keys it carries. */
+interface Access {
+  action: string;
+  resource: string;
+  context?: Record<string, string>;
+}
+
+const BUCKET_ARN = 'arn:aws:s3:::bucket';
+const TABLE_ARN = 'arn:aws:dynamodb:us-east-1:123456789012:table/state';
+
+/** The ARN patterns a statement's Resource (or NotResource) stands for, the bucket's and table's ARNs filled in. */
+function arns(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(arns);
+  if (typeof value === 'string') return [value];
+  const v = value as { 'Fn::Sub'?: string; 'Fn::GetAtt'?: [string, string] };
+  if (typeof v['Fn::Sub'] === 'string') return [v['Fn::Sub'].replace(/\$\{OutputBucket\.Arn\}/, BUCKET_ARN)];
+  if (v['Fn::GetAtt']?.[0] === 'OutputBucket') return [BUCKET_ARN];
+  if (v['Fn::GetAtt']?.[0] === 'StateTable') return [TABLE_ARN];
+  return [JSON.stringify(value)];
+}
+
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replaceAll('*', '.*')
+      .replaceAll('?', '.')}$`,
+  );
+
+/** IAM's matching for the parts these policies use: exact actions, wildcard resources, StringLike conditions. */
+function matches(statement: Statement, access: Access): boolean {
+  if (!statement.Action.includes(access.action)) return false;
+  const resourceMatch = (v: unknown) => arns(v).some((a) => glob(a).test(access.resource));
+  if (statement.Resource !== undefined && !resourceMatch(statement.Resource)) return false;
+  if (statement.NotResource !== undefined && resourceMatch(statement.NotResource)) return false;
+  for (const [operator, keys] of Object.entries(statement.Condition ?? {})) {
+    if (operator !== 'StringLike') throw new Error(`condition operator ${operator} not modelled`);
+    for (const [key, values] of Object.entries(keys)) {
+      const actual = access.context?.[key];
+      if (actual === undefined || ![values].flat().some((v) => glob(v).test(actual))) return false;
+    }
+  }
+  return true;
+}
+
+const bucketPolicy = (template: Template) =>
+  (template.Resources.OutputBucketPolicy?.Properties.PolicyDocument as { Statement: Statement[] } | undefined)?.Statement ?? [];
+
+/** Whether a role may make a request: some statement of its own allows it and the bucket policy does not deny it to that role. */
+function allowed(template: Template, role: string, access: Access): boolean {
+  const denies = bucketPolicy(template).filter((s) => s.Effect === 'Deny' && JSON.stringify(s.Principal).includes(`"${role}"`));
+  return statements(template, role).some((s) => s.Effect === 'Allow' && matches(s, access)) && !denies.some((s) => matches(s, access));
+}
+
+/** Records every S3 and DynamoDB request a client makes, as the IAM accesses it needs (keys relative to `prefix`). */
+function recordAccesses(client: S3Client | DynamoDBClient, prefix: string, into: () => Access[]) {
+  const object = (key: string) => `${BUCKET_ARN}/${key.startsWith(prefix) ? key.slice(prefix.length) : `OUTSIDE-PREFIX/${key}`}`;
+  (client as S3Client).middlewareStack.add(
+    (next, context) => (args) => {
+      const input = args.input as Record<string, unknown> & { Key?: string; Prefix?: string; CopySource?: string; Delete?: { Objects: { Key: string }[] } };
+      const command = (context.commandName ?? '').replace(/Command$/, '');
+      const list = into();
+      if (['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'Scan'].includes(command))
+        list.push({ action: `dynamodb:${command}`, resource: TABLE_ARN });
+      else if (command === 'PutObject' || command === 'CreateMultipartUpload' || command === 'UploadPart' || command === 'CompleteMultipartUpload')
+        list.push({ action: 's3:PutObject', resource: object(input.Key ?? '') });
+      else if (command === 'GetObject' || command === 'HeadObject') list.push({ action: 's3:GetObject', resource: object(input.Key ?? '') });
+      else if (command === 'AbortMultipartUpload') list.push({ action: 's3:AbortMultipartUpload', resource: object(input.Key ?? '') });
+      else if (command === 'DeleteObject') list.push({ action: 's3:DeleteObject', resource: object(input.Key ?? '') });
+      else if (command === 'DeleteObjects') for (const { Key } of input.Delete?.Objects ?? []) list.push({ action: 's3:DeleteObject', resource: object(Key) });
+      else if (command === 'CopyObject') {
+        const from = decodeURIComponent((input.CopySource ?? '').slice((input.CopySource ?? '').indexOf('/') + 1));
+        list.push({ action: 's3:GetObject', resource: object(from) }, { action: 's3:PutObject', resource: object(input.Key ?? '') });
+      } else if (command === 'ListObjectsV2') {
+        const p = input.Prefix ?? '';
+        list.push({
+          action: 's3:ListBucket',
+          resource: BUCKET_ARN,
+          context: { 's3:prefix': p.startsWith(prefix) ? p.slice(prefix.length) : `OUTSIDE-PREFIX/${p}` },
+        });
+      } else list.push({ action: `unmodelled:${command}`, resource: '*' });
+      return next(args);
+    },
+    { step: 'initialize', name: 'iamAccessRecorder' },
+  );
 }
 
 describe('serverless package (osls 3, offline)', () => {
   let dev: Template;
   let prod: Template;
+  /** prod with the optional parameters set: KMS keys, every VPC endpoint, versioning off, TLS `required`. */
+  let optIns: Template;
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
     prod = await packageStage('prod', [
-      'mysqlSecretArn=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf',
+      'prefix=cdc/',
+      `mysqlSecretArn=${SECRET}`,
       'subnetIds=subnet-1,subnet-2',
       'securityGroupIds=sg-1',
+      'vpcId=vpc-1',
+      'routeTableIds=rtb-1,rtb-2',
+      'vpcEndpoints=dynamodb,lambda',
     ]);
+    optIns = await packageStage(
+      'prod',
+      [
+        'versioning=false',
+        'noncurrentVersionDays=30',
+        'mysqlTls=required',
+        `mysqlSecretArn=${SECRET}`,
+        `mysqlSecretKmsKeyArn=${SECRET_KEY}`,
+        `kmsKeyArn=${KEY}`,
+        'subnetIds=subnet-3',
+        'securityGroupIds=sg-3,sg-4',
+        'vpcId=vpc-2',
+        'routeTableIds=rtb-3',
+        'vpcEndpoints=s3,dynamodb,secretsmanager,lambda',
+      ],
+      'prod-opt-ins',
+    );
   }, 180_000);
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
@@ -99,6 +266,27 @@ describe('serverless package (osls 3, offline)', () => {
     expect(policy).toContain('"aws:SecureTransport":"false"');
   });
 
+  it('versions the bucket outside dev (a parameter turns it off) and expires old versions and staging leftovers', () => {
+    const bucket = (t: Template) => resolve(t, t.Resources.OutputBucket?.Properties) as Record<string, unknown>;
+    expect(bucket(prod).VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    expect(bucket(dev).VersioningConfiguration).toEqual({ Status: 'Suspended' });
+    expect(bucket(optIns).VersioningConfiguration).toEqual({ Status: 'Suspended' });
+    const rules = (t: Template) => (bucket(t).LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
+    expect(rules(prod)).toEqual([
+      {
+        Id: 'expire-abandoned-staging',
+        Status: 'Enabled',
+        Prefix: 'cdc/_staging/',
+        ExpirationInDays: 1,
+        NoncurrentVersionExpiration: { NoncurrentDays: 1 },
+        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+      },
+      // The whole bucket: an overwritten or deleted final object can be restored for 90 days.
+      { Id: 'expire-old-versions', Status: 'Enabled', NoncurrentVersionExpiration: { NoncurrentDays: 90 }, ExpiredObjectDeleteMarker: true },
+    ]);
+    expect(rules(optIns)[1]?.NoncurrentVersionExpiration).toEqual({ NoncurrentDays: '30' });
+  });
+
   it('gives each function its own least-privilege role: no wildcard actions, no wildcard resources', () => {
     expect(dev.Resources.PollerLambdaFunction?.Properties.Role).toEqual({ 'Fn::GetAtt': ['PollerRole', 'Arn'] });
     expect(dev.Resources.SnapshotLambdaFunction?.Properties.Role).toEqual({ 'Fn::GetAtt': ['SnapshotRole', 'Arn'] });
@@ -122,12 +310,198 @@ describe('serverless package (osls 3, offline)', () => {
     });
   });
 
+  it('lets the functions delete only under _staging/; tables/, manifests/ and schema/ are write-once for them', () => {
+    for (const [template, prefix] of [
+      [dev, ''],
+      [prod, 'cdc/'],
+    ] as const) {
+      const object = (key: string) => `${BUCKET_ARN}/${prefix}${key}`;
+      for (const role of ['PollerRole', 'SnapshotRole']) {
+        const list = statements(template, role);
+        const staging = list.find((s) => s.Sid === 'StagingObjects');
+        expect(staging?.Action).toContain('s3:DeleteObject');
+        expect(arns(staging?.Resource)).toEqual([object('_staging/*')]);
+        // Whatever statement grants a delete, it is for staging keys only.
+        for (const s of list.filter((s) => s.Action.some((a) => /^s3:Delete/.test(a)))) expect(arns(s.Resource)).toEqual([object('_staging/*')]);
+        const final = list.find((s) => s.Sid === 'FinalObjectsWriteOnce');
+        expect(final?.Action.sort()).toEqual(['s3:GetObject', 's3:PutObject']);
+        expect(arns(final?.Resource)).toEqual([object('tables/*'), object('manifests/*'), object('schema/*')]);
+
+        const may = (action: string, key: string) => allowed(template, role, { action, resource: object(key) });
+        expect(may('s3:DeleteObject', '_staging/main/binlog/run/db/t.jsonl.gz')).toBe(true);
+        expect(may('s3:PutObject', '_staging/main/snapshot/s1/t-0/w/00000001/manifest.json')).toBe(true);
+        for (const key of ['tables/db/t/main-000000000001.jsonl.gz', 'manifests/main/000000000001.json', 'schema/db/t.json']) {
+          expect(may('s3:PutObject', key)).toBe(true);
+          expect(may('s3:GetObject', key)).toBe(true);
+          expect(may('s3:DeleteObject', key)).toBe(false);
+          expect(may('s3:DeleteObjectVersion', key)).toBe(false);
+        }
+        // iceberg/ belongs to the (future) merge function's own role; nothing outside the prefix is reachable.
+        for (const key of ['iceberg/db/t/metadata/v1.metadata.json', '../other/x', 'other/x']) {
+          expect(may('s3:PutObject', key)).toBe(false);
+          expect(may('s3:DeleteObject', key)).toBe(false);
+        }
+        expect(may('s3:DeleteObjectVersion', '_staging/main/binlog/x')).toBe(false);
+        const list_ = (p: string) => allowed(template, role, { action: 's3:ListBucket', resource: BUCKET_ARN, context: { 's3:prefix': `${prefix}${p}` } });
+        expect(list_('_staging/main/binlog/')).toBe(true);
+        expect(list_('tables/')).toBe(false);
+        expect(allowed(template, role, { action: 's3:ListBucket', resource: BUCKET_ARN })).toBe(false);
+      }
+      // The bucket policy denies the same deletes to both roles, whatever policy is attached to them later.
+      const denies = bucketPolicy(template).filter((s) => s.Effect === 'Deny');
+      const broad = (action: string, key: string) =>
+        denies.some((s) => JSON.stringify(s.Principal).includes('PollerRole') && matches(s, { action, resource: object(key) }));
+      expect(JSON.stringify(denies.find((s) => s.Sid === 'FunctionsDeleteOnlyStaging')?.Principal)).toContain('SnapshotRole');
+      expect(broad('s3:DeleteObject', 'tables/db/t/x.jsonl.gz')).toBe(true);
+      expect(broad('s3:DeleteObject', 'manifests/main/000000000001.json')).toBe(true);
+      expect(broad('s3:DeleteObject', '_staging/main/binlog/x')).toBe(false);
+      expect(broad('s3:DeleteObjectVersion', 'tables/db/t/x.jsonl.gz')).toBe(true);
+      expect(denies.some((s) => matches(s, { action: 's3:PutBucketVersioning', resource: BUCKET_ARN }))).toBe(true);
+    }
+  });
+
+  it('allows every S3 and DynamoDB request the functions make: commits, a crash after staging, roll-forwards, a snapshot', async () => {
+    await using source = await testSource('iam');
+    const poller: Access[] = [];
+    const snapshot: Access[] = [];
+    let current = poller;
+    recordAccesses(source.clients.s3, source.config.prefix, () => current);
+    recordAccesses(source.clients.dynamo, source.config.prefix, () => current);
+    await source.sql('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))');
+    await source.capture();
+    await source.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    await source.capture();
+    // Staged but never committed: the next run deletes the garbage.
+    await source.sql("INSERT INTO t VALUES (3, 'c')");
+    await expect(source.capture({ faults: crashAt('after-staging') })).rejects.toThrow(/injected crash/);
+    // Committed and copied; the staging copies then vanish (a crash right after their delete), so
+    // the roll-forward finds the final objects by HeadObject instead.
+    await source.sql("UPDATE t SET v = 'd' WHERE id = 1");
+    await expect(source.capture({ faults: crashAt('before-clear') })).rejects.toThrow(/injected crash/);
+    current = [];
+    const staged = await source.stagingKeys();
+    expect(staged.length).toBeGreaterThan(0);
+    await source.clients.s3.send(new DeleteObjectsCommand({ Bucket: source.config.bucket, Delete: { Objects: staged.map((Key) => ({ Key })) } }));
+    current = poller;
+    await source.capture();
+    current = snapshot;
+    const { rows } = await source.snapshot({ tables: [`${source.db}.t`] });
+    expect(rows).toBe(3);
+
+    const kinds = (accesses: Access[]) =>
+      new Set(accesses.map((a) => (a.resource.startsWith(BUCKET_ARN) ? `${a.action} ${a.resource.slice(BUCKET_ARN.length + 1).split('/')[0]}` : a.action)));
+    // The scenario did exercise what the policy is about.
+    expect(kinds(poller)).toEqual(
+      new Set([
+        's3:PutObject _staging',
+        's3:GetObject _staging',
+        's3:DeleteObject _staging',
+        's3:ListBucket ',
+        's3:PutObject tables',
+        's3:PutObject manifests',
+        's3:GetObject tables',
+        's3:GetObject manifests',
+        'dynamodb:UpdateItem',
+      ]),
+    );
+    expect(kinds(snapshot)).toContain('s3:PutObject manifests');
+    expect(poller.filter((a) => !allowed(dev, 'PollerRole', a))).toEqual([]);
+    expect(snapshot.filter((a) => !allowed(dev, 'SnapshotRole', a))).toEqual([]);
+  });
+
+  it('decrypts the secret with its customer-managed key, through Secrets Manager only, and only when that key is given', () => {
+    const kms = (t: Template, role: string) => statements(t, role).filter((s) => s.Action.some((a) => a.startsWith('kms:')));
+    for (const role of ['PollerRole', 'SnapshotRole']) {
+      expect(kms(dev, role)).toEqual([]);
+      // A secret under the AWS-managed key needs no KMS grant.
+      expect(statements(prod, role).some((s) => s.Action.includes('secretsmanager:GetSecretValue'))).toBe(true);
+      expect(kms(prod, role)).toEqual([]);
+      const [decrypt, ...others] = kms(optIns, role);
+      expect(others).toEqual([]);
+      expect(decrypt).toMatchObject({ Effect: 'Allow', Action: ['kms:Decrypt'], Resource: SECRET_KEY });
+      expect(JSON.stringify(decrypt?.Condition?.StringEquals?.['kms:ViaService'])).toContain('secretsmanager.');
+    }
+  });
+
+  it('encrypts the log groups and the alarm topic with the given KMS key, and with AWS-owned keys by default', () => {
+    const encryption = (t: Template) => {
+      const r = (id: string) => resolve(t, t.Resources[id]?.Properties) as Record<string, unknown>;
+      return [r('PollerLogGroup').KmsKeyId, r('SnapshotLogGroup').KmsKeyId, r('AlarmTopic').KmsMasterKeyId];
+    };
+    expect(encryption(optIns)).toEqual([KEY, KEY, KEY]);
+    for (const t of [dev, prod]) expect(encryption(t)).toEqual([{ Ref: 'AWS::NoValue' }, { Ref: 'AWS::NoValue' }, { Ref: 'AWS::NoValue' }]);
+    expect(optIns.Resources.PollerLogGroup?.Properties.LogGroupName).toBe('/aws/lambda/sluice-prod-poller');
+  });
+
+  it('verifies MySQL TLS against the RDS CA bundle by default; another CA or mode is a parameter', () => {
+    const environment = (t: Template, fn: string) =>
+      (t.Resources[`${fn}LambdaFunction`]?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {};
+    const tls = (env: Record<string, unknown>) => {
+      const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === 'string'));
+      const config = loadConfig({ ...strings, SLUICE_BUCKET: 'bucket', SLUICE_MYSQL_URL: 'mysql://u:p@h:3306/' });
+      return tlsOptions(config.mysqlTls, config.mysqlCa);
+    };
+    for (const t of [dev, prod])
+      for (const fn of ['Poller', 'Snapshot']) {
+        const env = environment(t, fn);
+        expect(env).toMatchObject({ SLUICE_MYSQL_TLS: 'verify', SLUICE_MYSQL_CA: 'rds' });
+        // What the function makes of it: certificate checks on, against the Amazon RDS roots.
+        expect(tls(env)?.rejectUnauthorized).toBe(true);
+        expect(tls(env)?.ca).toContain('-----BEGIN CERTIFICATE-----');
+      }
+    // `required` encrypts only; the CA parameter is then ignored.
+    expect(environment(optIns, 'Poller')).toMatchObject({ SLUICE_MYSQL_TLS: 'required' });
+    expect(tls(environment(optIns, 'Poller'))).toEqual({ rejectUnauthorized: false });
+  });
+
   it('puts the functions in the given VPC, and in none by default', () => {
     expect(dev.Conditions.HasVpc).toEqual({ 'Fn::Not': [{ 'Fn::Equals': ['', ''] }] });
     const vpc = JSON.stringify(prod.Resources.PollerLambdaFunction?.Properties.VpcConfig);
     expect(vpc).toContain('subnet-1,subnet-2');
     expect(vpc).toContain('sg-1');
     expect(prod.Conditions.HasVpc).toEqual({ 'Fn::Not': [{ 'Fn::Equals': ['subnet-1,subnet-2', ''] }] });
+  });
+
+  it('creates the VPC endpoints asked for, so private subnets need no NAT gateway; none by default', () => {
+    const endpoints = (t: Template) =>
+      Object.values(deployed(t))
+        .filter((r) => r.Type === 'AWS::EC2::VPCEndpoint')
+        .map((r) => resolve(t, r.Properties) as Record<string, unknown>);
+    const service = (e: Record<string, unknown>) =>
+      JSON.stringify(e.ServiceName)
+        .replace(/.*\}\./, '')
+        .replace(/"}$/, '');
+    expect(endpoints(dev)).toEqual([]);
+    expect(deployed(dev).VpcEndpointSecurityGroup).toBeUndefined();
+
+    const all = endpoints(optIns);
+    expect(all.map(service).sort()).toEqual(['dynamodb', 'lambda', 's3', 'secretsmanager']);
+    for (const e of all) {
+      expect(e.VpcId).toBe('vpc-2');
+      if (e.VpcEndpointType === 'Gateway') expect(e.RouteTableIds).toEqual(['rtb-3']);
+      else {
+        expect(e).toMatchObject({ VpcEndpointType: 'Interface', PrivateDnsEnabled: true, SecurityGroupIds: [{ Ref: 'VpcEndpointSecurityGroup' }] });
+        expect(e.SubnetIds).toEqual(['subnet-3']);
+      }
+    }
+    expect(
+      all
+        .filter((e) => e.VpcEndpointType === 'Gateway')
+        .map(service)
+        .sort(),
+    ).toEqual(['dynamodb', 's3']);
+    // The endpoints' security group admits HTTPS from the functions' (first) security group only.
+    expect(optIns.Resources.VpcEndpointSecurityGroup?.Properties).toMatchObject({
+      VpcId: 'vpc-2',
+      SecurityGroupIngress: [
+        { IpProtocol: 'tcp', FromPort: 443, ToPort: 443, SourceSecurityGroupId: { 'Fn::Select': [0, { 'Fn::Split': [',', 'sg-3,sg-4'] }] } },
+      ],
+    });
+
+    // Only what is named: a VPC that has S3 and Secrets Manager endpoints already.
+    expect(endpoints(prod).map(service).sort()).toEqual(['dynamodb', 'lambda']);
+    expect(endpoints(prod).find((e) => e.VpcEndpointType === 'Gateway')?.RouteTableIds).toEqual(['rtb-1', 'rtb-2']);
+    expect(deployed(prod).VpcEndpointSecurityGroup).toBeDefined();
   });
 
   it('alarms on poller errors, lag, purge risk and failed invocations, through one topic', () => {

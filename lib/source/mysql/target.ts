@@ -1,12 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Config } from '../../config/config.ts';
 import { ConfigError, ErrorCode, SluiceError } from '../../errors.ts';
+import { type TlsOptions, tlsOptions } from './tls.ts';
 
 /** How to reach MySQL: a URI plus TLS options, as mysql2 (and zongji, which passes them on) take them. */
 export interface MysqlTarget {
   readonly uri: string;
-  readonly ssl?: { ca?: string; rejectUnauthorized: boolean };
+  readonly ssl?: TlsOptions;
   /** The URI with the password hidden, for messages. */
   readonly label: string;
 }
@@ -29,23 +29,6 @@ function uriFromSecret(secretId: string, text: string | undefined): string {
     throw new SluiceError(ErrorCode.MYSQL_SECRET, `secret ${secretId} lacks username, password or host; store {"username","password","host","port"}`);
   }
   return `mysql://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${host}:${Number(port ?? 3306)}/`;
-}
-
-function tls(config: Config): MysqlTarget['ssl'] {
-  switch (config.mysqlTls) {
-    case 'off':
-      return undefined;
-    case 'required':
-      return { rejectUnauthorized: false };
-    case 'verify': {
-      const ca = config.mysqlCa;
-      if (!ca)
-        throw new ConfigError(
-          'SLUICE_MYSQL_TLS=verify needs SLUICE_MYSQL_CA: the CA certificate (PEM text, or a path to a PEM file; for RDS, the region bundle from AWS)',
-        );
-      return { ca: ca.startsWith('-----BEGIN') ? ca : readFileSync(ca, 'utf8'), rejectUnauthorized: true };
-    }
-  }
 }
 
 const cache = new Map<string, Promise<MysqlTarget>>();
@@ -74,7 +57,7 @@ export function mysqlTarget(config: Config, secrets: () => Pick<SecretsManagerCl
         uri = uriFromSecret(id, value.SecretString);
       }
       if (!uri) throw new ConfigError('set SLUICE_MYSQL_URL or SLUICE_MYSQL_SECRET_ID');
-      return { uri, ssl: tls(config), label: redact(uri) };
+      return { uri, ssl: tlsOptions(config.mysqlTls, config.mysqlCa), label: redact(uri) };
     })();
     target.catch(() => cache.delete(cacheKey)); // a failed lookup is retried by the next run
     cache.set(cacheKey, target);
