@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { binlogColumn } from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
 import { seq, seqPrefix } from '../../lib/format/seq.ts';
-import { encodeValue, float32Text } from '../../lib/format/types.ts';
+import { encodeValue, float32Text, inet6Text, uuidText } from '../../lib/format/types.ts';
 
 describe('value encoding', () => {
   it('writes FLOAT as the shortest decimal that round-trips to the stored float32', () => {
@@ -37,6 +37,46 @@ describe('value encoding', () => {
     expect(encodeValue('timestamp', '2024-01-01 00:00:00.1', 3)).toBe('"2024-01-01T00:00:00.100Z"');
     expect(encodeValue('datetime', '2024-01-01 00:00:00', 0)).toBe('"2024-01-01 00:00:00"');
     expect(encodeValue('date', '2024-01-01', 6)).toBe('"2024-01-01"');
+  });
+
+  it('keeps the sign of a negative zero (MariaDB stores 0, MySQL keeps -0)', () => {
+    expect(encodeValue('double', -0)).toBe('-0');
+    expect(encodeValue('float', -0)).toBe('-0');
+    expect(encodeValue('double', 0)).toBe('0');
+  });
+
+  it('writes the zero year as 0: the binlog reader (and YEAR()) add 1900 to its stored byte', () => {
+    expect(encodeValue('year', 1900)).toBe('0');
+    expect(encodeValue('year', 0)).toBe('0');
+    expect(encodeValue('year', 1901)).toBe('1901');
+  });
+
+  it('refuses an object it cannot encode instead of writing "[object Object]"', () => {
+    expect(() => encodeValue('binary', { x: 1, y: 2 })).toThrow(/cannot encode a binary column's Object value/);
+    expect(() => encodeValue('string', [1])).toThrow(TypeError);
+  });
+
+  it('prints UUID, INET4 and INET6 bytes as the server does, and keeps the server text as is', () => {
+    expect(uuidText(Buffer.from('123e4567e89b12d3a456426614174000', 'hex'))).toBe('123e4567-e89b-12d3-a456-426614174000');
+    expect(encodeValue('inet4', Buffer.from([10, 0, 0, 1]))).toBe('"10.0.0.1"');
+    expect(encodeValue('uuid', '123e4567-e89b-12d3-a456-426614174000')).toBe('"123e4567-e89b-12d3-a456-426614174000"');
+    // Pairs read from MariaDB 10.11 (CAST(inet6 AS CHAR)).
+    const printed: [string, string][] = [
+      ['00000000000000000000000000000000', '::'],
+      ['00000000000000000000000000000001', '::1'],
+      ['00000000000000000000ffff01020304', '::ffff:1.2.3.4'],
+      ['00000000000000000000000001020304', '::1.2.3.4'],
+      ['00000000000000000000000000000002', '::2'],
+      ['00000000000000000000ffff00000000', '::ffff:0.0.0.0'],
+      ['20010db8000000000000ff0000428329', '2001:db8::ff00:42:8329'],
+      ['20010db8000000000001000000000001', '2001:db8::1:0:0:1'],
+      ['fe800000000000000000000000000000', 'fe80::'],
+      ['00010000000200030004000500060007', '1::2:3:4:5:6:7'],
+      ['00010000000000020000000000000003', '1:0:0:2::3'],
+      ['ffffffffffffffffffffffffffffffff', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff'],
+      ['00000000000000000000000100000000', '::1:0:0'],
+    ];
+    for (const [bytes, text] of printed) expect(inet6Text(Buffer.from(bytes, 'hex'))).toBe(text);
   });
 
   it('tells text from binary columns by charset', () => {
