@@ -21,6 +21,10 @@ const T = {
   TIMESTAMP2: 17,
   DATETIME2: 18,
   TIME2: 19,
+  /** MariaDB TEXT/BLOB … COMPRESSED. */
+  BLOB_COMPRESSED: 140,
+  /** MariaDB VARCHAR/VARBINARY … COMPRESSED. */
+  VARCHAR_COMPRESSED: 141,
   JSON: 245,
   NEWDECIMAL: 246,
   ENUM: 247,
@@ -40,31 +44,38 @@ export interface ZongjiColumn {
   type: number;
   charset?: string | null;
   metadata?: Record<string, number> | null;
+  /** What the column was before `rawBinlogValues` retyped it (see there). */
+  sluiceOriginal?: { type: number; charset: string | null | undefined; metadata: ZongjiColumn['metadata'] };
 }
+
+/** The column as the binlog describes it, whether or not `rawBinlogValues` has retyped it since. */
+const original = (column: ZongjiColumn) => column.sluiceOriginal ?? column;
+
+/** MariaDB's names of the spatial types, by the binlog's GEOMETRY_TYPE metadata (Field_geom::geometry_type). */
+const SPATIAL = ['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection'];
 
 function fraction(metadata: ZongjiColumn['metadata']): string {
   const decimals = metadata?.decimals ?? 0;
   return decimals > 0 ? `(${decimals})` : '';
 }
 
-/** Maps a binlog column to the format's kind; binary vs text is told by the charset (null = binary). */
-export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
-  const m = column.metadata;
-  const text = column.charset !== null && column.charset !== undefined;
-  const temporal =
-    column.type === T.DATETIME ||
-    column.type === T.DATETIME2 ||
-    column.type === T.TIMESTAMP ||
-    column.type === T.TIMESTAMP2 ||
-    column.type === T.TIME ||
-    column.type === T.TIME2;
+/**
+ * Maps a binlog column to the format's kind and the type name information_schema gives (the
+ * snapshot's), so both paths write the same manifests. Binary vs text is told by the charset (null =
+ * binary); `geometryType` is the binlog's GEOMETRY_TYPE for spatial columns.
+ */
+export function binlogColumn(column: ZongjiColumn, unsigned = false, geometryType?: number): Column {
+  const { type, charset, metadata: m } = original(column);
+  const text = charset !== null && charset !== undefined;
+  const temporal = type === T.DATETIME || type === T.DATETIME2 || type === T.TIMESTAMP || type === T.TIMESTAMP2 || type === T.TIME || type === T.TIME2;
   const of = (kind: ColumnKind, sqlType: string): Column => ({
     name: column.name,
     kind,
-    sqlType: unsigned ? `${sqlType} unsigned` : sqlType,
+    // YEAR is flagged unsigned in the binlog, but information_schema does not say so.
+    sqlType: unsigned && type !== T.YEAR ? `${sqlType} unsigned` : sqlType,
     ...(temporal ? { fsp: m?.decimals ?? 0 } : {}),
   });
-  switch (column.type) {
+  switch (type) {
     case T.TINY:
       return of('int', 'tinyint');
     case T.SHORT:
@@ -106,6 +117,7 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
       return of('string', 'json');
     case T.VARCHAR:
     case T.VAR_STRING:
+    case T.VARCHAR_COMPRESSED:
       return text ? of('string', 'varchar') : of('binary', 'varbinary');
     case T.STRING:
       return text ? of('string', 'char') : of('binary', 'binary');
@@ -113,10 +125,122 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
     case T.MEDIUM_BLOB:
     case T.LONG_BLOB:
     case T.BLOB:
+    case T.BLOB_COMPRESSED:
       return text ? of('string', 'text') : of('binary', 'blob');
     case T.GEOMETRY:
-      return of('binary', 'geometry');
+      return of('binary', SPATIAL[geometryType ?? 0] ?? 'geometry');
     default:
-      return of('string', `type${column.type}`);
+      return of('string', `type${type}`);
   }
+}
+
+/** Converts one zongji value of a column into what the format's encoder expects. */
+export type BinlogDecoder = (value: unknown) => unknown;
+
+/** How a column's zongji values are made exact (see rawBinlogValues). */
+export interface RawValues {
+  readonly decode: BinlogDecoder;
+  /** `decode` yields ServerText, which the server must convert before the value is encoded. */
+  readonly byServer: boolean;
+}
+
+/** Text in a charset only the server decodes exactly: its bytes, to be converted by the server. */
+export class ServerText {
+  constructor(
+    readonly bytes: Buffer,
+    readonly charset: string,
+  ) {}
+}
+
+/** zongji's per-column schema, whose ENUM/SET labels it decodes values with. */
+export interface ZongjiColumnSchema {
+  ENUM_VALUES?: string[];
+  SET_VALUES?: string[];
+}
+
+/** MariaDB's latin1 is cp1252 with its five holes (0x81 0x8D 0x8F 0x90 0x9D) read as the C1 controls. */
+const CP1252_HIGH = '€\x81‚ƒ„…†‡ˆ‰Š‹Œ\x8DŽ\x8F\x90‘’“”•–—˜™š›œ\x9DžŸ';
+const latin1Text = (raw: string) => raw.replace(/[\x80-\x9f]/g, (ch) => CP1252_HIGH[ch.charCodeAt(0) - 0x80] as string);
+
+/** Charsets zongji decodes exactly as the server does (Unicode; the differential type test checks them). */
+const EXACT = new Set(['utf8', 'utf8mb3', 'utf8mb4', 'utf16', 'utf16le', 'utf32', 'ucs2', 'binary']);
+
+/** ascii bytes above 0x7F: zongji (iconv) gives U+FFFD, the server prints '?'. */
+const asciiText = (value: unknown) => (typeof value === 'string' && value.includes('\uFFFD') ? value.replaceAll('\uFFFD', '?') : value);
+
+/**
+ * MySQL's TIME2 bytes as MariaDB prints them: "[-]HH:MM:SS[.f]" with `fsp` digits
+ * (my_time_packed_from_binary, then TIME_from_longlong_time_packed). zongji's own decoding of
+ * negative values borrows wrongly ("-01:00:00" comes out as "-00:63:64").
+ */
+export function time2Text(bytes: Buffer, fsp: number): string {
+  let packed: number; // (hms << 24) + microseconds, negative for negative times
+  const intPart = bytes.readUIntBE(0, 3) - 0x800000;
+  if (fsp >= 5) packed = bytes.readUIntBE(0, 6) - 0x800000000000;
+  else if (fsp >= 1) {
+    const width = fsp <= 2 ? 1 : 2;
+    let frac = bytes.readUIntBE(3, width);
+    let whole = intPart;
+    // Negative values store the fraction's complement, for binary sort order.
+    if (whole < 0 && frac) {
+      whole++;
+      frac -= 2 ** (8 * width);
+    }
+    packed = whole * 2 ** 24 + frac * (fsp <= 2 ? 10_000 : 100);
+  } else packed = intPart * 2 ** 24;
+  const negative = packed < 0;
+  const magnitude = Math.abs(packed);
+  const hms = Math.floor(magnitude / 2 ** 24);
+  const micros = magnitude % 2 ** 24;
+  const two = (n: number) => String(n).padStart(2, '0');
+  const text = `${negative ? '-' : ''}${two((hms >> 12) % 1024)}:${two((hms >> 6) % 64)}:${two(hms % 64)}`;
+  return fsp ? `${text}.${String(micros).padStart(6, '0').slice(0, fsp)}` : text;
+}
+
+/**
+ * Where zongji's decoding of a column loses information, makes zongji hand over the raw bytes and
+ * returns how to read them the server's way:
+ * - GEOMETRY: zongji parses it into {x, y} objects, dropping the SRID; retyped as a BLOB, the value
+ *   is the bytes MariaDB stores (4-byte little-endian SRID, then WKB).
+ * - TIME2: zongji mis-borrows negative values; retyped as a BIT of the same width, the bytes are
+ *   decoded here.
+ * - Text in other charsets than Unicode: zongji decodes it with iconv, whose tables differ from
+ *   the server's (latin1's five holes, sjis's wave dash, swe7, …). Retyped to iconv's 'binary' (one
+ *   char per byte), latin1 is decoded here and the rest by the server (ServerText); ascii keeps
+ *   zongji's decoding, with the server's '?' for bytes above 0x7F. ENUM/SET labels in such
+ *   charsets are swapped for their raw bytes (`labels`, from the TABLE_MAP) the same way.
+ * - ENUM: zongji gives undefined for the invalid value (index 0), which the server prints as ''.
+ * Must run at every TABLE_MAP (zongji rebuilds the descriptors), before the table's rows are parsed.
+ */
+export function rawBinlogValues(column: ZongjiColumn, schema?: ZongjiColumnSchema, labels?: Buffer[]): RawValues | undefined {
+  const { type, charset, metadata } = original(column);
+  const retype = (to: Pick<ZongjiColumn, 'type' | 'charset' | 'metadata'>) => {
+    column.sluiceOriginal ??= { type, charset, metadata };
+    Object.assign(column, to);
+  };
+  const enumOrSet = type === T.ENUM || type === T.SET;
+  const of = (decode: BinlogDecoder, byServer = false): RawValues => ({
+    decode: type === T.ENUM ? (value) => (value === undefined ? '' : decode(value)) : decode,
+    byServer,
+  });
+  switch (type) {
+    case T.GEOMETRY:
+      retype({ type: T.BLOB, charset: null, metadata });
+      return undefined;
+    case T.TIME2: {
+      const fsp = metadata?.decimals ?? 0;
+      retype({ type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } });
+      return of((value) => (Buffer.isBuffer(value) ? time2Text(value, fsp) : value));
+    }
+  }
+  const asIs = (value: unknown) => value;
+  if (charset === null || charset === undefined || EXACT.has(charset)) return type === T.ENUM ? of(asIs) : undefined;
+  if (charset === 'ascii') return enumOrSet ? of(asIs) : of(asciiText);
+  if (enumOrSet) {
+    // Without FULL metadata there are no raw labels: keep zongji's.
+    if (!schema || !labels || labels.length === 0) return type === T.ENUM ? of(asIs) : undefined;
+    schema[type === T.ENUM ? 'ENUM_VALUES' : 'SET_VALUES'] = labels.map((label) => label.toString('latin1'));
+  } else retype({ type, charset: 'binary', metadata });
+  if (charset === 'latin1') return of((value) => (typeof value === 'string' ? latin1Text(value) : value));
+  return of((value) => (typeof value === 'string' ? new ServerText(Buffer.from(value, 'latin1'), charset) : value), true);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { binlogColumn } from '../../lib/format/binlog-columns.ts';
+import { binlogColumn, rawBinlogValues, ServerText, time2Text, type ZongjiColumn } from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
 import { seq, seqPrefix } from '../../lib/format/seq.ts';
 import { encodeValue, float32Text, inet6Text, uuidText } from '../../lib/format/types.ts';
@@ -79,11 +79,64 @@ describe('value encoding', () => {
     for (const [bytes, text] of printed) expect(inet6Text(Buffer.from(bytes, 'hex'))).toBe(text);
   });
 
+  it('decodes TIME2 bytes as MySQL does, negative values and their borrow included', () => {
+    // Vectors from MySQL's my_time_packed_from_binary comment (TIME(2)), and whole negative hours.
+    const time = (hex: string, fsp: number) => time2Text(Buffer.from(hex, 'hex'), fsp);
+    expect(time('800000' + '00', 2)).toBe('00:00:00.00');
+    expect(time('7fffff' + 'ff', 2)).toBe('-00:00:00.01');
+    expect(time('7fffff' + '9d', 2)).toBe('-00:00:00.99');
+    expect(time('7fffff' + '00', 2)).toBe('-00:00:01.00');
+    expect(time('7ffffe' + 'ff', 2)).toBe('-00:00:01.01');
+    expect(time('7ffffe' + 'f6', 2)).toBe('-00:00:01.10');
+    expect(time('7ff000', 0)).toBe('-01:00:00');
+    expect(time('b46efb', 0)).toBe('838:59:59');
+    expect(time('4b9105' + '0000', 3)).toBe('-838:59:59.000');
+    expect(time('800000' + '07a120', 6)).toBe('00:00:00.500000');
+  });
+
+  it('hands zongji raw bytes where its decoding loses information, once per descriptor', () => {
+    const point: ZongjiColumn = { name: 'g', type: 255, charset: null, metadata: { length_size: 4 } };
+    expect(rawBinlogValues(point)).toBeUndefined();
+    expect(point.type).toBe(252);
+    rawBinlogValues(point);
+    expect(binlogColumn(point, false, 1)).toEqual({ name: 'g', kind: 'binary', sqlType: 'point' });
+
+    const latin1: ZongjiColumn = { name: 's', type: 15, charset: 'latin1', metadata: { max_length: 10 } };
+    const decodeLatin1 = rawBinlogValues(latin1)?.decode;
+    expect(latin1.charset).toBe('binary');
+    expect(decodeLatin1?.('\x80\x81\x9f\xff')).toBe('€\u0081Ÿÿ');
+
+    // Charsets whose iconv tables differ from the server's: the bytes go to the server.
+    const sjis = rawBinlogValues({ name: 'j', type: 15, charset: 'sjis', metadata: { max_length: 10 } });
+    expect(sjis?.byServer).toBe(true);
+    expect(sjis?.decode('\x81\x60')).toEqual(new ServerText(Buffer.from([0x81, 0x60]), 'sjis'));
+
+    // ENUM/SET labels too: zongji then decodes values with the raw label bytes.
+    const schema: { ENUM_VALUES?: string[] } = { ENUM_VALUES: ['\uFFFD'] };
+    const latin1Enum = rawBinlogValues({ name: 'e', type: 247, charset: 'latin1', metadata: { size: 1 } }, schema, [Buffer.from([0x81])]);
+    expect(schema.ENUM_VALUES).toEqual(['\x81']);
+    expect(latin1Enum?.decode('\x81')).toBe('\u0081');
+    expect(latin1Enum?.decode(undefined)).toBe('');
+
+    expect(rawBinlogValues({ name: 'e', type: 247, charset: 'utf8mb4', metadata: { size: 1 } })?.decode(undefined)).toBe('');
+    expect(rawBinlogValues({ name: 'a', type: 15, charset: 'ascii', metadata: { max_length: 10 } })?.decode('a\uFFFD')).toBe('a?');
+    expect(rawBinlogValues({ name: 'u', type: 15, charset: 'utf8mb4', metadata: { max_length: 40 } })).toBeUndefined();
+
+    const time: ZongjiColumn = { name: 't', type: 19, charset: null, metadata: { decimals: 3 } };
+    const decodeTime = rawBinlogValues(time)?.decode;
+    expect(time).toMatchObject({ type: 16, metadata: { bits: 40 } });
+    expect(decodeTime?.(Buffer.from('7ff0000000', 'hex'))).toBe('-01:00:00.000');
+    expect(binlogColumn(time).sqlType).toBe('time(3)');
+  });
+
   it('tells text from binary columns by charset', () => {
     expect(binlogColumn({ name: 'a', type: 252, charset: 'utf8mb4' }).kind).toBe('string');
     expect(binlogColumn({ name: 'a', type: 252, charset: null }).kind).toBe('binary');
     expect(binlogColumn({ name: 'a', type: 8 }, true).sqlType).toBe('bigint unsigned');
     expect(binlogColumn({ name: 'a', type: 18, metadata: { decimals: 6 } }).sqlType).toBe('datetime(6)');
+    expect(binlogColumn({ name: 'a', type: 13 }, true).sqlType).toBe('year');
+    expect(binlogColumn({ name: 'a', type: 141, charset: null }).sqlType).toBe('varbinary');
+    expect(binlogColumn({ name: 'a', type: 140, charset: 'utf8mb4' })).toMatchObject({ kind: 'string', sqlType: 'text' });
   });
 });
 

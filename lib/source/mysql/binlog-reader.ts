@@ -1,8 +1,16 @@
 import ZongJi from '@vlasky/zongji';
 import { AssertionError, PositionLostError, SluiceError } from '../../errors.ts';
-import { binlogColumn, type ZongjiColumn } from '../../format/binlog-columns.ts';
+import {
+  type BinlogDecoder,
+  binlogColumn,
+  rawBinlogValues,
+  ServerText,
+  type ZongjiColumn,
+  type ZongjiColumnSchema,
+} from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
 import type { BinlogPosition } from './position.ts';
+import { connect, type SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';
 
 /**
@@ -43,6 +51,20 @@ const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000)
 // biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
 type Ev = any;
 
+/** A table as its latest TABLE_MAP describes it. */
+interface TableState {
+  signature: string;
+  shape: EncodedShape;
+  /** Columns whose zongji values need converting (see rawBinlogValues). */
+  decoders: [name: string, decode: BinlogDecoder][];
+  /** Columns whose values the server converts (ServerText) before the rows are yielded. */
+  byServer: string[];
+}
+
+function decodeRows(rows: Row[], decoders: TableState['decoders']): void {
+  for (const row of rows) for (const [name, decode] of decoders) row[name] = decode(row[name]);
+}
+
 export class BinlogReader implements AsyncIterable<BinlogItem> {
   private readonly zongji: ZongJi;
   private readonly queue: BinlogItem[] = [];
@@ -52,7 +74,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private wake: (() => void) | undefined;
   private failure: Error | undefined;
   private stopped = false;
-  private readonly shapes = new Map<number, { signature: string; shape: EncodedShape }>();
+  private readonly shapes = new Map<number, TableState>();
+  /** Rows (by their array) holding ServerText in the named columns. */
+  private readonly serverText = new WeakMap<object, string[]>();
+  private schemaConnection: SqlConnection | undefined;
   private file: string;
   private gtid: string | null;
   private inTxn = false;
@@ -103,27 +128,78 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.wake?.();
   }
 
-  /** Builds (or reuses) the table's shape at its TABLE_MAP event, which alone carries the key and signedness. */
+  /**
+   * Builds (or reuses) the table's shape at its TABLE_MAP event, which alone carries the key and
+   * signedness. Also makes zongji hand over raw bytes where its own decoding is lossy; zongji
+   * rebuilds its descriptors at every TABLE_MAP, so this runs at each one, before the rows.
+   */
   private mapTable(ev: Ev): void {
     const map = ev.tableMap[ev.tableId];
     const columns: ZongjiColumn[] = map.columns;
     const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
     const unsigned: boolean[] = ev.signedness ?? [];
-    const signature = `${map.parentSchema}.${map.tableName}:${columns.map((c, i) => `${c.name}/${c.type}/${c.charset}/${unsigned[i] ? 'u' : ''}`).join(',')}:${key}`;
-    if (this.shapes.get(ev.tableId)?.signature === signature) return;
-    const shape = encodeShape({
-      db: map.parentSchema,
-      table: map.tableName,
-      columns: columns.map((c, i) => binlogColumn(c, unsigned[i] === true)),
-      key,
+    const geometry: (number | undefined)[] = ev.geometryTypes ?? [];
+    const described = columns.map((c, i) => binlogColumn(c, unsigned[i] === true, geometry[i]));
+    const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
+    const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
+    const decoders: TableState['decoders'] = [];
+    const byServer: string[] = [];
+    columns.forEach((c, i) => {
+      const raw = rawBinlogValues(c, schemas[i], labels[i]);
+      if (raw) decoders.push([c.name, raw.decode]);
+      if (raw?.byServer) byServer.push(c.name);
     });
-    this.shapes.set(ev.tableId, { signature, shape });
+    const signature = `${map.parentSchema}.${map.tableName}:${described.map((c) => `${c.name}/${c.kind}/${c.sqlType}`).join(',')}:${key}`;
+    const current = this.shapes.get(ev.tableId);
+    if (current?.signature === signature) {
+      Object.assign(current, { decoders, byServer });
+      return;
+    }
+    const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key });
+    this.shapes.set(ev.tableId, { signature, shape, decoders, byServer });
   }
 
-  private shapeOf(ev: Ev): EncodedShape {
-    const shape = this.shapes.get(ev.tableId)?.shape;
-    if (!shape) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
-    return shape;
+  /**
+   * Converts the item's ServerText values with the server's own tables, as it converts the column
+   * for a SELECT (bytes it cannot convert become '?'): one query per 500 values.
+   */
+  private async decodeOnServer(item: Extract<BinlogItem, { kind: 'rows' }>, names: string[]): Promise<void> {
+    const images: Row[] = item.op === 'update' ? item.rows.flatMap((r) => [r.before, r.after]) : item.rows;
+    const pending: [Row, string, ServerText][] = [];
+    for (const row of images) {
+      for (const name of names) {
+        const value = row[name];
+        if (value instanceof ServerText) pending.push([row, name, value]);
+      }
+    }
+    const conn = await this.sql();
+    for (let from = 0; from < pending.length; from += 500) {
+      const chunk = pending.slice(from, from + 500);
+      const expressions = chunk.map(([, , text], i) => {
+        if (!/^\w+$/.test(text.charset)) throw new AssertionError(`unexpected charset name ${text.charset}`);
+        return `CONVERT(CAST(? AS CHAR CHARACTER SET ${text.charset}) USING utf8mb4) AS v${i}`;
+      });
+      const [rows] = await conn.query(
+        `SELECT ${expressions.join(', ')}`,
+        chunk.map(([, , text]) => text.bytes),
+      );
+      const converted = (rows as Record<string, string>[])[0] ?? {};
+      chunk.forEach(([row, name], i) => {
+        row[name] = converted[`v${i}`];
+      });
+    }
+  }
+
+  /** A connection for the lookups binlog decoding needs, opened on first use. */
+  private async sql(): Promise<SqlConnection> {
+    this.schemaConnection ??= await connect(this.options.target);
+    return this.schemaConnection;
+  }
+
+  private tableOf(ev: Ev): TableState {
+    const table = this.shapes.get(ev.tableId);
+    if (!table) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
+    return table;
   }
 
   private boundary(kind: 'commit' | 'progress', pos: number, ddl?: { db: string; query: string }, tsMs = 0): void {
@@ -163,7 +239,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows': {
-        const shape = this.shapeOf(ev);
+        const { shape, decoders, byServer } = this.tableOf(ev);
+        if (decoders.length) {
+          if (type === 'UpdateRows') for (const row of ev.rows) decodeRows([row.before, row.after], decoders);
+          else decodeRows(ev.rows, decoders);
+        }
+        if (byServer.length) this.serverText.set(ev.rows, byServer);
         this.push({ kind: 'rows', op: ROWS_OP[type], shape, rows: ev.rows, pos: ev.nextPosition, tsMs: ev.timestamp }, ev.rows.length);
         return;
       }
@@ -205,7 +286,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           this.queue.splice(0, this.head);
           this.head = 0;
         }
-        if (item.kind === 'rows') this.queuedRows -= item.rows.length;
+        if (item.kind === 'rows') {
+          this.queuedRows -= item.rows.length;
+          const byServer = this.serverText.get(item.rows);
+          if (byServer) await this.decodeOnServer(item, byServer);
+        }
         if (this.paused && this.queuedRows < this.highWater / 4) {
           this.paused = false;
           this.zongji.connection?.resume();
@@ -232,6 +317,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const stopped = new Promise<void>((resolve) => this.zongji.once('stopped', () => resolve()));
     this.zongji.stop();
     await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    await this.schemaConnection?.end();
     this.wake?.();
   }
 }
