@@ -1,4 +1,4 @@
-import type { Column, ColumnKind } from './types.ts';
+import type { Column, ColumnKind, LogicalType } from './types.ts';
 
 /** MySQL protocol type codes as they appear in binlog TABLE_MAP events. */
 const T = {
@@ -132,6 +132,20 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false, geometryTyp
     default:
       return of('string', `type${type}`);
   }
+}
+
+const LOGICAL_WIDTH: Record<LogicalType, number> = { uuid: 16, inet4: 4, inet6: 16 };
+
+/** Whether the column may be a UUID, INET4 or INET6 (a BINARY(4) or BINARY(16) in the binlog). */
+export function maybeLogical(column: ZongjiColumn): boolean {
+  const { type, charset, metadata } = original(column);
+  return type === T.STRING && (charset === null || charset === undefined) && (metadata?.max_length === 4 || metadata?.max_length === 16);
+}
+
+/** The column as the logical type information_schema names, if its binlog shape can hold it. */
+export function withLogicalType(column: Column, binlog: ZongjiColumn, logical: LogicalType | undefined): Column {
+  if (!logical || !maybeLogical(binlog) || original(binlog).metadata?.max_length !== LOGICAL_WIDTH[logical]) return column;
+  return { name: column.name, kind: logical, sqlType: logical };
 }
 
 /** Converts one zongji value of a column into what the format's encoder expects. */

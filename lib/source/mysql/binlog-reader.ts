@@ -3,13 +3,16 @@ import { AssertionError, PositionLostError, SluiceError } from '../../errors.ts'
 import {
   type BinlogDecoder,
   binlogColumn,
+  maybeLogical,
   rawBinlogValues,
   ServerText,
+  withLogicalType,
   type ZongjiColumn,
   type ZongjiColumnSchema,
 } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
 import type { BinlogPosition } from './position.ts';
+import { logicalTypes } from './schema.ts';
 import { connect, type SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';
 
@@ -75,6 +78,9 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private failure: Error | undefined;
   private stopped = false;
   private readonly shapes = new Map<number, TableState>();
+  /** Shapes with BINARY(4|16) columns, to be resolved to UUID/INET4/INET6 (see `resolve`), with zongji's descriptors. */
+  private readonly unresolved = new WeakMap<EncodedShape, ZongjiColumn[]>();
+  private readonly resolved = new WeakMap<EncodedShape, Promise<EncodedShape>>();
   /** Rows (by their array) holding ServerText in the named columns. */
   private readonly serverText = new WeakMap<object, string[]>();
   private schemaConnection: SqlConnection | undefined;
@@ -156,7 +162,29 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       return;
     }
     const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key });
+    if (columns.some(maybeLogical)) this.unresolved.set(shape, columns);
     this.shapes.set(ev.tableId, { signature, shape, decoders, byServer });
+  }
+
+  /**
+   * MariaDB logs UUID, INET4 and INET6 columns as BINARY(16|4|16); only information_schema tells
+   * them apart, so a shape with such columns takes their types from it before its rows are
+   * yielded (once per shape and run). It describes the table now, not when the event was written:
+   * a column converted between BINARY and one of these types since is written with its current
+   * type, which the manifest names. Either way the value is exact (the text and the bytes convert
+   * one to one).
+   */
+  private resolve(shape: EncodedShape, columns: ZongjiColumn[]): Promise<EncodedShape> {
+    let pending = this.resolved.get(shape);
+    if (!pending) {
+      pending = (async () => {
+        const types = await logicalTypes(await this.sql(), shape.db, shape.table);
+        if (!types.size) return shape;
+        return encodeShape({ ...shape, columns: shape.columns.map((c, i) => withLogicalType(c, columns[i] as ZongjiColumn, types.get(c.name))) });
+      })();
+      this.resolved.set(shape, pending);
+    }
+    return pending;
   }
 
   /**
@@ -288,6 +316,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         }
         if (item.kind === 'rows') {
           this.queuedRows -= item.rows.length;
+          const columns = this.unresolved.get(item.shape);
+          if (columns) item.shape = await this.resolve(item.shape, columns);
           const byServer = this.serverText.get(item.rows);
           if (byServer) await this.decodeOnServer(item, byServer);
         }

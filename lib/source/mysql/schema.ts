@@ -1,5 +1,5 @@
 import { SluiceError } from '../../errors.ts';
-import type { Column, ColumnKind } from '../../format/types.ts';
+import type { Column, ColumnKind, LogicalType } from '../../format/types.ts';
 import type { SqlConnection } from './server.ts';
 
 /** A table as the snapshot sees it: the same column kinds and type names the binlog path produces. */
@@ -28,6 +28,7 @@ interface ColumnRow {
 
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
 const SPATIAL = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
 /** Maps an INFORMATION_SCHEMA column to the format's kind and the binlog path's type name (binlog-columns.ts). */
@@ -184,6 +185,19 @@ async function checkChunkColumn(conn: SqlConnection, db: string, table: string, 
       `the chunk column ${db}.${table}.${column} must exist, be NOT NULL and carry a single-column UNIQUE index; otherwise paging could skip or repeat rows`,
     );
   }
+}
+
+/**
+ * The table's UUID, INET4 and INET6 columns by name: MariaDB's binlog logs them as BINARY(n), so
+ * the binlog path asks here which of its BINARY columns are these.
+ */
+export async function logicalTypes(conn: SqlConnection, db: string, table: string): Promise<Map<string, LogicalType>> {
+  const found = await rows<{ COLUMN_NAME: string; DATA_TYPE: string }>(
+    conn,
+    'SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+    [db, table],
+  );
+  return new Map(found.filter((r) => LOGICAL.has(r.DATA_TYPE.toLowerCase())).map((r) => [r.COLUMN_NAME, r.DATA_TYPE.toLowerCase() as LogicalType]));
 }
 
 /** Base tables passing `accept`, as `db.table` names. */
