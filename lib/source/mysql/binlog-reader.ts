@@ -94,7 +94,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.gtid = options.start.gtid ?? null;
     this.highWater = options.highWaterRows ?? 20_000;
     // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
-    // independent of the process time zone. Big numbers arrive as exact strings.
+    // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
+    // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).
     this.zongji = new ZongJi({
       uri: options.target.uri,
       ssl: options.target.ssl,
@@ -102,6 +103,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       timezone: 'Z',
       supportBigNumbers: true,
       bigNumberStrings: true,
+      jsonStrings: true,
     });
     // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
     // TableMap, so rows of filtered tables are never decoded.

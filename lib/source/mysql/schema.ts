@@ -70,8 +70,9 @@ function schemaColumn(row: ColumnRow): Column {
     case 'text':
     case 'mediumtext':
     case 'longtext':
-    case 'json':
       return of('string', 'text');
+    case 'json': // MySQL's binary JSON (MariaDB's JSON is a LONGTEXT); the binlog names it alike
+      return of('string', 'json');
     case 'binary':
     case 'varbinary':
       return of('binary', type);
