@@ -54,26 +54,48 @@ const original = (column: ZongjiColumn) => column.sluiceOriginal ?? column;
 /** MariaDB's names of the spatial types, by the binlog's GEOMETRY_TYPE metadata (Field_geom::geometry_type). */
 const SPATIAL = ['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection'];
 
-function fraction(metadata: ZongjiColumn['metadata']): string {
-  const decimals = metadata?.decimals ?? 0;
-  return decimals > 0 ? `(${decimals})` : '';
+/** zongji's per-column schema (information_schema's row, or one built from FULL metadata). */
+export interface ZongjiColumnSchema {
+  COLUMN_TYPE?: string;
+  ENUM_VALUES?: string[];
+  SET_VALUES?: string[];
+}
+
+/** What the TABLE_MAP says about a column besides zongji's descriptor. */
+export interface ColumnFacts {
+  unsigned?: boolean;
+  /** The binlog's GEOMETRY_TYPE, for spatial columns. */
+  geometryType?: number;
+  schema?: ZongjiColumnSchema;
+}
+
+/**
+ * Fraction digits of a temporal column. MariaDB 5.3-format columns (tables from before 10.0 never
+ * rebuilt, or made with mysql56_temporal_format=OFF) use the classic type codes with no metadata;
+ * only the definition tells ("time(3)" plus a mariadb-5.3 comment), and zongji reads values by it too.
+ */
+function fractionDigits(type: number, metadata: ZongjiColumn['metadata'], schema: ZongjiColumnSchema | undefined): number {
+  if (type === T.TIME || type === T.DATETIME || type === T.TIMESTAMP) return Number(/^\w+\((\d)\)/.exec(schema?.COLUMN_TYPE ?? '')?.[1] ?? 0);
+  return metadata?.decimals ?? 0;
 }
 
 /**
  * Maps a binlog column to the format's kind and the type name information_schema gives (the
  * snapshot's), so both paths write the same manifests. Binary vs text is told by the charset (null =
- * binary); `geometryType` is the binlog's GEOMETRY_TYPE for spatial columns.
+ * binary).
  */
-export function binlogColumn(column: ZongjiColumn, unsigned = false, geometryType?: number): Column {
+export function binlogColumn(column: ZongjiColumn, facts: ColumnFacts = {}): Column {
   const { type, charset, metadata: m } = original(column);
   const text = charset !== null && charset !== undefined;
   const temporal = type === T.DATETIME || type === T.DATETIME2 || type === T.TIMESTAMP || type === T.TIMESTAMP2 || type === T.TIME || type === T.TIME2;
+  const fsp = temporal ? fractionDigits(type, m, facts.schema) : 0;
+  const fraction = fsp ? `(${fsp})` : '';
   const of = (kind: ColumnKind, sqlType: string): Column => ({
     name: column.name,
     kind,
     // YEAR is flagged unsigned in the binlog, but information_schema does not say so.
-    sqlType: unsigned && type !== T.YEAR ? `${sqlType} unsigned` : sqlType,
-    ...(temporal ? { fsp: m?.decimals ?? 0 } : {}),
+    sqlType: facts.unsigned && type !== T.YEAR ? `${sqlType} unsigned` : sqlType,
+    ...(temporal ? { fsp } : {}),
   });
   switch (type) {
     case T.TINY:
@@ -102,13 +124,13 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false, geometryTyp
       return of('date', 'date');
     case T.DATETIME:
     case T.DATETIME2:
-      return of('datetime', `datetime${fraction(m)}`);
+      return of('datetime', `datetime${fraction}`);
     case T.TIMESTAMP:
     case T.TIMESTAMP2:
-      return of('timestamp', `timestamp${fraction(m)}`);
+      return of('timestamp', `timestamp${fraction}`);
     case T.TIME:
     case T.TIME2:
-      return of('time', `time${fraction(m)}`);
+      return of('time', `time${fraction}`);
     case T.ENUM:
       return of('string', 'enum');
     case T.SET:
@@ -128,7 +150,7 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false, geometryTyp
     case T.BLOB_COMPRESSED:
       return text ? of('string', 'text') : of('binary', 'blob');
     case T.GEOMETRY:
-      return of('binary', SPATIAL[geometryType ?? 0] ?? 'geometry');
+      return of('binary', SPATIAL[facts.geometryType ?? 0] ?? 'geometry');
     default:
       return of('string', `type${type}`);
   }
@@ -166,12 +188,6 @@ export class ServerText {
   ) {}
 }
 
-/** zongji's per-column schema, whose ENUM/SET labels it decodes values with. */
-export interface ZongjiColumnSchema {
-  ENUM_VALUES?: string[];
-  SET_VALUES?: string[];
-}
-
 /** MariaDB's latin1 is cp1252 with its five holes (0x81 0x8D 0x8F 0x90 0x9D) read as the C1 controls. */
 const CP1252_HIGH = '€\x81‚ƒ„…†‡ˆ‰Š‹Œ\x8DŽ\x8F\x90‘’“”•–—˜™š›œ\x9DžŸ';
 const latin1Text = (raw: string) => raw.replace(/[\x80-\x9f]/g, (ch) => CP1252_HIGH[ch.charCodeAt(0) - 0x80] as string);
@@ -184,8 +200,7 @@ const asciiText = (value: unknown) => (typeof value === 'string' && value.includ
 
 /**
  * MySQL's TIME2 bytes as MariaDB prints them: "[-]HH:MM:SS[.f]" with `fsp` digits
- * (my_time_packed_from_binary, then TIME_from_longlong_time_packed). zongji's own decoding of
- * negative values borrows wrongly ("-01:00:00" comes out as "-00:63:64").
+ * (my_time_packed_from_binary, then TIME_from_longlong_time_packed).
  */
 export function time2Text(bytes: Buffer, fsp: number): string {
   let packed: number; // (hms << 24) + microseconds, negative for negative times
@@ -211,12 +226,21 @@ export function time2Text(bytes: Buffer, fsp: number): string {
   return fsp ? `${text}.${String(micros).padStart(6, '0').slice(0, fsp)}` : text;
 }
 
+/** A classic (fsp 0, pre-5.6.4 / MariaDB 5.3-format) TIME: ±HHMMSS in 3 bytes, little-endian. */
+export function classicTimeText(bytes: Buffer): string {
+  const value = bytes.readIntLE(0, 3);
+  const magnitude = Math.abs(value);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${value < 0 ? '-' : ''}${two(Math.floor(magnitude / 10_000))}:${two(Math.floor(magnitude / 100) % 100)}:${two(magnitude % 100)}`;
+}
+
 /**
  * Where zongji's decoding of a column loses information, makes zongji hand over the raw bytes and
  * returns how to read them the server's way:
  * - GEOMETRY: zongji parses it into {x, y} objects, dropping the SRID; retyped as a BLOB, the value
  *   is the bytes MariaDB stores (4-byte little-endian SRID, then WKB).
- * - TIME2: zongji mis-borrows negative values; retyped as a BIT of the same width, the bytes are
+ * - TIME2, and the classic TIME of old tables: zongji mis-borrows negative values ("-01:00:00"
+ *   comes out as "-00:63:64" or "-00:99:00"); retyped as a BIT of the same width, the bytes are
  *   decoded here.
  * - Text in other charsets than Unicode: zongji decodes it with iconv, whose tables differ from
  *   the server's (latin1's five holes, sjis's wave dash, swe7, …). Retyped to iconv's 'binary' (one
@@ -246,6 +270,11 @@ export function rawBinlogValues(column: ZongjiColumn, schema?: ZongjiColumnSchem
       retype({ type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } });
       return of((value) => (Buffer.isBuffer(value) ? time2Text(value, fsp) : value));
     }
+    case T.TIME:
+      // With fraction digits this is MariaDB 5.3's own format, which zongji reads right.
+      if (fractionDigits(type, metadata, schema)) return undefined;
+      retype({ type: T.BIT, charset, metadata: { bits: 24 } });
+      return of((value) => (Buffer.isBuffer(value) ? classicTimeText(value) : value));
   }
   const asIs = (value: unknown) => value;
   if (charset === null || charset === undefined || EXACT.has(charset)) return type === T.ENUM ? of(asIs) : undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { binlogColumn, rawBinlogValues, ServerText, time2Text, type ZongjiColumn } from '../../lib/format/binlog-columns.ts';
+import { binlogColumn, classicTimeText, rawBinlogValues, ServerText, time2Text, type ZongjiColumn } from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
 import { seq, seqPrefix } from '../../lib/format/seq.ts';
 import { encodeValue, float32Text, inet6Text, uuidText } from '../../lib/format/types.ts';
@@ -92,6 +92,9 @@ describe('value encoding', () => {
     expect(time('b46efb', 0)).toBe('838:59:59');
     expect(time('4b9105' + '0000', 3)).toBe('-838:59:59.000');
     expect(time('800000' + '07a120', 6)).toBe('00:00:00.500000');
+    // The classic TIME of old tables: ±HHMMSS, little-endian.
+    expect(classicTimeText(Buffer.from([0xf0, 0xd8, 0xff]))).toBe('-01:00:00');
+    expect(classicTimeText(Buffer.from([0xa7, 0xf5, 0x7f]))).toBe('838:59:59');
   });
 
   it('hands zongji raw bytes where its decoding loses information, once per descriptor', () => {
@@ -99,7 +102,7 @@ describe('value encoding', () => {
     expect(rawBinlogValues(point)).toBeUndefined();
     expect(point.type).toBe(252);
     rawBinlogValues(point);
-    expect(binlogColumn(point, false, 1)).toEqual({ name: 'g', kind: 'binary', sqlType: 'point' });
+    expect(binlogColumn(point, { geometryType: 1 })).toEqual({ name: 'g', kind: 'binary', sqlType: 'point' });
 
     const latin1: ZongjiColumn = { name: 's', type: 15, charset: 'latin1', metadata: { max_length: 10 } };
     const decodeLatin1 = rawBinlogValues(latin1)?.decode;
@@ -132,11 +135,14 @@ describe('value encoding', () => {
   it('tells text from binary columns by charset', () => {
     expect(binlogColumn({ name: 'a', type: 252, charset: 'utf8mb4' }).kind).toBe('string');
     expect(binlogColumn({ name: 'a', type: 252, charset: null }).kind).toBe('binary');
-    expect(binlogColumn({ name: 'a', type: 8 }, true).sqlType).toBe('bigint unsigned');
+    expect(binlogColumn({ name: 'a', type: 8 }, { unsigned: true }).sqlType).toBe('bigint unsigned');
     expect(binlogColumn({ name: 'a', type: 18, metadata: { decimals: 6 } }).sqlType).toBe('datetime(6)');
-    expect(binlogColumn({ name: 'a', type: 13 }, true).sqlType).toBe('year');
+    expect(binlogColumn({ name: 'a', type: 13 }, { unsigned: true }).sqlType).toBe('year');
     expect(binlogColumn({ name: 'a', type: 141, charset: null }).sqlType).toBe('varbinary');
     expect(binlogColumn({ name: 'a', type: 140, charset: 'utf8mb4' })).toMatchObject({ kind: 'string', sqlType: 'text' });
+    // MariaDB 5.3-format temporal columns: classic codes, the fraction digits only in the definition.
+    expect(binlogColumn({ name: 'a', type: 11 }, { schema: { COLUMN_TYPE: 'time(3) /* mariadb-5.3 */' } })).toMatchObject({ sqlType: 'time(3)', fsp: 3 });
+    expect(binlogColumn({ name: 'a', type: 12 }, { schema: { COLUMN_TYPE: 'datetime /* mariadb-5.3 */' } })).toMatchObject({ sqlType: 'datetime', fsp: 0 });
   });
 });
 

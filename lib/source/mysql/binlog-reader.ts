@@ -147,9 +147,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
     const unsigned: boolean[] = ev.signedness ?? [];
     const geometry: (number | undefined)[] = ev.geometryTypes ?? [];
-    const described = columns.map((c, i) => binlogColumn(c, unsigned[i] === true, geometry[i]));
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
+    // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
+    const described = columns.map((c, i) => binlogColumn(c, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }));
     const decoders: TableState['decoders'] = [];
     const byServer: string[] = [];
     columns.forEach((c, i) => {
@@ -349,7 +350,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const stopped = new Promise<void>((resolve) => this.zongji.once('stopped', () => resolve()));
     this.zongji.stop();
     await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
-    await this.schemaConnection?.end();
+    // A helper connection; an error closing it changes nothing.
+    await this.schemaConnection?.end().catch(() => undefined);
     this.wake?.();
   }
 }
