@@ -5,7 +5,7 @@
  */
 export type ColumnKind =
   | 'int' // every integer size, signed or unsigned → JSON number, exact digits
-  | 'decimal' // → string exactly as MySQL prints it
+  | 'decimal' // → string exactly as MySQL prints it (without ZEROFILL's padding)
   | 'float' // → shortest decimal that round-trips to the stored float32
   | 'double' // → shortest round-trip number
   | 'year' // → number; 0 for the zero year
@@ -97,6 +97,7 @@ export function inet6Text(bytes: Buffer): string {
 const textOf = (value: unknown, print: (bytes: Buffer) => string) => JSON.stringify(Buffer.isBuffer(value) ? print(value) : String(value));
 
 const INTEGER = /^-?\d+$/;
+const LEADING_ZEROS = /^(-?)0+(?=\d)/;
 
 function bitText(value: Buffer): string {
   let n = 0n;
@@ -127,6 +128,9 @@ export function encodeValue(kind: ColumnKind, value: unknown, fsp?: number): str
       return float32Text(Number(value));
     case 'bit':
       return Buffer.isBuffer(value) ? bitText(value) : String(value);
+    case 'decimal':
+      // ZEROFILL pads DECIMAL with leading zeros in the snapshot's reads, never in the binlog.
+      return JSON.stringify(String(value).replace(LEADING_ZEROS, '$1'));
     case 'binary':
       return `"${(Buffer.isBuffer(value) ? value : Buffer.from(String(value), 'binary')).toString('base64')}"`;
     case 'uuid':

@@ -53,6 +53,7 @@ const NUMERIC: Case[] = [
   c('d199', 'DECIMAL(19,9)', 'decimal', 'decimal(19,9)', ["'-9999999999.999999999'", "'0.000000001'"]),
   c('du', 'DECIMAL(4,1) UNSIGNED', 'decimal', 'decimal(4,1) unsigned', ["'999.9'"]),
   c('nu', 'NUMERIC(5,2)', 'decimal', 'decimal(5,2)', ['-1.5']),
+  c('dzf', 'DECIMAL(10,2) ZEROFILL', 'decimal', 'decimal(10,2) unsigned', ['12.5', '0']),
   c('f', 'FLOAT', 'float', 'float', [
     '0.1',
     '-0e0',
@@ -65,6 +66,9 @@ const NUMERIC: Case[] = [
     '-1e-10',
   ]),
   c('fu', 'FLOAT UNSIGNED', 'float', 'float unsigned', ['1.5']),
+  c('fmd', 'FLOAT(7,4)', 'float', 'float', ['3.14159265', '-999.99999']),
+  c('dmd', 'DOUBLE(10,3)', 'double', 'double', ['1.2345', '-0.0004']),
+  c('fzf', 'FLOAT ZEROFILL', 'float', 'float unsigned', ['1.5']),
   c('d', 'DOUBLE', 'double', 'double', [
     '0.1',
     '-0e0',
@@ -307,6 +311,7 @@ function expectedJson(kase: Case, text: string | null): string {
     case 'float':
       return shortestFloat32(Number(text));
     case 'decimal':
+      return JSON.stringify(text.replace(/^(-?)0+(?=\d)/, '$1')); // ZEROFILL's padding is display only
     case 'temporal':
     case 'canonical':
       return JSON.stringify(text);

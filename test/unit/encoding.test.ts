@@ -21,6 +21,8 @@ describe('value encoding', () => {
 
   it('encodes the other kinds as the format specifies', () => {
     expect(encodeValue('decimal', '12.50')).toBe('"12.50"');
+    expect(encodeValue('decimal', '00000012.50')).toBe('"12.50"');
+    expect(encodeValue('decimal', '0.001')).toBe('"0.001"');
     expect(encodeValue('double', 1e300)).toBe('1e+300');
     expect(encodeValue('bit', Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]))).toBe('18446744073709551615');
     expect(encodeValue('binary', Buffer.from([0, 1, 2]))).toBe('"AAEC"');
