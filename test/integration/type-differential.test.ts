@@ -239,6 +239,10 @@ const MARIADB: Case[] = [
     'UUID()',
   ]),
   c('i4', 'INET4', 'canonical', 'inet4', ["'0.0.0.0'", "'255.255.255.255'", "'10.0.0.1'"]),
+  // Generated columns: the binlog carries their computed values, the snapshot reads them.
+  c('gv', 'BIGINT AS (id * 2) VIRTUAL', 'int', 'bigint', ['DEFAULT', 'DEFAULT']),
+  c('gs', "VARCHAR(20) AS (CONCAT('x', id)) PERSISTENT", 'text', 'varchar', ['DEFAULT']),
+  c('gb', "BLOB AS (REPEAT(X'00', id)) VIRTUAL", 'binary', 'blob', ['DEFAULT', 'DEFAULT']),
   c('i6', 'INET6', 'canonical', 'inet6', [
     "'::'",
     "'::1'",
