@@ -156,6 +156,22 @@ export function binlogColumn(column: ZongjiColumn, facts: ColumnFacts = {}): Col
   }
 }
 
+/**
+ * Everything binlogColumn and rawBinlogValues read of a column, as text: a table's shape and its
+ * decoders are rebuilt only when this changes, not at each of its TABLE_MAPs.
+ */
+export function columnSignature(
+  column: ZongjiColumn,
+  unsigned: boolean,
+  geometryType: number | undefined,
+  schema: ZongjiColumnSchema | undefined,
+  hasLabels: boolean,
+): string {
+  const { type, charset, metadata: m } = original(column);
+  const classic = type === T.TIME || type === T.DATETIME || type === T.TIMESTAMP ? schema?.COLUMN_TYPE : '';
+  return `${column.name}/${type}/${charset}/${unsigned ? 'u' : ''}/${geometryType ?? ''}/${m?.decimals}/${m?.precision}/${m?.bits}/${m?.max_length}/${hasLabels ? 'l' : ''}/${classic}`;
+}
+
 const LOGICAL_WIDTH: Record<LogicalType, number> = { uuid: 16, inet4: 4, inet6: 16 };
 
 /** Whether the column may be a UUID, INET4 or INET6 (a BINARY(4) or BINARY(16) in the binlog). */
@@ -173,11 +189,18 @@ export function withLogicalType(column: Column, binlog: ZongjiColumn, logical: L
 /** Converts one zongji value of a column into what the format's encoder expects. */
 export type BinlogDecoder = (value: unknown) => unknown;
 
-/** How a column's zongji values are made exact (see rawBinlogValues). */
+/**
+ * How a column's zongji values are made exact (see rawBinlogValues): what to change in zongji's
+ * descriptors at every TABLE_MAP, and how to read the values it then gives.
+ */
 export interface RawValues {
-  readonly decode: BinlogDecoder;
+  /** zongji's descriptor becomes this, so it hands over raw bytes. */
+  readonly retype?: Pick<ZongjiColumn, 'type' | 'charset' | 'metadata'>;
+  /** zongji's ENUM/SET labels become the raw label bytes (one char per byte). */
+  readonly rawLabels?: boolean;
+  readonly decode?: BinlogDecoder;
   /** `decode` yields ServerText, which the server must convert before the value is encoded. */
-  readonly byServer: boolean;
+  readonly byServer?: boolean;
 }
 
 /** Text in a charset only the server decodes exactly: its bytes, to be converted by the server. */
@@ -234,9 +257,34 @@ export function classicTimeText(bytes: Buffer): string {
   return `${value < 0 ? '-' : ''}${two(Math.floor(magnitude / 10_000))}:${two(Math.floor(magnitude / 100) % 100)}:${two(magnitude % 100)}`;
 }
 
+const blankInvalidEnum: BinlogDecoder = (value) => (value === undefined ? '' : value);
+const classicTime: BinlogDecoder = (value) => (Buffer.isBuffer(value) ? classicTimeText(value) : value);
+const time2 = Array.from(
+  { length: 7 },
+  (_, fsp): BinlogDecoder =>
+    (value) =>
+      Buffer.isBuffer(value) ? time2Text(value, fsp) : value,
+);
+const latin1: BinlogDecoder = (value) => (typeof value === 'string' ? latin1Text(value) : value);
+const byServer = new Map<string, BinlogDecoder>();
+/** zongji's one-char-per-byte string back to bytes, for the server to convert. */
+const serverText = (charset: string): BinlogDecoder => {
+  let decode = byServer.get(charset);
+  if (!decode) {
+    decode = (value) => (typeof value === 'string' ? new ServerText(Buffer.from(value, 'latin1'), charset) : value);
+    byServer.set(charset, decode);
+  }
+  return decode;
+};
+/** ENUM's invalid value (index 0) is undefined from zongji, '' from the server. */
+const orBlank =
+  (decode: BinlogDecoder): BinlogDecoder =>
+  (value) =>
+    value === undefined ? '' : decode(value);
+
 /**
- * Where zongji's decoding of a column loses information, makes zongji hand over the raw bytes and
- * returns how to read them the server's way:
+ * Where zongji's decoding of a column loses information, says how to make zongji hand over the
+ * raw bytes and how to read them the server's way:
  * - GEOMETRY: zongji parses it into {x, y} objects, dropping the SRID; retyped as a BLOB, the value
  *   is the bytes MariaDB stores (4-byte little-endian SRID, then WKB).
  * - TIME2, and the classic TIME of old tables: zongji mis-borrows negative values ("-01:00:00"
@@ -246,44 +294,40 @@ export function classicTimeText(bytes: Buffer): string {
  *   the server's (latin1's five holes, sjis's wave dash, swe7, …). Retyped to iconv's 'binary' (one
  *   char per byte), latin1 is decoded here and the rest by the server (ServerText); ascii keeps
  *   zongji's decoding, with the server's '?' for bytes above 0x7F. ENUM/SET labels in such
- *   charsets are swapped for their raw bytes (`labels`, from the TABLE_MAP) the same way.
+ *   charsets are swapped for the TABLE_MAP's raw label bytes (FULL metadata) the same way.
  * - ENUM: zongji gives undefined for the invalid value (index 0), which the server prints as ''.
- * Must run at every TABLE_MAP (zongji rebuilds the descriptors), before the table's rows are parsed.
+ * Computed once per table shape; `applyRaw` does the retyping at every TABLE_MAP.
  */
-export function rawBinlogValues(column: ZongjiColumn, schema?: ZongjiColumnSchema, labels?: Buffer[]): RawValues | undefined {
+export function rawBinlogValues(column: ZongjiColumn, schema: ZongjiColumnSchema | undefined, hasLabels: boolean): RawValues | undefined {
   const { type, charset, metadata } = original(column);
-  const retype = (to: Pick<ZongjiColumn, 'type' | 'charset' | 'metadata'>) => {
-    column.sluiceOriginal ??= { type, charset, metadata };
-    Object.assign(column, to);
-  };
-  const enumOrSet = type === T.ENUM || type === T.SET;
-  const of = (decode: BinlogDecoder, byServer = false): RawValues => ({
-    decode: type === T.ENUM ? (value) => (value === undefined ? '' : decode(value)) : decode,
-    byServer,
-  });
   switch (type) {
     case T.GEOMETRY:
-      retype({ type: T.BLOB, charset: null, metadata });
-      return undefined;
+      return { retype: { type: T.BLOB, charset: null, metadata } };
     case T.TIME2: {
       const fsp = metadata?.decimals ?? 0;
-      retype({ type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } });
-      return of((value) => (Buffer.isBuffer(value) ? time2Text(value, fsp) : value));
+      return { retype: { type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } }, decode: time2[fsp] };
     }
     case T.TIME:
       // With fraction digits this is MariaDB 5.3's own format, which zongji reads right.
       if (fractionDigits(type, metadata, schema)) return undefined;
-      retype({ type: T.BIT, charset, metadata: { bits: 24 } });
-      return of((value) => (Buffer.isBuffer(value) ? classicTimeText(value) : value));
+      return { retype: { type: T.BIT, charset, metadata: { bits: 24 } }, decode: classicTime };
   }
-  const asIs = (value: unknown) => value;
-  if (charset === null || charset === undefined || EXACT.has(charset)) return type === T.ENUM ? of(asIs) : undefined;
-  if (charset === 'ascii') return enumOrSet ? of(asIs) : of(asciiText);
-  if (enumOrSet) {
-    // Without FULL metadata there are no raw labels: keep zongji's.
-    if (!schema || !labels || labels.length === 0) return type === T.ENUM ? of(asIs) : undefined;
-    schema[type === T.ENUM ? 'ENUM_VALUES' : 'SET_VALUES'] = labels.map((label) => label.toString('latin1'));
-  } else retype({ type, charset: 'binary', metadata });
-  if (charset === 'latin1') return of((value) => (typeof value === 'string' ? latin1Text(value) : value));
-  return of((value) => (typeof value === 'string' ? new ServerText(Buffer.from(value, 'latin1'), charset) : value), true);
+  const enumOrSet = type === T.ENUM || type === T.SET;
+  const exact = charset === null || charset === undefined || EXACT.has(charset) || (charset === 'ascii' && enumOrSet) || (enumOrSet && !hasLabels);
+  if (exact) return type === T.ENUM ? { decode: blankInvalidEnum } : undefined;
+  if (charset === 'ascii') return { decode: asciiText };
+  const decode = charset === 'latin1' ? latin1 : serverText(charset);
+  const how = enumOrSet ? { rawLabels: true } : { retype: { type, charset: 'binary', metadata } };
+  return { ...how, decode: type === T.ENUM ? orBlank(decode) : decode, byServer: decode !== latin1 };
+}
+
+/** Applies `raw` to zongji's descriptors of this TABLE_MAP (zongji rebuilds them at each one). */
+export function applyRaw(column: ZongjiColumn, raw: RawValues, schema: ZongjiColumnSchema | undefined, labels: Buffer[] | undefined): void {
+  if (raw.retype) {
+    column.sluiceOriginal ??= { type: column.type, charset: column.charset, metadata: column.metadata };
+    Object.assign(column, raw.retype);
+  }
+  if (raw.rawLabels && schema && labels) {
+    schema[original(column).type === T.ENUM ? 'ENUM_VALUES' : 'SET_VALUES'] = labels.map((label) => label.toString('latin1'));
+  }
 }

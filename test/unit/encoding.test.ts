@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { binlogColumn, classicTimeText, rawBinlogValues, ServerText, time2Text, type ZongjiColumn } from '../../lib/format/binlog-columns.ts';
+import {
+  applyRaw,
+  binlogColumn,
+  classicTimeText,
+  rawBinlogValues,
+  ServerText,
+  time2Text,
+  type ZongjiColumn,
+  type ZongjiColumnSchema,
+} from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
 import { seq, seqPrefix } from '../../lib/format/seq.ts';
 import { encodeValue, float32Text, inet6Text, uuidText } from '../../lib/format/types.ts';
@@ -99,36 +108,42 @@ describe('value encoding', () => {
     expect(classicTimeText(Buffer.from([0xa7, 0xf5, 0x7f]))).toBe('838:59:59');
   });
 
-  it('hands zongji raw bytes where its decoding loses information, once per descriptor', () => {
+  it('hands zongji raw bytes where its decoding loses information, and describes the column as the binlog did', () => {
+    /** What the reader does at a TABLE_MAP: plan from the descriptor, apply the plan to it. */
+    const prepare = (column: ZongjiColumn, schema?: ZongjiColumnSchema, labels?: Buffer[]) => {
+      const raw = rawBinlogValues(column, schema, labels !== undefined);
+      if (raw) applyRaw(column, raw, schema, labels);
+      return raw;
+    };
     const point: ZongjiColumn = { name: 'g', type: 255, charset: null, metadata: { length_size: 4 } };
-    expect(rawBinlogValues(point)).toBeUndefined();
+    expect(prepare(point)?.decode).toBeUndefined();
     expect(point.type).toBe(252);
-    rawBinlogValues(point);
+    prepare(point); // a reused descriptor keeps what it was
     expect(binlogColumn(point, { geometryType: 1 })).toEqual({ name: 'g', kind: 'binary', sqlType: 'point' });
 
     const latin1: ZongjiColumn = { name: 's', type: 15, charset: 'latin1', metadata: { max_length: 10 } };
-    const decodeLatin1 = rawBinlogValues(latin1)?.decode;
+    const decodeLatin1 = prepare(latin1)?.decode;
     expect(latin1.charset).toBe('binary');
     expect(decodeLatin1?.('\x80\x81\x9f\xff')).toBe('€\u0081Ÿÿ');
 
     // Charsets whose iconv tables differ from the server's: the bytes go to the server.
-    const sjis = rawBinlogValues({ name: 'j', type: 15, charset: 'sjis', metadata: { max_length: 10 } });
+    const sjis = prepare({ name: 'j', type: 15, charset: 'sjis', metadata: { max_length: 10 } });
     expect(sjis?.byServer).toBe(true);
-    expect(sjis?.decode('\x81\x60')).toEqual(new ServerText(Buffer.from([0x81, 0x60]), 'sjis'));
+    expect(sjis?.decode?.('\x81\x60')).toEqual(new ServerText(Buffer.from([0x81, 0x60]), 'sjis'));
 
     // ENUM/SET labels too: zongji then decodes values with the raw label bytes.
-    const schema: { ENUM_VALUES?: string[] } = { ENUM_VALUES: ['\uFFFD'] };
-    const latin1Enum = rawBinlogValues({ name: 'e', type: 247, charset: 'latin1', metadata: { size: 1 } }, schema, [Buffer.from([0x81])]);
+    const schema: ZongjiColumnSchema = { ENUM_VALUES: ['\uFFFD'] };
+    const latin1Enum = prepare({ name: 'e', type: 247, charset: 'latin1', metadata: { size: 1 } }, schema, [Buffer.from([0x81])]);
     expect(schema.ENUM_VALUES).toEqual(['\x81']);
-    expect(latin1Enum?.decode('\x81')).toBe('\u0081');
-    expect(latin1Enum?.decode(undefined)).toBe('');
+    expect(latin1Enum?.decode?.('\x81')).toBe('\u0081');
+    expect(latin1Enum?.decode?.(undefined)).toBe('');
 
-    expect(rawBinlogValues({ name: 'e', type: 247, charset: 'utf8mb4', metadata: { size: 1 } })?.decode(undefined)).toBe('');
-    expect(rawBinlogValues({ name: 'a', type: 15, charset: 'ascii', metadata: { max_length: 10 } })?.decode('a\uFFFD')).toBe('a?');
-    expect(rawBinlogValues({ name: 'u', type: 15, charset: 'utf8mb4', metadata: { max_length: 40 } })).toBeUndefined();
+    expect(prepare({ name: 'e', type: 247, charset: 'utf8mb4', metadata: { size: 1 } })?.decode?.(undefined)).toBe('');
+    expect(prepare({ name: 'a', type: 15, charset: 'ascii', metadata: { max_length: 10 } })?.decode?.('a\uFFFD')).toBe('a?');
+    expect(prepare({ name: 'u', type: 15, charset: 'utf8mb4', metadata: { max_length: 40 } })).toBeUndefined();
 
     const time: ZongjiColumn = { name: 't', type: 19, charset: null, metadata: { decimals: 3 } };
-    const decodeTime = rawBinlogValues(time)?.decode;
+    const decodeTime = prepare(time)?.decode;
     expect(time).toMatchObject({ type: 16, metadata: { bits: 40 } });
     expect(decodeTime?.(Buffer.from('7ff0000000', 'hex'))).toBe('-01:00:00.000');
     expect(binlogColumn(time).sqlType).toBe('time(3)');

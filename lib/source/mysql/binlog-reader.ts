@@ -1,9 +1,12 @@
 import ZongJi from '@vlasky/zongji';
 import { AssertionError, PositionLostError, SluiceError } from '../../errors.ts';
 import {
+  applyRaw,
   type BinlogDecoder,
   binlogColumn,
+  columnSignature,
   maybeLogical,
+  type RawValues,
   rawBinlogValues,
   ServerText,
   withLogicalType,
@@ -58,7 +61,9 @@ type Ev = any;
 interface TableState {
   signature: string;
   shape: EncodedShape;
-  /** Columns whose zongji values need converting (see rawBinlogValues). */
+  /** What to change in zongji's descriptors at each TABLE_MAP, by column index (see rawBinlogValues). */
+  raw: [index: number, raw: RawValues][];
+  /** Columns whose zongji values need converting. */
   decoders: [name: string, decode: BinlogDecoder][];
   /** Columns whose values the server converts (ServerText) before the rows are yielded. */
   byServer: string[];
@@ -150,23 +155,25 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
     // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
-    const described = columns.map((c, i) => binlogColumn(c, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }));
-    const decoders: TableState['decoders'] = [];
-    const byServer: string[] = [];
-    columns.forEach((c, i) => {
-      const raw = rawBinlogValues(c, schemas[i], labels[i]);
-      if (raw) decoders.push([c.name, raw.decode]);
-      if (raw?.byServer) byServer.push(c.name);
-    });
-    const signature = `${map.parentSchema}.${map.tableName}:${described.map((c) => `${c.name}/${c.kind}/${c.sqlType}`).join(',')}:${key}`;
-    const current = this.shapes.get(ev.tableId);
-    if (current?.signature === signature) {
-      Object.assign(current, { decoders, byServer });
-      return;
+    let signature = `${map.parentSchema}.${map.tableName}:${key}`;
+    for (let i = 0; i < columns.length; i++)
+      signature += `,${columnSignature(columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined)}`;
+    let table = this.shapes.get(ev.tableId);
+    if (table?.signature !== signature) {
+      const described = columns.map((c, i) => binlogColumn(c, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }));
+      const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key });
+      if (columns.some(maybeLogical)) this.unresolved.set(shape, columns);
+      table = { signature, shape, raw: [], decoders: [], byServer: [] };
+      for (const [i, c] of columns.entries()) {
+        const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
+        if (!raw) continue;
+        table.raw.push([i, raw]);
+        if (raw.decode) table.decoders.push([c.name, raw.decode]);
+        if (raw.byServer) table.byServer.push(c.name);
+      }
+      this.shapes.set(ev.tableId, table);
     }
-    const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key });
-    if (columns.some(maybeLogical)) this.unresolved.set(shape, columns);
-    this.shapes.set(ev.tableId, { signature, shape, decoders, byServer });
+    for (const [i, raw] of table.raw) applyRaw(columns[i] as ZongjiColumn, raw, schemas[i], labels[i]);
   }
 
   /**
