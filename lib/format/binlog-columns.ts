@@ -257,30 +257,29 @@ export function classicTimeText(bytes: Buffer): string {
   return `${value < 0 ? '-' : ''}${two(Math.floor(magnitude / 10_000))}:${two(Math.floor(magnitude / 100) % 100)}:${two(magnitude % 100)}`;
 }
 
-const blankInvalidEnum: BinlogDecoder = (value) => (value === undefined ? '' : value);
-const classicTime: BinlogDecoder = (value) => (Buffer.isBuffer(value) ? classicTimeText(value) : value);
-const time2 = Array.from(
-  { length: 7 },
-  (_, fsp): BinlogDecoder =>
-    (value) =>
-      Buffer.isBuffer(value) ? time2Text(value, fsp) : value,
-);
-const latin1: BinlogDecoder = (value) => (typeof value === 'string' ? latin1Text(value) : value);
-const byServer = new Map<string, BinlogDecoder>();
-/** zongji's one-char-per-byte string back to bytes, for the server to convert. */
-const serverText = (charset: string): BinlogDecoder => {
-  let decode = byServer.get(charset);
-  if (!decode) {
-    decode = (value) => (typeof value === 'string' ? new ServerText(Buffer.from(value, 'latin1'), charset) : value);
-    byServer.set(charset, decode);
-  }
-  return decode;
-};
 /** ENUM's invalid value (index 0) is undefined from zongji, '' from the server. */
 const orBlank =
   (decode: BinlogDecoder): BinlogDecoder =>
   (value) =>
     value === undefined ? '' : decode(value);
+const enumAsIs = orBlank((value) => value);
+const classicTime: BinlogDecoder = (value) => (Buffer.isBuffer(value) ? classicTimeText(value) : value);
+const time2Decoder =
+  (fsp: number): BinlogDecoder =>
+  (value) =>
+    Buffer.isBuffer(value) ? time2Text(value, fsp) : value;
+const time2 = [0, 1, 2, 3, 4, 5, 6].map(time2Decoder);
+const latin1: BinlogDecoder = (value) => (typeof value === 'string' ? latin1Text(value) : value);
+const serverDecoders = new Map<string, BinlogDecoder>();
+/** zongji's one-char-per-byte string back to bytes, for the server to convert. */
+function serverText(charset: string): BinlogDecoder {
+  let decode = serverDecoders.get(charset);
+  if (!decode) {
+    decode = (value) => (typeof value === 'string' ? new ServerText(Buffer.from(value, 'latin1'), charset) : value);
+    serverDecoders.set(charset, decode);
+  }
+  return decode;
+}
 
 /**
  * Where zongji's decoding of a column loses information, says how to make zongji hand over the
@@ -305,7 +304,7 @@ export function rawBinlogValues(column: ZongjiColumn, schema: ZongjiColumnSchema
       return { retype: { type: T.BLOB, charset: null, metadata } };
     case T.TIME2: {
       const fsp = metadata?.decimals ?? 0;
-      return { retype: { type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } }, decode: time2[fsp] };
+      return { retype: { type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } }, decode: time2[fsp] ?? time2Decoder(fsp) };
     }
     case T.TIME:
       // With fraction digits this is MariaDB 5.3's own format, which zongji reads right.
@@ -314,7 +313,7 @@ export function rawBinlogValues(column: ZongjiColumn, schema: ZongjiColumnSchema
   }
   const enumOrSet = type === T.ENUM || type === T.SET;
   const exact = charset === null || charset === undefined || EXACT.has(charset) || (charset === 'ascii' && enumOrSet) || (enumOrSet && !hasLabels);
-  if (exact) return type === T.ENUM ? { decode: blankInvalidEnum } : undefined;
+  if (exact) return type === T.ENUM ? { decode: enumAsIs } : undefined;
   if (charset === 'ascii') return { decode: asciiText };
   const decode = charset === 'latin1' ? latin1 : serverText(charset);
   const how = enumOrSet ? { rawLabels: true } : { retype: { type, charset: 'binary', metadata } };
