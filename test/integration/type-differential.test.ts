@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ChangeEvent, testSource } from '../support/source.ts';
 
 /**
@@ -378,6 +378,16 @@ function members(line: string, field: string): Map<string, string> {
 }
 
 describe('type differential (binlog vs snapshot vs server, real MariaDB)', () => {
+  // Neither path may depend on the process time zone: run far from UTC, with a half-hour offset.
+  const originalTz = process.env.TZ;
+  beforeAll(() => {
+    process.env.TZ = 'America/St_Johns';
+  });
+  afterAll(() => {
+    if (originalTz === undefined) delete process.env.TZ;
+    else process.env.TZ = originalTz;
+  });
+
   it('writes byte-identical JSON for every column type on both paths, equal to what the server holds', async () => {
     // zongji decodes ENUM/SET labels with iconv-lite, which lacks swe7, and says so with console.warn
     // at every TABLE_MAP; sluice reads those labels from their bytes (checked below), so the warning
