@@ -59,6 +59,8 @@ export const ErrorCode = {
   SNAPSHOT_NONE: 'SNAPSHOT_NONE',
   /** A table has no primary key and no `SLUICE_KEY_COLUMNS` entry. */
   SNAPSHOT_NO_KEY: 'SNAPSHOT_NO_KEY',
+  /** A table's key cannot be paged exactly (YEAR(2) or spatial key columns compare differently from how they sort). */
+  SNAPSHOT_BAD_KEY: 'SNAPSHOT_BAD_KEY',
   /** The configured chunk column is missing, nullable or not uniquely indexed. */
   SNAPSHOT_BAD_CHUNK_COLUMN: 'SNAPSHOT_BAD_CHUNK_COLUMN',
 

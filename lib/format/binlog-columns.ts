@@ -1,4 +1,4 @@
-import type { Column, ColumnKind } from './types.ts';
+import type { Column, ColumnKind, LogicalType } from './types.ts';
 
 /** MySQL protocol type codes as they appear in binlog TABLE_MAP events. */
 const T = {
@@ -21,6 +21,10 @@ const T = {
   TIMESTAMP2: 17,
   DATETIME2: 18,
   TIME2: 19,
+  /** MariaDB TEXT/BLOB … COMPRESSED. */
+  BLOB_COMPRESSED: 140,
+  /** MariaDB VARCHAR/VARBINARY … COMPRESSED. */
+  VARCHAR_COMPRESSED: 141,
   JSON: 245,
   NEWDECIMAL: 246,
   ENUM: 247,
@@ -40,31 +44,60 @@ export interface ZongjiColumn {
   type: number;
   charset?: string | null;
   metadata?: Record<string, number> | null;
+  /** What the column was before `rawBinlogValues` retyped it (see there). */
+  sluiceOriginal?: { type: number; charset: string | null | undefined; metadata: ZongjiColumn['metadata'] };
 }
 
-function fraction(metadata: ZongjiColumn['metadata']): string {
-  const decimals = metadata?.decimals ?? 0;
-  return decimals > 0 ? `(${decimals})` : '';
+/** The column as the binlog describes it, whether or not `rawBinlogValues` has retyped it since. */
+const original = (column: ZongjiColumn) => column.sluiceOriginal ?? column;
+
+/** MariaDB's names of the spatial types, by the binlog's GEOMETRY_TYPE metadata (Field_geom::geometry_type). */
+const SPATIAL = ['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection'];
+
+/** zongji's per-column schema (information_schema's row, or one built from FULL metadata). */
+export interface ZongjiColumnSchema {
+  COLUMN_TYPE?: string;
+  ENUM_VALUES?: string[];
+  SET_VALUES?: string[];
 }
 
-/** Maps a binlog column to the format's kind; binary vs text is told by the charset (null = binary). */
-export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
-  const m = column.metadata;
-  const text = column.charset !== null && column.charset !== undefined;
-  const temporal =
-    column.type === T.DATETIME ||
-    column.type === T.DATETIME2 ||
-    column.type === T.TIMESTAMP ||
-    column.type === T.TIMESTAMP2 ||
-    column.type === T.TIME ||
-    column.type === T.TIME2;
+/** What the TABLE_MAP says about a column besides zongji's descriptor. */
+export interface ColumnFacts {
+  unsigned?: boolean;
+  /** The binlog's GEOMETRY_TYPE, for spatial columns. */
+  geometryType?: number;
+  schema?: ZongjiColumnSchema;
+}
+
+/**
+ * Fraction digits of a temporal column. MariaDB 5.3-format columns (tables from before 10.0 never
+ * rebuilt, or made with mysql56_temporal_format=OFF) use the classic type codes with no metadata;
+ * only the definition tells ("time(3)" plus a mariadb-5.3 comment), and zongji reads values by it too.
+ */
+function fractionDigits(type: number, metadata: ZongjiColumn['metadata'], schema: ZongjiColumnSchema | undefined): number {
+  if (type === T.TIME || type === T.DATETIME || type === T.TIMESTAMP) return Number(/^\w+\((\d)\)/.exec(schema?.COLUMN_TYPE ?? '')?.[1] ?? 0);
+  return metadata?.decimals ?? 0;
+}
+
+/**
+ * Maps a binlog column to the format's kind and the type name information_schema gives (the
+ * snapshot's), so both paths write the same manifests. Binary vs text is told by the charset (null =
+ * binary).
+ */
+export function binlogColumn(column: ZongjiColumn, facts: ColumnFacts = {}): Column {
+  const { type, charset, metadata: m } = original(column);
+  const text = charset !== null && charset !== undefined;
+  const temporal = type === T.DATETIME || type === T.DATETIME2 || type === T.TIMESTAMP || type === T.TIMESTAMP2 || type === T.TIME || type === T.TIME2;
+  const fsp = temporal ? fractionDigits(type, m, facts.schema) : 0;
+  const fraction = fsp ? `(${fsp})` : '';
   const of = (kind: ColumnKind, sqlType: string): Column => ({
     name: column.name,
     kind,
-    sqlType: unsigned ? `${sqlType} unsigned` : sqlType,
-    ...(temporal ? { fsp: m?.decimals ?? 0 } : {}),
+    // YEAR is flagged unsigned in the binlog, but information_schema does not say so.
+    sqlType: facts.unsigned && type !== T.YEAR ? `${sqlType} unsigned` : sqlType,
+    ...(temporal ? { fsp } : {}),
   });
-  switch (column.type) {
+  switch (type) {
     case T.TINY:
       return of('int', 'tinyint');
     case T.SHORT:
@@ -91,13 +124,13 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
       return of('date', 'date');
     case T.DATETIME:
     case T.DATETIME2:
-      return of('datetime', `datetime${fraction(m)}`);
+      return of('datetime', `datetime${fraction}`);
     case T.TIMESTAMP:
     case T.TIMESTAMP2:
-      return of('timestamp', `timestamp${fraction(m)}`);
+      return of('timestamp', `timestamp${fraction}`);
     case T.TIME:
     case T.TIME2:
-      return of('time', `time${fraction(m)}`);
+      return of('time', `time${fraction}`);
     case T.ENUM:
       return of('string', 'enum');
     case T.SET:
@@ -106,6 +139,7 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
       return of('string', 'json');
     case T.VARCHAR:
     case T.VAR_STRING:
+    case T.VARCHAR_COMPRESSED:
       return text ? of('string', 'varchar') : of('binary', 'varbinary');
     case T.STRING:
       return text ? of('string', 'char') : of('binary', 'binary');
@@ -113,10 +147,186 @@ export function binlogColumn(column: ZongjiColumn, unsigned = false): Column {
     case T.MEDIUM_BLOB:
     case T.LONG_BLOB:
     case T.BLOB:
+    case T.BLOB_COMPRESSED:
       return text ? of('string', 'text') : of('binary', 'blob');
     case T.GEOMETRY:
-      return of('binary', 'geometry');
+      return of('binary', SPATIAL[facts.geometryType ?? 0] ?? 'geometry');
     default:
-      return of('string', `type${column.type}`);
+      return of('string', `type${type}`);
+  }
+}
+
+/**
+ * Everything binlogColumn and rawBinlogValues read of a column, as text: a table's shape and its
+ * decoders are rebuilt only when this changes, not at each of its TABLE_MAPs.
+ */
+export function columnSignature(
+  column: ZongjiColumn,
+  unsigned: boolean,
+  geometryType: number | undefined,
+  schema: ZongjiColumnSchema | undefined,
+  hasLabels: boolean,
+): string {
+  const { type, charset, metadata: m } = original(column);
+  const classic = type === T.TIME || type === T.DATETIME || type === T.TIMESTAMP ? schema?.COLUMN_TYPE : '';
+  return `${column.name}/${type}/${charset}/${unsigned ? 'u' : ''}/${geometryType ?? ''}/${m?.decimals}/${m?.precision}/${m?.bits}/${m?.max_length}/${hasLabels ? 'l' : ''}/${classic}`;
+}
+
+const LOGICAL_WIDTH: Record<LogicalType, number> = { uuid: 16, inet4: 4, inet6: 16 };
+
+/** Whether the column may be a UUID, INET4 or INET6 (a BINARY(4) or BINARY(16) in the binlog). */
+export function maybeLogical(column: ZongjiColumn): boolean {
+  const { type, charset, metadata } = original(column);
+  return type === T.STRING && (charset === null || charset === undefined) && (metadata?.max_length === 4 || metadata?.max_length === 16);
+}
+
+/** The column as the logical type information_schema names, if its binlog shape can hold it. */
+export function withLogicalType(column: Column, binlog: ZongjiColumn, logical: LogicalType | undefined): Column {
+  if (!logical || !maybeLogical(binlog) || original(binlog).metadata?.max_length !== LOGICAL_WIDTH[logical]) return column;
+  return { name: column.name, kind: logical, sqlType: logical };
+}
+
+/** Converts one zongji value of a column into what the format's encoder expects. */
+export type BinlogDecoder = (value: unknown) => unknown;
+
+/**
+ * How a column's zongji values are made exact (see rawBinlogValues): what to change in zongji's
+ * descriptors at every TABLE_MAP, and how to read the values it then gives.
+ */
+export interface RawValues {
+  /** zongji's descriptor becomes this, so it hands over raw bytes. */
+  readonly retype?: Pick<ZongjiColumn, 'type' | 'charset' | 'metadata'>;
+  /** zongji's ENUM/SET labels become the raw label bytes (one char per byte). */
+  readonly rawLabels?: boolean;
+  readonly decode?: BinlogDecoder;
+  /** `decode` yields ServerText, which the server must convert before the value is encoded. */
+  readonly byServer?: boolean;
+}
+
+/** Text in a charset only the server decodes exactly: its bytes, to be converted by the server. */
+export class ServerText {
+  constructor(
+    readonly bytes: Buffer,
+    readonly charset: string,
+  ) {}
+}
+
+/** MariaDB's latin1 is cp1252 with its five holes (0x81 0x8D 0x8F 0x90 0x9D) read as the C1 controls. */
+const CP1252_HIGH = '€\x81‚ƒ„…†‡ˆ‰Š‹Œ\x8DŽ\x8F\x90‘’“”•–—˜™š›œ\x9DžŸ';
+const latin1Text = (raw: string) => raw.replace(/[\x80-\x9f]/g, (ch) => CP1252_HIGH[ch.charCodeAt(0) - 0x80] as string);
+
+/** Charsets zongji decodes exactly as the server does (Unicode; the differential type test checks them). */
+const EXACT = new Set(['utf8', 'utf8mb3', 'utf8mb4', 'utf16', 'utf16le', 'utf32', 'ucs2', 'binary']);
+
+/** ascii bytes above 0x7F: zongji (iconv) gives U+FFFD, the server prints '?'. */
+const asciiText = (value: unknown) => (typeof value === 'string' && value.includes('\uFFFD') ? value.replaceAll('\uFFFD', '?') : value);
+
+/**
+ * MySQL's TIME2 bytes as MariaDB prints them: "[-]HH:MM:SS[.f]" with `fsp` digits
+ * (my_time_packed_from_binary, then TIME_from_longlong_time_packed).
+ */
+export function time2Text(bytes: Buffer, fsp: number): string {
+  let packed: number; // (hms << 24) + microseconds, negative for negative times
+  const intPart = bytes.readUIntBE(0, 3) - 0x800000;
+  if (fsp >= 5) packed = bytes.readUIntBE(0, 6) - 0x800000000000;
+  else if (fsp >= 1) {
+    const width = fsp <= 2 ? 1 : 2;
+    let frac = bytes.readUIntBE(3, width);
+    let whole = intPart;
+    // Negative values store the fraction's complement, for binary sort order.
+    if (whole < 0 && frac) {
+      whole++;
+      frac -= 2 ** (8 * width);
+    }
+    packed = whole * 2 ** 24 + frac * (fsp <= 2 ? 10_000 : 100);
+  } else packed = intPart * 2 ** 24;
+  const negative = packed < 0;
+  const magnitude = Math.abs(packed);
+  const hms = Math.floor(magnitude / 2 ** 24);
+  const micros = magnitude % 2 ** 24;
+  const two = (n: number) => String(n).padStart(2, '0');
+  const text = `${negative ? '-' : ''}${two((hms >> 12) % 1024)}:${two((hms >> 6) % 64)}:${two(hms % 64)}`;
+  return fsp ? `${text}.${String(micros).padStart(6, '0').slice(0, fsp)}` : text;
+}
+
+/** A classic (fsp 0, pre-5.6.4 / MariaDB 5.3-format) TIME: ±HHMMSS in 3 bytes, little-endian. */
+export function classicTimeText(bytes: Buffer): string {
+  const value = bytes.readIntLE(0, 3);
+  const magnitude = Math.abs(value);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${value < 0 ? '-' : ''}${two(Math.floor(magnitude / 10_000))}:${two(Math.floor(magnitude / 100) % 100)}:${two(magnitude % 100)}`;
+}
+
+/** ENUM's invalid value (index 0) is undefined from zongji, '' from the server. */
+const orBlank =
+  (decode: BinlogDecoder): BinlogDecoder =>
+  (value) =>
+    value === undefined ? '' : decode(value);
+const enumAsIs = orBlank((value) => value);
+const classicTime: BinlogDecoder = (value) => (Buffer.isBuffer(value) ? classicTimeText(value) : value);
+const time2Decoder =
+  (fsp: number): BinlogDecoder =>
+  (value) =>
+    Buffer.isBuffer(value) ? time2Text(value, fsp) : value;
+const time2 = [0, 1, 2, 3, 4, 5, 6].map(time2Decoder);
+const latin1: BinlogDecoder = (value) => (typeof value === 'string' ? latin1Text(value) : value);
+const serverDecoders = new Map<string, BinlogDecoder>();
+/** zongji's one-char-per-byte string back to bytes, for the server to convert. */
+function serverText(charset: string): BinlogDecoder {
+  let decode = serverDecoders.get(charset);
+  if (!decode) {
+    decode = (value) => (typeof value === 'string' ? new ServerText(Buffer.from(value, 'latin1'), charset) : value);
+    serverDecoders.set(charset, decode);
+  }
+  return decode;
+}
+
+/**
+ * Where zongji's decoding of a column loses information, says how to make zongji hand over the
+ * raw bytes and how to read them the server's way:
+ * - GEOMETRY: zongji parses it into {x, y} objects, dropping the SRID; retyped as a BLOB, the value
+ *   is the bytes MariaDB stores (4-byte little-endian SRID, then WKB).
+ * - TIME2, and the classic TIME of old tables: zongji mis-borrows negative values ("-01:00:00"
+ *   comes out as "-00:63:64" or "-00:99:00"); retyped as a BIT of the same width, the bytes are
+ *   decoded here.
+ * - Text in other charsets than Unicode: zongji decodes it with iconv, whose tables differ from
+ *   the server's (latin1's five holes, sjis's wave dash, swe7, …). Retyped to iconv's 'binary' (one
+ *   char per byte), latin1 is decoded here and the rest by the server (ServerText); ascii keeps
+ *   zongji's decoding, with the server's '?' for bytes above 0x7F. ENUM/SET labels in such
+ *   charsets are swapped for the TABLE_MAP's raw label bytes (FULL metadata) the same way.
+ * - ENUM: zongji gives undefined for the invalid value (index 0), which the server prints as ''.
+ * Computed once per table shape; `applyRaw` does the retyping at every TABLE_MAP.
+ */
+export function rawBinlogValues(column: ZongjiColumn, schema: ZongjiColumnSchema | undefined, hasLabels: boolean): RawValues | undefined {
+  const { type, charset, metadata } = original(column);
+  switch (type) {
+    case T.GEOMETRY:
+      return { retype: { type: T.BLOB, charset: null, metadata } };
+    case T.TIME2: {
+      const fsp = metadata?.decimals ?? 0;
+      return { retype: { type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } }, decode: time2[fsp] ?? time2Decoder(fsp) };
+    }
+    case T.TIME:
+      // With fraction digits this is MariaDB 5.3's own format, which zongji reads right.
+      if (fractionDigits(type, metadata, schema)) return undefined;
+      return { retype: { type: T.BIT, charset, metadata: { bits: 24 } }, decode: classicTime };
+  }
+  const enumOrSet = type === T.ENUM || type === T.SET;
+  const exact = charset === null || charset === undefined || EXACT.has(charset) || (charset === 'ascii' && enumOrSet) || (enumOrSet && !hasLabels);
+  if (exact) return type === T.ENUM ? { decode: enumAsIs } : undefined;
+  if (charset === 'ascii') return { decode: asciiText };
+  const decode = charset === 'latin1' ? latin1 : serverText(charset);
+  const how = enumOrSet ? { rawLabels: true } : { retype: { type, charset: 'binary', metadata } };
+  return { ...how, decode: type === T.ENUM ? orBlank(decode) : decode, byServer: decode !== latin1 };
+}
+
+/** Applies `raw` to zongji's descriptors of this TABLE_MAP (zongji rebuilds them at each one). */
+export function applyRaw(column: ZongjiColumn, raw: RawValues, schema: ZongjiColumnSchema | undefined, labels: Buffer[] | undefined): void {
+  if (raw.retype) {
+    column.sluiceOriginal ??= { type: column.type, charset: column.charset, metadata: column.metadata };
+    Object.assign(column, raw.retype);
+  }
+  if (raw.rawLabels && schema && labels) {
+    schema[original(column).type === T.ENUM ? 'ENUM_VALUES' : 'SET_VALUES'] = labels.map((label) => label.toString('latin1'));
   }
 }

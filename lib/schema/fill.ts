@@ -78,6 +78,10 @@ function implicitDefault(d: TypeDescriptor, type: ColumnType, context: FillConte
       if (d.base === 'binary' || (d.base === 'char' && d.charset === 'binary'))
         return { derivable: true, json: encodeValue('binary', Buffer.alloc(d.length ?? 1)) };
       return { derivable: true, json: '""' };
+    case 'uuid':
+    case 'inet4':
+    case 'inet6':
+      return no(`an implicit ${type.kind} default (not verified against the server)`);
   }
 }
 
@@ -214,6 +218,10 @@ function literalFill(literal: Literal, d: TypeDescriptor, type: ColumnType): Fil
       if (d.base === 'tinyblob' && bytes.length > 255) return no('a default longer than the column');
       return { derivable: true, json: encodeValue('binary', bytes) };
     }
+    case 'uuid':
+    case 'inet4':
+    case 'inet6':
+      return no(`a ${type.kind} default (not verified against the server)`);
   }
 }
 

@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { binlogColumn } from '../../lib/format/binlog-columns.ts';
+import {
+  applyRaw,
+  binlogColumn,
+  classicTimeText,
+  rawBinlogValues,
+  ServerText,
+  time2Text,
+  type ZongjiColumn,
+  type ZongjiColumnSchema,
+} from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
-import { encodeValue, float32Text } from '../../lib/format/types.ts';
+import { encodeValue, float32Text, inet6Text, uuidText } from '../../lib/format/types.ts';
 
 describe('value encoding', () => {
   it('writes FLOAT as the shortest decimal that round-trips to the stored float32', () => {
@@ -20,6 +29,8 @@ describe('value encoding', () => {
 
   it('encodes the other kinds as the format specifies', () => {
     expect(encodeValue('decimal', '12.50')).toBe('"12.50"');
+    expect(encodeValue('decimal', '00000012.50')).toBe('"12.50"');
+    expect(encodeValue('decimal', '0.001')).toBe('"0.001"');
     expect(encodeValue('double', 1e300)).toBe('1e+300');
     expect(encodeValue('bit', Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]))).toBe('18446744073709551615');
     expect(encodeValue('binary', Buffer.from([0, 1, 2]))).toBe('"AAEC"');
@@ -38,11 +49,116 @@ describe('value encoding', () => {
     expect(encodeValue('date', '2024-01-01', 6)).toBe('"2024-01-01"');
   });
 
+  it('keeps the sign of a negative zero (MariaDB stores 0, MySQL keeps -0)', () => {
+    expect(encodeValue('double', -0)).toBe('-0');
+    expect(encodeValue('float', -0)).toBe('-0');
+    expect(encodeValue('double', 0)).toBe('0');
+  });
+
+  it('writes the zero year as 0: the binlog reader (and YEAR()) add 1900 to its stored byte', () => {
+    expect(encodeValue('year', 1900)).toBe('0');
+    expect(encodeValue('year', 0)).toBe('0');
+    expect(encodeValue('year', 1901)).toBe('1901');
+  });
+
+  it('refuses an object it cannot encode instead of writing "[object Object]"', () => {
+    expect(() => encodeValue('binary', { x: 1, y: 2 })).toThrow(/cannot encode a binary column's Object value/);
+    expect(() => encodeValue('string', [1])).toThrow(TypeError);
+  });
+
+  it('prints UUID, INET4 and INET6 bytes as the server does, and keeps the server text as is', () => {
+    expect(uuidText(Buffer.from('123e4567e89b12d3a456426614174000', 'hex'))).toBe('123e4567-e89b-12d3-a456-426614174000');
+    expect(encodeValue('inet4', Buffer.from([10, 0, 0, 1]))).toBe('"10.0.0.1"');
+    expect(encodeValue('uuid', '123e4567-e89b-12d3-a456-426614174000')).toBe('"123e4567-e89b-12d3-a456-426614174000"');
+    // Pairs read from MariaDB 10.11 (CAST(inet6 AS CHAR)).
+    const printed: [string, string][] = [
+      ['00000000000000000000000000000000', '::'],
+      ['00000000000000000000000000000001', '::1'],
+      ['00000000000000000000ffff01020304', '::ffff:1.2.3.4'],
+      ['00000000000000000000000001020304', '::1.2.3.4'],
+      ['00000000000000000000000000000002', '::2'],
+      ['00000000000000000000ffff00000000', '::ffff:0.0.0.0'],
+      ['20010db8000000000000ff0000428329', '2001:db8::ff00:42:8329'],
+      ['20010db8000000000001000000000001', '2001:db8::1:0:0:1'],
+      ['fe800000000000000000000000000000', 'fe80::'],
+      ['00010000000200030004000500060007', '1::2:3:4:5:6:7'],
+      ['00010000000000020000000000000003', '1:0:0:2::3'],
+      ['ffffffffffffffffffffffffffffffff', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff'],
+      ['00000000000000000000000100000000', '::1:0:0'],
+    ];
+    for (const [bytes, text] of printed) expect(inet6Text(Buffer.from(bytes, 'hex'))).toBe(text);
+  });
+
+  it('decodes TIME2 bytes as MySQL does, negative values and their borrow included', () => {
+    // Vectors from MySQL's my_time_packed_from_binary comment (TIME(2)), and whole negative hours.
+    const time = (hex: string, fsp: number) => time2Text(Buffer.from(hex, 'hex'), fsp);
+    expect(time('800000' + '00', 2)).toBe('00:00:00.00');
+    expect(time('7fffff' + 'ff', 2)).toBe('-00:00:00.01');
+    expect(time('7fffff' + '9d', 2)).toBe('-00:00:00.99');
+    expect(time('7fffff' + '00', 2)).toBe('-00:00:01.00');
+    expect(time('7ffffe' + 'ff', 2)).toBe('-00:00:01.01');
+    expect(time('7ffffe' + 'f6', 2)).toBe('-00:00:01.10');
+    expect(time('7ff000', 0)).toBe('-01:00:00');
+    expect(time('b46efb', 0)).toBe('838:59:59');
+    expect(time('4b9105' + '0000', 3)).toBe('-838:59:59.000');
+    expect(time('800000' + '07a120', 6)).toBe('00:00:00.500000');
+    // The classic TIME of old tables: ±HHMMSS, little-endian.
+    expect(classicTimeText(Buffer.from([0xf0, 0xd8, 0xff]))).toBe('-01:00:00');
+    expect(classicTimeText(Buffer.from([0xa7, 0xf5, 0x7f]))).toBe('838:59:59');
+  });
+
+  it('hands zongji raw bytes where its decoding loses information, and describes the column as the binlog did', () => {
+    /** What the reader does at a TABLE_MAP: plan from the descriptor, apply the plan to it. */
+    const prepare = (column: ZongjiColumn, schema?: ZongjiColumnSchema, labels?: Buffer[]) => {
+      const raw = rawBinlogValues(column, schema, labels !== undefined);
+      if (raw) applyRaw(column, raw, schema, labels);
+      return raw;
+    };
+    const point: ZongjiColumn = { name: 'g', type: 255, charset: null, metadata: { length_size: 4 } };
+    expect(prepare(point)?.decode).toBeUndefined();
+    expect(point.type).toBe(252);
+    prepare(point); // a reused descriptor keeps what it was
+    expect(binlogColumn(point, { geometryType: 1 })).toEqual({ name: 'g', kind: 'binary', sqlType: 'point' });
+
+    const latin1: ZongjiColumn = { name: 's', type: 15, charset: 'latin1', metadata: { max_length: 10 } };
+    const decodeLatin1 = prepare(latin1)?.decode;
+    expect(latin1.charset).toBe('binary');
+    expect(decodeLatin1?.('\x80\x81\x9f\xff')).toBe('€\u0081Ÿÿ');
+
+    // Charsets whose iconv tables differ from the server's: the bytes go to the server.
+    const sjis = prepare({ name: 'j', type: 15, charset: 'sjis', metadata: { max_length: 10 } });
+    expect(sjis?.byServer).toBe(true);
+    expect(sjis?.decode?.('\x81\x60')).toEqual(new ServerText(Buffer.from([0x81, 0x60]), 'sjis'));
+
+    // ENUM/SET labels too: zongji then decodes values with the raw label bytes.
+    const schema: ZongjiColumnSchema = { ENUM_VALUES: ['\uFFFD'] };
+    const latin1Enum = prepare({ name: 'e', type: 247, charset: 'latin1', metadata: { size: 1 } }, schema, [Buffer.from([0x81])]);
+    expect(schema.ENUM_VALUES).toEqual(['\x81']);
+    expect(latin1Enum?.decode?.('\x81')).toBe('\u0081');
+    expect(latin1Enum?.decode?.(undefined)).toBe('');
+
+    expect(prepare({ name: 'e', type: 247, charset: 'utf8mb4', metadata: { size: 1 } })?.decode?.(undefined)).toBe('');
+    expect(prepare({ name: 'a', type: 15, charset: 'ascii', metadata: { max_length: 10 } })?.decode?.('a\uFFFD')).toBe('a?');
+    expect(prepare({ name: 'u', type: 15, charset: 'utf8mb4', metadata: { max_length: 40 } })).toBeUndefined();
+
+    const time: ZongjiColumn = { name: 't', type: 19, charset: null, metadata: { decimals: 3 } };
+    const decodeTime = prepare(time)?.decode;
+    expect(time).toMatchObject({ type: 16, metadata: { bits: 40 } });
+    expect(decodeTime?.(Buffer.from('7ff0000000', 'hex'))).toBe('-01:00:00.000');
+    expect(binlogColumn(time).sqlType).toBe('time(3)');
+  });
+
   it('tells text from binary columns by charset', () => {
     expect(binlogColumn({ name: 'a', type: 252, charset: 'utf8mb4' }).kind).toBe('string');
     expect(binlogColumn({ name: 'a', type: 252, charset: null }).kind).toBe('binary');
-    expect(binlogColumn({ name: 'a', type: 8 }, true).sqlType).toBe('bigint unsigned');
+    expect(binlogColumn({ name: 'a', type: 8 }, { unsigned: true }).sqlType).toBe('bigint unsigned');
     expect(binlogColumn({ name: 'a', type: 18, metadata: { decimals: 6 } }).sqlType).toBe('datetime(6)');
+    expect(binlogColumn({ name: 'a', type: 13 }, { unsigned: true }).sqlType).toBe('year');
+    expect(binlogColumn({ name: 'a', type: 141, charset: null }).sqlType).toBe('varbinary');
+    expect(binlogColumn({ name: 'a', type: 140, charset: 'utf8mb4' })).toMatchObject({ kind: 'string', sqlType: 'text' });
+    // MariaDB 5.3-format temporal columns: classic codes, the fraction digits only in the definition.
+    expect(binlogColumn({ name: 'a', type: 11 }, { schema: { COLUMN_TYPE: 'time(3) /* mariadb-5.3 */' } })).toMatchObject({ sqlType: 'time(3)', fsp: 3 });
+    expect(binlogColumn({ name: 'a', type: 12 }, { schema: { COLUMN_TYPE: 'datetime /* mariadb-5.3 */' } })).toMatchObject({ sqlType: 'datetime', fsp: 0 });
   });
 });
 

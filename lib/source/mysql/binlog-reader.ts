@@ -1,8 +1,22 @@
 import ZongJi from '@vlasky/zongji';
 import type { BinlogPosition } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
-import { binlogColumn, type ZongjiColumn } from '../../format/binlog-columns.ts';
+import {
+  applyRaw,
+  type BinlogDecoder,
+  binlogColumn,
+  columnSignature,
+  maybeLogical,
+  type RawValues,
+  rawBinlogValues,
+  ServerText,
+  withLogicalType,
+  type ZongjiColumn,
+  type ZongjiColumnSchema,
+} from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
+import { logicalTypes } from './schema.ts';
+import { connect, type SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';
 
 /**
@@ -43,6 +57,22 @@ const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000)
 // biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
 type Ev = any;
 
+/** A table as its latest TABLE_MAP describes it. */
+interface TableState {
+  signature: string;
+  shape: EncodedShape;
+  /** What to change in zongji's descriptors at each TABLE_MAP, by column index (see rawBinlogValues). */
+  raw: [index: number, raw: RawValues][];
+  /** Columns whose zongji values need converting. */
+  decoders: [name: string, decode: BinlogDecoder][];
+  /** Columns whose values the server converts (ServerText) before the rows are yielded. */
+  byServer: string[];
+}
+
+function decodeRows(rows: Row[], decoders: TableState['decoders']): void {
+  for (const row of rows) for (const [name, decode] of decoders) row[name] = decode(row[name]);
+}
+
 export class BinlogReader implements AsyncIterable<BinlogItem> {
   private readonly zongji: ZongJi;
   private readonly queue: BinlogItem[] = [];
@@ -52,7 +82,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private wake: (() => void) | undefined;
   private failure: Error | undefined;
   private stopped = false;
-  private readonly shapes = new Map<number, { signature: string; shape: EncodedShape }>();
+  private readonly shapes = new Map<number, TableState>();
+  /** Shapes with BINARY(4|16) columns, to be resolved to UUID/INET4/INET6 (see `resolve`), with zongji's descriptors. */
+  private readonly unresolved = new WeakMap<EncodedShape, ZongjiColumn[]>();
+  private readonly resolved = new WeakMap<EncodedShape, Promise<EncodedShape>>();
+  /** Rows (by their array) holding ServerText in the named columns. */
+  private readonly serverText = new WeakMap<object, string[]>();
+  private schemaConnection: SqlConnection | undefined;
   private file: string;
   private gtid: string | null;
   private inTxn = false;
@@ -63,7 +99,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.gtid = options.start.gtid ?? null;
     this.highWater = options.highWaterRows ?? 20_000;
     // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
-    // independent of the process time zone. Big numbers arrive as exact strings.
+    // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
+    // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).
     this.zongji = new ZongJi({
       uri: options.target.uri,
       ssl: options.target.ssl,
@@ -71,6 +108,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       timezone: 'Z',
       supportBigNumbers: true,
       bigNumberStrings: true,
+      jsonStrings: true,
     });
     // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
     // TableMap, so rows of filtered tables are never decoded.
@@ -103,27 +141,103 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.wake?.();
   }
 
-  /** Builds (or reuses) the table's shape at its TABLE_MAP event, which alone carries the key and signedness. */
+  /**
+   * Builds (or reuses) the table's shape at its TABLE_MAP event, which alone carries the key and
+   * signedness. Also makes zongji hand over raw bytes where its own decoding is lossy; zongji
+   * rebuilds its descriptors at every TABLE_MAP, so this runs at each one, before the rows.
+   */
   private mapTable(ev: Ev): void {
     const map = ev.tableMap[ev.tableId];
     const columns: ZongjiColumn[] = map.columns;
     const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
     const unsigned: boolean[] = ev.signedness ?? [];
-    const signature = `${map.parentSchema}.${map.tableName}:${columns.map((c, i) => `${c.name}/${c.type}/${c.charset}/${unsigned[i] ? 'u' : ''}`).join(',')}:${key}`;
-    if (this.shapes.get(ev.tableId)?.signature === signature) return;
-    const shape = encodeShape({
-      db: map.parentSchema,
-      table: map.tableName,
-      columns: columns.map((c, i) => binlogColumn(c, unsigned[i] === true)),
-      key,
-    });
-    this.shapes.set(ev.tableId, { signature, shape });
+    const geometry: (number | undefined)[] = ev.geometryTypes ?? [];
+    const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
+    // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
+    const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
+    let signature = `${map.parentSchema}.${map.tableName}:${key}`;
+    for (let i = 0; i < columns.length; i++)
+      signature += `,${columnSignature(columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined)}`;
+    let table = this.shapes.get(ev.tableId);
+    if (table?.signature !== signature) {
+      const described = columns.map((c, i) => binlogColumn(c, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }));
+      const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key });
+      if (columns.some(maybeLogical)) this.unresolved.set(shape, columns);
+      table = { signature, shape, raw: [], decoders: [], byServer: [] };
+      for (const [i, c] of columns.entries()) {
+        const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
+        if (!raw) continue;
+        table.raw.push([i, raw]);
+        if (raw.decode) table.decoders.push([c.name, raw.decode]);
+        if (raw.byServer) table.byServer.push(c.name);
+      }
+      this.shapes.set(ev.tableId, table);
+    }
+    for (const [i, raw] of table.raw) applyRaw(columns[i] as ZongjiColumn, raw, schemas[i], labels[i]);
   }
 
-  private shapeOf(ev: Ev): EncodedShape {
-    const shape = this.shapes.get(ev.tableId)?.shape;
-    if (!shape) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
-    return shape;
+  /**
+   * MariaDB logs UUID, INET4 and INET6 columns as BINARY(16|4|16); only information_schema tells
+   * them apart, so a shape with such columns takes their types from it before its rows are
+   * yielded (once per shape and run). It describes the table now, not when the event was written:
+   * a column converted between BINARY and one of these types since is written with its current
+   * type, which the manifest names. Either way the value is exact (the text and the bytes convert
+   * one to one).
+   */
+  private resolve(shape: EncodedShape, columns: ZongjiColumn[]): Promise<EncodedShape> {
+    let pending = this.resolved.get(shape);
+    if (!pending) {
+      pending = (async () => {
+        const types = await logicalTypes(await this.sql(), shape.db, shape.table);
+        if (!types.size) return shape;
+        return encodeShape({ ...shape, columns: shape.columns.map((c, i) => withLogicalType(c, columns[i] as ZongjiColumn, types.get(c.name))) });
+      })();
+      this.resolved.set(shape, pending);
+    }
+    return pending;
+  }
+
+  /**
+   * Converts the item's ServerText values with the server's own tables, as it converts the column
+   * for a SELECT (bytes it cannot convert become '?'): one query per 500 values.
+   */
+  private async decodeOnServer(item: Extract<BinlogItem, { kind: 'rows' }>, names: string[]): Promise<void> {
+    const images: Row[] = item.op === 'update' ? item.rows.flatMap((r) => [r.before, r.after]) : item.rows;
+    const pending: [Row, string, ServerText][] = [];
+    for (const row of images) {
+      for (const name of names) {
+        const value = row[name];
+        if (value instanceof ServerText) pending.push([row, name, value]);
+      }
+    }
+    const conn = await this.sql();
+    for (let from = 0; from < pending.length; from += 500) {
+      const chunk = pending.slice(from, from + 500);
+      const expressions = chunk.map(([, , text], i) => {
+        if (!/^\w+$/.test(text.charset)) throw new AssertionError(`unexpected charset name ${text.charset}`);
+        return `CONVERT(CAST(? AS CHAR CHARACTER SET ${text.charset}) USING utf8mb4) AS v${i}`;
+      });
+      const [rows] = await conn.query(
+        `SELECT ${expressions.join(', ')}`,
+        chunk.map(([, , text]) => text.bytes),
+      );
+      const converted = (rows as Record<string, string>[])[0] ?? {};
+      chunk.forEach(([row, name], i) => {
+        row[name] = converted[`v${i}`];
+      });
+    }
+  }
+
+  /** A connection for the lookups binlog decoding needs, opened on first use. */
+  private async sql(): Promise<SqlConnection> {
+    this.schemaConnection ??= await connect(this.options.target);
+    return this.schemaConnection;
+  }
+
+  private tableOf(ev: Ev): TableState {
+    const table = this.shapes.get(ev.tableId);
+    if (!table) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
+    return table;
   }
 
   private boundary(kind: 'commit' | 'progress', pos: number, ddl?: { db: string; query: string }, tsMs = 0): void {
@@ -163,7 +277,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows': {
-        const shape = this.shapeOf(ev);
+        const { shape, decoders, byServer } = this.tableOf(ev);
+        if (decoders.length) {
+          if (type === 'UpdateRows') for (const row of ev.rows) decodeRows([row.before, row.after], decoders);
+          else decodeRows(ev.rows, decoders);
+        }
+        if (byServer.length) this.serverText.set(ev.rows, byServer);
         this.push({ kind: 'rows', op: ROWS_OP[type], shape, rows: ev.rows, pos: ev.nextPosition, tsMs: ev.timestamp }, ev.rows.length);
         return;
       }
@@ -205,7 +324,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           this.queue.splice(0, this.head);
           this.head = 0;
         }
-        if (item.kind === 'rows') this.queuedRows -= item.rows.length;
+        if (item.kind === 'rows') {
+          this.queuedRows -= item.rows.length;
+          const columns = this.unresolved.get(item.shape);
+          if (columns) item.shape = await this.resolve(item.shape, columns);
+          const byServer = this.serverText.get(item.rows);
+          if (byServer) await this.decodeOnServer(item, byServer);
+        }
         if (this.paused && this.queuedRows < this.highWater / 4) {
           this.paused = false;
           this.zongji.connection?.resume();
@@ -232,6 +357,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const stopped = new Promise<void>((resolve) => this.zongji.once('stopped', () => resolve()));
     this.zongji.stop();
     await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    // A helper connection; an error closing it changes nothing.
+    await this.schemaConnection?.end().catch(() => undefined);
     this.wake?.();
   }
 }

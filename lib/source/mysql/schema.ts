@@ -1,5 +1,5 @@
-import { SluiceError } from '../../errors.ts';
-import type { Column, ColumnKind } from '../../format/types.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
+import type { Column, ColumnKind, LogicalType } from '../../format/types.ts';
 import type { SqlConnection } from './server.ts';
 
 /** A table as the snapshot sees it: the same column kinds and type names the binlog path produces. */
@@ -7,6 +7,8 @@ export interface TableInfo {
   readonly db: string;
   readonly table: string;
   readonly columns: readonly Column[];
+  /** Per column, the SQL expression that reads it (aliased to its name) as the encoder expects it. */
+  readonly selects: readonly string[];
   /** Names of the key columns the snapshot pages by (the primary key, or a configured unique NOT NULL column). */
   readonly key: readonly string[];
   /** Per key column: the SQL expression a cursor value is bound with, so comparison happens in SQL with the column's type. */
@@ -25,8 +27,11 @@ interface ColumnRow {
 }
 
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
+const SPATIAL = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
+const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
-/** Maps an INFORMATION_SCHEMA column to the format's kind and the binlog path's type name. */
+/** Maps an INFORMATION_SCHEMA column to the format's kind and the binlog path's type name (binlog-columns.ts). */
 function schemaColumn(row: ColumnRow): Column {
   const type = row.DATA_TYPE.toLowerCase();
   const unsigned = /\bunsigned\b/i.test(row.COLUMN_TYPE);
@@ -44,6 +49,10 @@ function schemaColumn(row: ColumnRow): Column {
       return of('double', 'double');
     case 'year':
       return of('year', 'year');
+    case 'uuid':
+    case 'inet4':
+    case 'inet6':
+      return of(type, type);
     case 'bit':
       return of('bit', `bit(${row.NUMERIC_PRECISION})`);
     case 'date':
@@ -61,8 +70,9 @@ function schemaColumn(row: ColumnRow): Column {
     case 'text':
     case 'mediumtext':
     case 'longtext':
-    case 'json':
       return of('string', 'text');
+    case 'json': // MySQL's binary JSON (MariaDB's JSON is a LONGTEXT); the binlog names it alike
+      return of('string', 'json');
     case 'binary':
     case 'varbinary':
       return of('binary', type);
@@ -72,8 +82,22 @@ function schemaColumn(row: ColumnRow): Column {
     case 'longblob':
       return of('binary', 'blob');
     default:
+      // The spatial types, and anything newer: the bytes as MariaDB stores them.
       return of('binary', type);
   }
+}
+
+/**
+ * How the snapshot reads a column so that it arrives as the binlog carries it:
+ * - spatial values as their stored bytes (SRID + WKB); mysql2 would parse them into objects;
+ * - YEAR(2) as the full year: the column itself reads as two digits, and 2000 and the zero year
+ *   both as 0, while YEAR() reads the stored byte as the binlog does (1900 for the zero year).
+ */
+function selectOf(row: ColumnRow): string {
+  const type = row.DATA_TYPE.toLowerCase();
+  if (SPATIAL.has(type)) return `CAST(${id(row.COLUMN_NAME)} AS BINARY) AS ${id(row.COLUMN_NAME)}`;
+  if (type === 'year' && /^year\(2\)/i.test(row.COLUMN_TYPE)) return `YEAR(${id(row.COLUMN_NAME)}) AS ${id(row.COLUMN_NAME)}`;
+  return id(row.COLUMN_NAME);
 }
 
 /** How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via DOUBLE. */
@@ -124,10 +148,21 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     [db, table],
   );
   const columns = columnRows.map(schemaColumn);
+  for (const name of key) {
+    const row = columnRows.find((r) => r.COLUMN_NAME === name) as ColumnRow;
+    // Pages resume after the last key read; a key read through an expression would not compare
+    // with the column (MariaDB even orders YEAR(2) by its full year but compares its two digits).
+    if (selectOf(row) !== id(name))
+      throw new SluiceError(
+        ErrorCode.SNAPSHOT_BAD_KEY,
+        `table ${db}.${table} is keyed by ${name} (${row.COLUMN_TYPE}), which the snapshot cannot page by (MariaDB orders YEAR(2) by the full year but compares two digits; spatial values have no usable order). Change the key (e.g. to YEAR) or exclude the table (SLUICE_EXCLUDE).`,
+      );
+  }
   return {
     db,
     table,
     columns,
+    selects: columnRows.map(selectOf),
     key,
     keyParams: key.map((name) => {
       const index = columnRows.findIndex((r) => r.COLUMN_NAME === name);
@@ -151,6 +186,19 @@ async function checkChunkColumn(conn: SqlConnection, db: string, table: string, 
       `the chunk column ${db}.${table}.${column} must exist, be NOT NULL and carry a single-column UNIQUE index; otherwise paging could skip or repeat rows`,
     );
   }
+}
+
+/**
+ * The table's UUID, INET4 and INET6 columns by name: MariaDB's binlog logs them as BINARY(n), so
+ * the binlog path asks here which of its BINARY columns are these.
+ */
+export async function logicalTypes(conn: SqlConnection, db: string, table: string): Promise<Map<string, LogicalType>> {
+  const found = await rows<{ COLUMN_NAME: string; DATA_TYPE: string }>(
+    conn,
+    'SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+    [db, table],
+  );
+  return new Map(found.filter((r) => LOGICAL.has(r.DATA_TYPE.toLowerCase())).map((r) => [r.COLUMN_NAME, r.DATA_TYPE.toLowerCase() as LogicalType]));
 }
 
 /** Base tables passing `accept`, as `db.table` names. */

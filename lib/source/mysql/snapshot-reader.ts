@@ -44,13 +44,13 @@ function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | n
     values.push(...tupleValues(upTo));
   }
   const order = info.key.map(id).join(', ');
-  const sql = `SELECT ${info.columns.map((c) => id(c.name)).join(', ')} FROM ${id(info.db)}.${id(info.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${limit}`;
+  const sql = `SELECT ${info.selects.join(', ')} FROM ${id(info.db)}.${id(info.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${limit}`;
   return { sql, values };
 }
 
 /** The first key at or beyond `step` rows after `after` (a chunk boundary), or null past the end. */
 export async function keyAtOffset(conn: SqlConnection, info: TableInfo, after: KeyValues | null, step: number): Promise<KeyValues | null> {
-  const { sql, values } = pageQuery({ ...info, columns: info.key.map((name) => ({ name, kind: 'string', sqlType: '' })) }, after, null, 1);
+  const { sql, values } = pageQuery({ ...info, selects: info.key.map(id) }, after, null, 1);
   const [rows] = await conn.query(`${sql} OFFSET ${step - 1}`, values);
   const row = (rows as Row[])[0];
   return row ? info.key.map((k) => row[k]) : null;
