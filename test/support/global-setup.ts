@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { down, env, up } from '../../lib/local/stack.ts';
@@ -10,8 +11,10 @@ declare module 'vitest' {
 
 const home = join(process.cwd(), '.sluice', 'test');
 
-/** Starts the local stack for the test run (a separate home from `npm start`'s) and stops it after. */
+/** Builds the CLI, starts the local stack for the test run (a separate home from `npm start`'s) and stops it after. */
 export default async function setup(project: TestProject) {
+  // Tests spawn bin/sluice.js, which runs dist/: build it from the sources under test.
+  execFileSync(process.execPath, ['scripts/build.js'], { stdio: 'inherit' });
   const stack = await up({ home, log: (line) => console.error(`[stack] ${line}`) });
   project.provide('stackEnv', env(stack));
   return async () => {
