@@ -2,21 +2,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { createClients, initResources } from '../aws.ts';
-import { loadConfig, parseStartupSetting } from '../config/config.ts';
 import { SluiceError } from '../errors.ts';
-import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
-import { createLogger } from '../log.ts';
-import { runCapture } from '../pipeline/capture.ts';
-import { planSnapshot, runSnapshotWorker, snapshotProgress, snapshotToRun } from '../pipeline/snapshot.ts';
-import { exportState, importState, resetState, type StateFile } from '../pipeline/state-admin.ts';
-import { sourceStatus } from '../pipeline/status.ts';
-import { materialize, verify } from '../pipeline/verify.ts';
+import type { StackInfo } from '../local/stack.ts';
+import type { StateFile } from '../pipeline/state-admin.ts';
 import { formatPosition } from '../source/mysql/position.ts';
-import { connect, preflight } from '../source/mysql/server.ts';
-import { mysqlTarget, redact } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
-import { runDemo } from './demo.ts';
+
+// Everything else is imported where a command runs, so `sluice --help` (or a typo) starts at once
+// instead of loading the AWS SDK, DuckDB, zongji and mysql2 first.
 
 const FLAGS = {
   source: 'SLUICE_SOURCE_ID',
@@ -30,7 +23,8 @@ const FLAGS = {
 } as const;
 
 /** A running local stack's variables, used as defaults so `sluice local up && sluice capture` just works. */
-function localDefaults(): Record<string, string> {
+async function localDefaults(): Promise<Record<string, string>> {
+  const { env: stackEnv, stackHome } = await import('../local/stack.ts');
   const file = join(stackHome(), 'stack.json');
   if (!existsSync(file)) return {};
   const stack = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackInfo>;
@@ -39,8 +33,9 @@ function localDefaults(): Record<string, string> {
 }
 
 /** Environment, overridden by flags; applied to process.env so the AWS SDK sees the endpoints too. */
-function configure(flags: Record<string, string | undefined>) {
-  for (const [key, value] of Object.entries(localDefaults())) process.env[key] ??= value;
+async function configure(flags: Record<string, string | undefined>) {
+  const [{ createClients }, { loadConfig }, defaults] = await Promise.all([import('../aws.ts'), import('../config/config.ts'), localDefaults()]);
+  for (const [key, value] of Object.entries(defaults)) process.env[key] ??= value;
   for (const [flag, variable] of Object.entries(FLAGS)) if (flags[flag] !== undefined) process.env[variable] = flags[flag];
   const config = loadConfig(process.env);
   return { config, clients: createClients(config) };
@@ -62,6 +57,11 @@ local
   .command('up')
   .description('start the local stack (idempotent) and create the bucket and state table')
   .action(async () => {
+    const [{ up, env: stackEnv }, { loadConfig }, { createClients, initResources }] = await Promise.all([
+      import('../local/stack.ts'),
+      import('../config/config.ts'),
+      import('../aws.ts'),
+    ]);
     const stack = await up({ log: (line) => console.error(line) });
     for (const [key, value] of Object.entries(stackEnv(stack))) process.env[key] ??= value;
     const config = loadConfig(process.env);
@@ -73,12 +73,12 @@ local
   .command('down')
   .description('stop what `local up` started')
   .option('--wipe', 'also delete the local MariaDB data (.sluice/)')
-  .action(async (options: { wipe?: boolean }) => down({ wipe: options.wipe }));
+  .action(async (options: { wipe?: boolean }) => (await import('../local/stack.ts')).down({ wipe: options.wipe }));
 local
   .command('env')
   .description('print export lines pointing sluice and the AWS SDK at the local stack')
-  .action(() => {
-    const vars = localDefaults();
+  .action(async () => {
+    const vars = await localDefaults();
     if (!Object.keys(vars).length) throw new SluiceError('LOCAL_STACK', 'the local stack is not running here; start it with `sluice local up`');
     for (const [key, value] of Object.entries(vars)) console.log(`export ${key}='${value}'`);
   });
@@ -87,7 +87,8 @@ program
   .command('init')
   .description('create the S3 bucket and DynamoDB state table if they are missing')
   .action(async () => {
-    const { config, clients } = configure(program.opts());
+    const { initResources } = await import('../aws.ts');
+    const { config, clients } = await configure(program.opts());
     const { bucket } = await initResources(config, clients);
     console.log(`state table ${config.stateTable} ready; bucket ${config.bucket} ${bucket}`);
   });
@@ -96,7 +97,8 @@ program
   .command('doctor')
   .description('check configuration, MySQL settings and grants, DynamoDB and S3 access')
   .action(async () => {
-    const { config, clients } = configure(program.opts());
+    const [{ connect, preflight }, { mysqlTarget, redact }] = await Promise.all([import('../source/mysql/server.ts'), import('../source/mysql/target.ts')]);
+    const { config, clients } = await configure(program.opts());
     let failed = false;
     const check = async (name: string, run: () => Promise<unknown>) => {
       try {
@@ -128,7 +130,8 @@ program
   .option('--once', 'stop as soon as caught up with the binlog end seen at start')
   .addOption(new Option('--seconds <n>', 'run length (default $SLUICE_RUN_SECONDS)').argParser(Number))
   .action(async (options: { once?: boolean; seconds?: number }) => {
-    const { config, clients } = configure(program.opts());
+    const [{ runCapture }, { createLogger }] = await Promise.all([import('../pipeline/capture.ts'), import('../log.ts')]);
+    const { config, clients } = await configure(program.opts());
     const result = await runCapture(
       {
         config,
@@ -154,7 +157,8 @@ program
   .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
   .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
   .action(async (options: { tables?: string; workers: number; seconds: number }) => {
-    const { config, clients } = configure(program.opts());
+    const [{ planSnapshot, runSnapshotWorker, snapshotToRun }, { createLogger }] = await Promise.all([import('../pipeline/snapshot.ts'), import('../log.ts')]);
+    const { config, clients } = await configure(program.opts());
     const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN') };
     const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
     const planned = await planSnapshot(deps, job);
@@ -177,6 +181,7 @@ program
   });
 
 async function printProgress(snapshots: SnapshotStore, job: SnapshotJob, live: boolean): Promise<void> {
+  const { snapshotProgress } = await import('../pipeline/snapshot.ts');
   const tables = await snapshotProgress(snapshots, job);
   const rows = tables.reduce((a, t) => a + t.rows, 0);
   const estimate = Math.max(
@@ -199,7 +204,8 @@ program
   .description('stored vs server position, lag, last commit, lease, pending renames, errors')
   .option('--json', 'machine-readable output')
   .action(async (options: { json?: boolean }) => {
-    const { config, clients } = configure(program.opts());
+    const [{ sourceStatus }, { snapshotProgress }] = await Promise.all([import('../pipeline/status.ts'), import('../pipeline/snapshot.ts')]);
+    const { config, clients } = await configure(program.opts());
     const status = await sourceStatus(config, clients.store);
     const job = await clients.snapshots.latestJob(config.sourceId);
     const snapshot = job ? { id: job.id, status: job.status, tables: await snapshotProgress(clients.snapshots, job) } : undefined;
@@ -244,7 +250,8 @@ program
   .option('--tables <list>', 'comma-separated db.table names (default: every included table)')
   .option('--json', 'machine-readable output')
   .action(async (options: { tables?: string; json?: boolean }) => {
-    const { config, clients } = configure(program.opts());
+    const { verify } = await import('../pipeline/verify.ts');
+    const { config, clients } = await configure(program.opts());
     const verdict = await verify(
       { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots },
       { tables: options.tables?.split(',').map((t) => t.trim()) },
@@ -271,7 +278,8 @@ program
   .requiredOption('--table <db.table>', 'the table')
   .requiredOption('--out <file>', 'a .parquet or .jsonl file')
   .action(async (options: { table: string; out: string }) => {
-    const { config, clients } = configure(program.opts());
+    const { materialize } = await import('../pipeline/verify.ts');
+    const { config, clients } = await configure(program.opts());
     const rows = await materialize({ config, s3: clients.s3 }, options.table, options.out);
     console.log(`${rows} rows of ${options.table} written to ${options.out}`);
   });
@@ -281,7 +289,8 @@ state
   .command('export')
   .description('print the source state (position, commit sequence) as JSON')
   .action(async () => {
-    const { config, clients } = configure(program.opts());
+    const { exportState } = await import('../pipeline/state-admin.ts');
+    const { config, clients } = await configure(program.opts());
     console.log(JSON.stringify(await exportState(config, clients.store), null, 2));
   });
 state
@@ -289,7 +298,8 @@ state
   .description('restore a state exported with `state export`; refuses to move a source backwards unless --force')
   .option('--force', 'roll back on purpose (changes after the saved position are captured again, with the same seq)')
   .action(async (file: string, options: { force?: boolean }) => {
-    const { config, clients } = configure(program.opts());
+    const [{ importState }, { createLogger }] = await Promise.all([import('../pipeline/state-admin.ts'), import('../log.ts')]);
+    const { config, clients } = await configure(program.opts());
     const saved = JSON.parse(await readFile(file, 'utf8')) as StateFile;
     const result = await importState(config, clients.store, saved, { force: options.force, log: createLogger('WARN') });
     console.log(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
@@ -299,7 +309,12 @@ state
   .description('move the stored position (the commit sequence is kept)')
   .requiredOption('--to <where>', 'latest | earliest | position:<file>:<pos> | timestamp:<ISO> | gtid:<set>')
   .action(async (options: { to: string }) => {
-    const { config, clients } = configure(program.opts());
+    const [{ resetState }, { createLogger }, { parseStartupSetting }] = await Promise.all([
+      import('../pipeline/state-admin.ts'),
+      import('../log.ts'),
+      import('../config/config.ts'),
+    ]);
+    const { config, clients } = await configure(program.opts());
     const result = await resetState(config, clients.store, parseStartupSetting(options.to), createLogger('WARN'));
     console.log(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
   });
@@ -308,7 +323,7 @@ program
   .command('demo')
   .description('start the local stack, write a stream of changes, capture them as the schedule would, show what landed')
   .option('--rounds <n>', 'capture rounds', (v) => Number(v), 4)
-  .action(async (options: { rounds: number }) => runDemo(options.rounds));
+  .action(async (options: { rounds: number }) => (await import('./demo.ts')).runDemo(options.rounds));
 
 try {
   await program.parseAsync();
