@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from './config/config.ts';
+import { profileClient } from './profile.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { SnapshotStore } from './state/snapshot-store.ts';
 
@@ -11,6 +12,8 @@ import { SnapshotStore } from './state/snapshot-store.ts';
 export function createClients(config: Config) {
   const s3 = new S3Client({ forcePathStyle: config.s3ForcePathStyle, maxAttempts: 5 });
   const dynamo = new DynamoDBClient({ maxAttempts: 5 });
+  profileClient(s3, 's3');
+  profileClient(dynamo, 'dynamodb');
   return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new SnapshotStore(dynamo, config.stateTable) };
 }
 

@@ -5,6 +5,7 @@ import { Command, Option } from 'commander';
 import { SluiceError } from '../errors.ts';
 import type { StackInfo } from '../local/stack.ts';
 import type { StateFile } from '../pipeline/state-admin.ts';
+import { profilePhase, reportProfileAtExit } from '../profile.ts';
 import { formatPosition } from '../source/mysql/position.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 
@@ -32,13 +33,18 @@ async function localDefaults(): Promise<Record<string, string>> {
   return stack.mariadb && stack.dynamodb && stack.s3 ? stackEnv(stack as StackInfo) : {};
 }
 
-/** Environment, overridden by flags; applied to process.env so the AWS SDK sees the endpoints too. */
+/**
+ * Environment, overridden by flags; applied to process.env so the AWS SDK sees the endpoints too.
+ * A command imports its own modules before calling this, so SLUICE_PROFILE counts them as start-up.
+ */
 async function configure(flags: Record<string, string | undefined>) {
   const [{ createClients }, { loadConfig }, defaults] = await Promise.all([import('../aws.ts'), import('../config/config.ts'), localDefaults()]);
   for (const [key, value] of Object.entries(defaults)) process.env[key] ??= value;
   for (const [flag, variable] of Object.entries(FLAGS)) if (flags[flag] !== undefined) process.env[variable] = flags[flag];
   const config = loadConfig(process.env);
-  return { config, clients: createClients(config) };
+  const clients = createClients(config);
+  profilePhase('run');
+  return { config, clients };
 }
 
 const program = new Command('sluice').description('Serverless change-data-capture from MySQL/MariaDB into S3, exactly once.').showHelpAfterError();
@@ -325,8 +331,10 @@ program
   .option('--rounds <n>', 'capture rounds', (v) => Number(v), 4)
   .action(async (options: { rounds: number }) => (await import('./demo.ts')).runDemo(options.rounds));
 
+reportProfileAtExit();
 try {
   await program.parseAsync();
+  profilePhase('shutdown');
 } catch (error) {
   const message = error instanceof SluiceError ? `${error.code}: ${error.message}` : ((error as Error).stack ?? String(error));
   console.error(`sluice: ${message}`);

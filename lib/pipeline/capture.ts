@@ -5,6 +5,7 @@ import { LeaseLostError, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeKey, encodeRow, encodeSource, eventLine } from '../format/event.ts';
 import { seq, seqPrefix } from '../format/seq.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
+import { timed } from '../profile.ts';
 import { binlogStaging, pad } from '../sink/s3/keys.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { type BinlogPosition, comparePositions } from '../source/mysql/position.ts';
@@ -222,7 +223,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
         case 'rows': {
           batch ??= new Batch(deps.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${runId}/${pad(++batchNumber, 6)}/`, committed, now);
           txnHasRows = true;
-          const accepted = writeRows(batch, item, prefix, index, source);
+          const accepted = encodeRows(batch, item, prefix, index, source);
           index = accepted.next;
           if (accepted.wait) await accepted.wait;
           break;
@@ -296,3 +297,6 @@ function writeRows(
   }
   return { next: index, wait };
 }
+
+/** writeRows, profiled as encoding under SLUICE_PROFILE=1 (lib/profile.ts). */
+const encodeRows = timed('encode', writeRows);
