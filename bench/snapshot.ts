@@ -76,7 +76,7 @@ for (const size of SIZES) {
     s.peakRssMb.toFixed(0),
     `${total(s.profile.requests.s3)} / ${total(s.profile.requests.dynamodb)}`,
   ]);
-  details.push(`${name} — sluice run of median wall time (${s.seconds.toFixed(2)} s; reading and encoding count as "other"):`, ...describeProfile(s.profile));
+  details.push(`${name} — sluice run of median wall time (${s.seconds.toFixed(2)} s; reading and encoding rows count as js):`, ...describeProfile(s.profile));
 }
 
 console.log(`\n${machine()}; page ${config.snapshot.pageRows.toLocaleString('en-US')} rows\n`);

@@ -7,36 +7,58 @@ import type { S3Client } from '@aws-sdk/client-s3';
  * stderr at exit (npm run bench:* read it). Off, every hook below is the identity: `timed` returns
  * the function itself and `waiting` the promise itself, so the hot paths pay nothing.
  *
- * Attribution is exclusive, so the parts add up to the wall time. At any instant the main thread is
- *   - in a timed CPU span (decode: mysql2 + zongji parsing binlog packets; encode: JSON lines into
- *     staging buffers), or else
- *   - waiting while a DynamoDB request, an S3 request, or a gzip stream being finished or pushing
- *     back is outstanding (the first of these that applies), or else
- *   - in its current phase: `startup` (process start to the command's modules loaded and clients
- *     built), `other` (waiting for the binlog or MySQL, and JS not timed above), `shutdown` (the
- *     command returned; closing connections until the process exits).
- * Garbage collection counts in whatever it interrupted; its total is reported beside the split.
+ * Attribution is exclusive, so the parts add up to the wall time:
+ *   - `startup`: process start until the command's modules are loaded and its clients built;
+ *   - `shutdown`: the command returned; closing connections until the process exits;
+ * and in between, at any instant the main thread is
+ *   - in a timed CPU span: `decode` (mysql2 + zongji parsing binlog packets) or `encode` (change
+ *     events into staging buffers), or else
+ *   - running other JavaScript: `js` (the loops, snapshot rows' parsing and encoding, GC), or else
+ *   - idle in the event loop while a DynamoDB request, an S3 request, or a gzip stream (finishing,
+ *     or pushing back) is outstanding — `dynamodb`, `s3`, `gzip`, the first that applies — or else
+ *   - `idle`: waiting for MySQL (the binlog, query results) or a timer.
+ * Busy and idle come from the event loop's own accounting (eventLoopUtilization).
  */
 
 export const profiling = process.env.SLUICE_PROFILE === '1';
 
 type Cpu = 'decode' | 'encode';
 type Wait = 'dynamodb' | 's3' | 'gzip';
-type Phase = 'startup' | 'other' | 'shutdown';
+type Phase = 'startup' | 'run' | 'shutdown';
 
-const totals: Record<Cpu | Wait | Phase, number> = { startup: 0, decode: 0, encode: 0, gzip: 0, s3: 0, dynamodb: 0, other: 0, shutdown: 0 };
+const totals: Record<Cpu | Wait | Exclude<Phase, 'run'> | 'js' | 'idle', number> = {
+  startup: 0,
+  decode: 0,
+  encode: 0,
+  js: 0,
+  gzip: 0,
+  s3: 0,
+  dynamodb: 0,
+  idle: 0,
+  shutdown: 0,
+};
 const outstanding: Record<Wait, number> = { dynamodb: 0, s3: 0, gzip: 0 };
 const requests: Record<'s3' | 'dynamodb', Record<string, number>> = { s3: {}, dynamodb: {} };
 let phase: Phase = 'startup';
 let cpu: Cpu | undefined;
 let since = 0; // performance.now() counts from the process's start
+let idleSince = 0;
 let gcMs = 0;
 
+/** Books the time since the last call; called at every change of span, phase or outstanding work. */
 function account(): void {
   const now = performance.now();
-  const wait = outstanding.dynamodb ? 'dynamodb' : outstanding.s3 ? 's3' : outstanding.gzip ? 'gzip' : undefined;
-  totals[cpu ?? wait ?? phase] += now - since;
+  const idleNow = performance.eventLoopUtilization().idle;
+  const elapsed = now - since;
+  if (cpu) totals[cpu] += elapsed;
+  else if (phase !== 'run') totals[phase] += elapsed;
+  else {
+    const idle = Math.min(elapsed, idleNow - idleSince);
+    totals.js += elapsed - idle;
+    totals[outstanding.dynamodb ? 'dynamodb' : outstanding.s3 ? 's3' : outstanding.gzip ? 'gzip' : 'idle'] += idle;
+  }
   since = now;
+  idleSince = idleNow;
 }
 
 /** `fn`, with the time inside it counted as `category` (when profiling; else `fn` itself). */
@@ -68,11 +90,11 @@ export function waiting<T>(category: Wait, promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-/** Moves the process to its next phase: `other` once the command runs, `shutdown` once it returned. */
+/** Moves the process to its next phase: `run` once the command's modules and clients are ready, `shutdown` once it returned. */
 export function profilePhase(next: 'run' | 'shutdown'): void {
   if (!profiling) return;
   account();
-  phase = next === 'run' ? 'other' : 'shutdown';
+  phase = next;
 }
 
 /** Counts an AWS SDK client's requests by command and accounts the time they are outstanding. */
