@@ -1,7 +1,34 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly (tsx), so the CLI and the Lambda bundles share one codebase.
-import { register } from 'tsx/esm/api';
+// Runs the CLI compiled by scripts/build.js (dist/), so a start does not pay for transpiling.
+// A missing build, or one older than a source it was built from, is refused rather than run stale.
+import { readFileSync, statSync } from 'node:fs';
 
-register();
-const { run } = await import('../lib/cli/main.ts');
+const root = new URL('../', import.meta.url);
+/** Why dist/ cannot be run, or undefined when it is current. */
+function staleness() {
+  let build;
+  try {
+    build = JSON.parse(readFileSync(new URL('dist/build.json', root), 'utf8'));
+  } catch {
+    return 'the CLI is not built (dist/ is missing)';
+  }
+  for (const input of build.inputs) {
+    let mtime;
+    try {
+      mtime = statSync(new URL(input, root)).mtimeMs;
+    } catch {
+      return `dist/ was built from ${input}, which is gone`;
+    }
+    if (mtime > build.startedAt) return `dist/ is older than ${input}`;
+  }
+  return undefined;
+}
+
+const problem = staleness();
+if (problem) {
+  console.error(`sluice: ${problem}; run \`npm run build\` (npm install, npm start and npm test build it too)`);
+  process.exit(1);
+}
+process.setSourceMapsEnabled(true);
+const { run } = await import('../dist/cli/main.js');
 process.exitCode = await run(process.argv.slice(2), { env: process.env, stdout: process.stdout, stderr: process.stderr });

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from './config/config.ts';
+import { profileClient } from './profile.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
 
@@ -31,6 +32,8 @@ export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB') {
 export function createClients(config: Config, env: Env = process.env) {
   const s3 = new S3Client({ ...sdkSettings(env, 'S3'), forcePathStyle: config.s3ForcePathStyle, maxAttempts: 5 });
   const dynamo = new DynamoDBClient({ ...sdkSettings(env, 'DYNAMODB'), maxAttempts: 5 });
+  profileClient(s3, 's3');
+  profileClient(dynamo, 'dynamodb');
   return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable) };
 }
 

@@ -7,6 +7,7 @@ import { type Config, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
+import { timed } from '../profile.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { binlogStaging, dataKey, manifestKey, pad } from '../sink/s3/keys.ts';
 import { requestSnapshot } from '../snapshot/plan.ts';
@@ -232,7 +233,7 @@ class CaptureStream {
   private async onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> {
     const { config } = this.deps;
     this.batch ??= new Batch(this.ctx.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${this.spec.runId}/${pad(++this.batches, 6)}/`, now);
-    const wait = writeRows(this.batch, item, this.cursor);
+    const wait = encodeRows(this.batch, item, this.cursor);
     if (wait) await wait;
   }
 
@@ -305,3 +306,6 @@ class CaptureStream {
     await this.reader?.stop();
   }
 }
+
+/** writeRows, profiled as encoding under SLUICE_PROFILE=1 (lib/profile.ts). */
+const encodeRows = timed('encode', writeRows);

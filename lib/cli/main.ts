@@ -2,24 +2,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { createClients, type Env, initResources } from '../aws.ts';
-import { runCapture } from '../capture/run.ts';
-import { type Config, loadConfig, parseStartupSetting } from '../config/config.ts';
+import type { Env } from '../aws.ts';
+import type { Config } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
-import { down, type StackInfo, env as stackEnv, stackHome, up } from '../local/stack.ts';
-import { createLogger } from '../log.ts';
-import { exportState, importState, resetState, type StateFile } from '../ops/state-admin.ts';
-import { sourceStatus } from '../ops/status.ts';
-import { planSnapshot, snapshotToRun } from '../snapshot/plan.ts';
-import { snapshotProgress } from '../snapshot/progress.ts';
-import { runSnapshotWorker } from '../snapshot/worker.ts';
-import { connect, preflight } from '../source/mysql/server.ts';
-import { mysqlTarget, redact } from '../source/mysql/target.ts';
+import type { StackInfo } from '../local/stack.ts';
+import type { StateFile } from '../ops/state-admin.ts';
+import { profilePhase, reportProfileAtExit } from '../profile.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
-import { materialize } from '../verify/materialize.ts';
-import { verify } from '../verify/verify.ts';
-import { runDemo } from './demo.ts';
+
+// Everything else is imported where a command runs, so `sluice --help` (or a typo) starts at once
+// instead of loading the AWS SDK, DuckDB, zongji and mysql2 first.
 
 const FLAGS = {
   source: 'SLUICE_SOURCE_ID',
@@ -42,7 +35,8 @@ export interface CliIo {
 }
 
 /** A running local stack's variables, used as defaults so `sluice local up && sluice capture` just works. */
-function localDefaults(env: Env): Record<string, string> {
+async function localDefaults(env: Env): Promise<Record<string, string>> {
+  const { env: stackEnv, stackHome } = await import('../local/stack.ts');
   const file = join(stackHome(env), 'stack.json');
   if (!existsSync(file)) return {};
   const stack = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackInfo>;
@@ -72,8 +66,9 @@ class Cli {
   }
 
   /** The environment (over a running local stack's defaults), overridden by flags; config and clients from it alone. */
-  configure(flags: Record<string, unknown>) {
-    const env: Record<string, string> = { ...localDefaults(this.io.env), ...defined(this.io.env) };
+  async configure(flags: Record<string, unknown>) {
+    const [{ loadConfig }, defaults] = await Promise.all([import('../config/config.ts'), localDefaults(this.io.env)]);
+    const env: Record<string, string> = { ...defaults, ...defined(this.io.env) };
     for (const [flag, variable] of Object.entries(FLAGS)) {
       const value = flags[flag];
       if (value !== undefined) env[variable] = String(value);
@@ -81,9 +76,12 @@ class Cli {
     return this.open(loadConfig(env), env);
   }
 
-  open(config: Config, env: Env) {
+  /** Clients for `config`; with SLUICE_PROFILE=1, the command's start-up ends here (lib/profile.ts). */
+  async open(config: Config, env: Env) {
+    const { createClients } = await import('../aws.ts');
     const clients = createClients(config, env);
     this.opened.push(clients.s3, clients.dynamo);
+    profilePhase('run');
     return { config, clients, env };
   }
 
@@ -98,8 +96,10 @@ class Cli {
  */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   const cli = new Cli(io);
+  reportProfileAtExit();
   try {
     await commands(cli).parseAsync([...argv], { from: 'user' });
+    profilePhase('shutdown');
     return cli.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode; // commander printed the usage error or the help
@@ -133,9 +133,11 @@ function commands(cli: Cli): Command {
     .command('up')
     .description('start the local stack (idempotent) and create the bucket and state table')
     .action(async () => {
+      const { up, stackHome, env: stackEnv } = await import('../local/stack.ts');
+      const { initResources } = await import('../aws.ts');
       const stack = await up({ home: stackHome(cli.io.env), log: (line) => cli.err(line) });
       const env = { ...stackEnv(stack), ...defined(cli.io.env) };
-      const { config, clients } = cli.open(loadConfig(env), env);
+      const { config, clients } = await cli.open((await import('../config/config.ts')).loadConfig(env), env);
       await initResources(config, clients);
       cli.err(`local stack up: MariaDB 127.0.0.1:${stack.mariadb.port}, DynamoDB 127.0.0.1:${stack.dynamodb.port}, S3 127.0.0.1:${stack.s3.port}`);
       cli.err('use it from any shell with: eval "$(npx sluice local env)"');
@@ -144,12 +146,15 @@ function commands(cli: Cli): Command {
     .command('down')
     .description('stop what `local up` started')
     .option('--wipe', 'also delete the local MariaDB data (.sluice/)')
-    .action(async (options: { wipe?: boolean }) => down({ home: stackHome(cli.io.env), wipe: options.wipe }));
+    .action(async (options: { wipe?: boolean }) => {
+      const { down, stackHome } = await import('../local/stack.ts');
+      return down({ home: stackHome(cli.io.env), wipe: options.wipe });
+    });
   local
     .command('env')
     .description('print export lines pointing sluice and the AWS SDK at the local stack')
-    .action(() => {
-      const vars = localDefaults(cli.io.env);
+    .action(async () => {
+      const vars = await localDefaults(cli.io.env);
       if (!Object.keys(vars).length) throw new SluiceError(ErrorCode.LOCAL_STACK, 'the local stack is not running here; start it with `sluice local up`');
       for (const [key, value] of Object.entries(vars)) cli.out(`export ${key}='${value}'`);
     });
@@ -158,7 +163,8 @@ function commands(cli: Cli): Command {
     .command('init')
     .description('create the S3 bucket and DynamoDB state table if they are missing')
     .action(async () => {
-      const { config, clients } = cli.configure(program.opts());
+      const { initResources } = await import('../aws.ts');
+      const { config, clients } = await cli.configure(program.opts());
       const { bucket } = await initResources(config, clients);
       cli.out(`state table ${config.stateTable} ready; bucket ${config.bucket} ${bucket}`);
     });
@@ -167,7 +173,9 @@ function commands(cli: Cli): Command {
     .command('doctor')
     .description('check configuration, MySQL settings and grants, DynamoDB and S3 access')
     .action(async () => {
-      const { config, clients } = cli.configure(program.opts());
+      const { connect, preflight } = await import('../source/mysql/server.ts');
+      const { mysqlTarget, redact } = await import('../source/mysql/target.ts');
+      const { config, clients } = await cli.configure(program.opts());
       let failed = false;
       const check = async (name: string, run: () => Promise<unknown>) => {
         try {
@@ -199,7 +207,9 @@ function commands(cli: Cli): Command {
     .option('--once', 'stop when caught up with the binlog end seen at start (sets $SLUICE_STOP_WHEN_CAUGHT_UP)')
     .addOption(new Option('--seconds <n>', 'run length (default $SLUICE_RUN_SECONDS)').argParser(Number))
     .action(async (options: { once?: boolean; seconds?: number }) => {
-      const { config, clients } = cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined });
+      const { runCapture } = await import('../capture/run.ts');
+      const { createLogger } = await import('../log.ts');
+      const { config, clients } = await cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined });
       const result = await runCapture(
         {
           config,
@@ -225,7 +235,10 @@ function commands(cli: Cli): Command {
     .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
     .action(async (options: { tables?: string; workers: number; seconds: number }) => {
-      const { config, clients } = cli.configure(program.opts());
+      const { createLogger } = await import('../log.ts');
+      const { snapshotToRun, planSnapshot } = await import('../snapshot/plan.ts');
+      const { runSnapshotWorker } = await import('../snapshot/worker.ts');
+      const { config, clients } = await cli.configure(program.opts());
       const deps = { config, s3: clients.s3, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
       const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
       const planned = await planSnapshot(deps, job);
@@ -252,7 +265,9 @@ function commands(cli: Cli): Command {
     .description('stored vs server position, lag, last commit, lease, pending renames, errors')
     .option('--json', 'machine-readable output')
     .action(async (options: { json?: boolean }) => {
-      const { config, clients } = cli.configure(program.opts());
+      const { snapshotProgress } = await import('../snapshot/progress.ts');
+      const { sourceStatus } = await import('../ops/status.ts');
+      const { config, clients } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store);
       const job = await clients.snapshots.latestJob(config.sourceId);
       const snapshot = job ? { id: job.id, status: job.status, error: job.error, tables: await snapshotProgress(clients.snapshots, job) } : undefined;
@@ -298,7 +313,8 @@ function commands(cli: Cli): Command {
     .option('--tables <list>', 'comma-separated db.table names (default: every included table)')
     .option('--json', 'machine-readable output')
     .action(async (options: { tables?: string; json?: boolean }) => {
-      const { config, clients } = cli.configure(program.opts());
+      const { verify } = await import('../verify/verify.ts');
+      const { config, clients } = await cli.configure(program.opts());
       const verdict = await verify(
         { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots },
         { tables: options.tables?.split(',').map((t) => t.trim()) },
@@ -325,7 +341,8 @@ function commands(cli: Cli): Command {
     .requiredOption('--table <db.table>', 'the table')
     .requiredOption('--out <file>', 'a .parquet or .jsonl file')
     .action(async (options: { table: string; out: string }) => {
-      const { config, clients } = cli.configure(program.opts());
+      const { materialize } = await import('../verify/materialize.ts');
+      const { config, clients } = await cli.configure(program.opts());
       const rows = await materialize({ config, s3: clients.s3 }, options.table, options.out);
       cli.out(`${rows} rows of ${options.table} written to ${options.out}`);
     });
@@ -335,7 +352,8 @@ function commands(cli: Cli): Command {
     .command('export')
     .description('print the source state (position, commit sequence) as JSON')
     .action(async () => {
-      const { config, clients } = cli.configure(program.opts());
+      const { exportState } = await import('../ops/state-admin.ts');
+      const { config, clients } = await cli.configure(program.opts());
       cli.out(JSON.stringify(await exportState(config, clients.store), null, 2));
     });
   state
@@ -343,7 +361,9 @@ function commands(cli: Cli): Command {
     .description('restore a state exported with `state export`; refuses to move a source backwards unless --force')
     .option('--force', 'roll back on purpose (changes after the saved position are captured again, with the same seq)')
     .action(async (file: string, options: { force?: boolean }) => {
-      const { config, clients } = cli.configure(program.opts());
+      const { createLogger } = await import('../log.ts');
+      const { importState } = await import('../ops/state-admin.ts');
+      const { config, clients } = await cli.configure(program.opts());
       const saved = JSON.parse(await readFile(file, 'utf8')) as StateFile;
       const result = await importState(config, clients.store, saved, { force: options.force, log: createLogger('WARN', cli.io.env) });
       cli.out(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
@@ -353,7 +373,10 @@ function commands(cli: Cli): Command {
     .description('move the stored position (the commit sequence is kept)')
     .requiredOption('--to <where>', 'latest | earliest | position:<file>:<pos> | timestamp:<ISO> | gtid:<set>')
     .action(async (options: { to: string }) => {
-      const { config, clients } = cli.configure(program.opts());
+      const { createLogger } = await import('../log.ts');
+      const { resetState } = await import('../ops/state-admin.ts');
+      const { parseStartupSetting } = await import('../config/config.ts');
+      const { config, clients } = await cli.configure(program.opts());
       const result = await resetState(config, clients.store, parseStartupSetting(options.to), createLogger('WARN', cli.io.env));
       cli.out(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
     });
@@ -363,6 +386,7 @@ function commands(cli: Cli): Command {
     .description('start the local stack, write a stream of changes, capture them as the schedule would, show what landed')
     .option('--rounds <n>', 'capture rounds', (v) => Number(v), 4)
     .action(async (options: { rounds: number }) => {
+      const { runDemo } = await import('./demo.ts');
       if (!(await runDemo(options.rounds, { env: cli.io.env, say: (line) => cli.out(line) }))) cli.fail();
     });
   return program;
@@ -370,6 +394,7 @@ function commands(cli: Cli): Command {
 
 /** The snapshot progress bar: redrawn in place on a terminal, printed once at the end otherwise. */
 async function printProgress(stderr: CliIo['stderr'], snapshots: SnapshotStore, job: SnapshotJob, live: boolean): Promise<void> {
+  const { snapshotProgress } = await import('../snapshot/progress.ts');
   const tables = await snapshotProgress(snapshots, job);
   const rows = tables.reduce((a, t) => a + t.rows, 0);
   const estimate = Math.max(

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { down, env, up } from '../../lib/local/stack.ts';
@@ -15,6 +16,8 @@ const home = join(process.cwd(), '.sluice', 'test');
  * Its progress lines are printed only if it fails to start.
  */
 export default async function setup(project: TestProject) {
+  // Tests spawn bin/sluice.js, which runs dist/: build it from the sources under test.
+  execFileSync(process.execPath, ['scripts/build.js'], { stdio: 'inherit' });
   const lines: string[] = [];
   try {
     const stack = await up({ home, log: (line) => lines.push(`[stack] ${line}`) });

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createGzip, type Gzip } from 'node:zlib';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { waiting } from '../../profile.ts';
 
 /** Uncompressed bytes a staging object may hold before the writer waits for compression. */
 const MAX_BUFFERED = 16 * 1024 * 1024;
@@ -60,7 +61,7 @@ export class StagingObject {
     if (text.length * 3 <= CHUNK) this.used = this.buffer.write(text, 0);
     else this.push(Buffer.from(text, 'utf8'));
     if (this.gzip.writableLength < MAX_BUFFERED) return undefined;
-    return once(this.gzip, 'drain').then(() => undefined);
+    return waiting('gzip', once(this.gzip, 'drain')).then(() => undefined);
   }
 
   private push(chunk: Buffer): void {
@@ -79,7 +80,8 @@ export class StagingObject {
   async finish(): Promise<void> {
     this.flush();
     this.gzip.end();
-    await this.done;
+    // Compressing the tail, then uploading it (profiled as S3 while the request is out).
+    await waiting('gzip', this.done);
   }
 
   async abort(): Promise<void> {

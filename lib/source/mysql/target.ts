@@ -1,4 +1,4 @@
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Config } from '../../config/config.ts';
 import { ConfigError, ErrorCode, SluiceError } from '../../errors.ts';
 import { type TlsOptions, tlsOptions } from './tls.ts';
@@ -37,7 +37,7 @@ const cache = new Map<string, Promise<MysqlTarget>>();
  * Resolves the MySQL target once per container: from SLUICE_MYSQL_SECRET_ID (Secrets Manager,
  * through the SDK's normal endpoint configuration) or SLUICE_MYSQL_URL, with the TLS settings.
  */
-export function mysqlTarget(config: Config, secrets: () => Pick<SecretsManagerClient, 'send'> = () => new SecretsManagerClient({})): Promise<MysqlTarget> {
+export function mysqlTarget(config: Config, secrets?: () => Pick<SecretsManagerClient, 'send'>): Promise<MysqlTarget> {
   const cacheKey = `${config.mysqlSecretId ?? config.mysqlUrl}|${config.mysqlTls}|${config.mysqlCa ?? ''}`;
   let target = cache.get(cacheKey);
   if (!target) {
@@ -45,15 +45,15 @@ export function mysqlTarget(config: Config, secrets: () => Pick<SecretsManagerCl
       let uri = config.mysqlUrl;
       if (config.mysqlSecretId) {
         const id = config.mysqlSecretId;
-        const value = await secrets()
-          .send(new GetSecretValueCommand({ SecretId: id }))
-          .catch((error: Error) => {
-            throw new SluiceError(
-              ErrorCode.MYSQL_SECRET,
-              `cannot read secret ${id} from Secrets Manager: ${error.message} (the function needs secretsmanager:GetSecretValue on it)`,
-              { cause: error, retriable: true },
-            );
-          });
+        // Loaded only when a secret is configured: the SDK client adds to every start otherwise.
+        const { GetSecretValueCommand, SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
+        const value = await (secrets?.() ?? new SecretsManagerClient({})).send(new GetSecretValueCommand({ SecretId: id })).catch((error: Error) => {
+          throw new SluiceError(
+            ErrorCode.MYSQL_SECRET,
+            `cannot read secret ${id} from Secrets Manager: ${error.message} (the function needs secretsmanager:GetSecretValue on it)`,
+            { cause: error, retriable: true },
+          );
+        });
         uri = uriFromSecret(id, value.SecretString);
       }
       if (!uri) throw new ConfigError('set SLUICE_MYSQL_URL or SLUICE_MYSQL_SECRET_ID');

@@ -1,0 +1,59 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+
+/** bin/sluice.js copied into a scratch checkout, with a dist/ built at `builtAt` from lib/a.ts. */
+function checkout(options: { dist: boolean; builtAt: number; sourceAt: number }): string {
+  const root = mkdtempSync(join(tmpdir(), 'sluice-bin-'));
+  mkdirSync(join(root, 'bin'));
+  copyFileSync('bin/sluice.js', join(root, 'bin', 'sluice.js'));
+  mkdirSync(join(root, 'lib'));
+  writeFileSync(join(root, 'lib', 'a.ts'), 'export {};\n');
+  utimesSync(join(root, 'lib', 'a.ts'), options.sourceAt / 1000, options.sourceAt / 1000);
+  if (options.dist) {
+    mkdirSync(join(root, 'dist', 'cli'), { recursive: true });
+    writeFileSync(join(root, 'dist', 'build.json'), JSON.stringify({ startedAt: options.builtAt, inputs: ['lib/a.ts'] }));
+    writeFileSync(join(root, 'dist', 'cli', 'main.js'), "export async function run() { console.log('ran dist'); return 0; }\n");
+  }
+  return root;
+}
+
+const run = (root: string) =>
+  promisify(execFile)(process.execPath, [join(root, 'bin', 'sluice.js')]).then(
+    ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
+    (error: { code: number; stdout: string; stderr: string }) => error,
+  );
+
+describe('bin/sluice.js', () => {
+  const roots: string[] = [];
+  afterEach(() => {
+    for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+  });
+  const now = Date.now();
+
+  it('runs a build newer than its sources', async () => {
+    const root = checkout({ dist: true, builtAt: now, sourceAt: now - 60_000 });
+    roots.push(root);
+    expect(await run(root)).toMatchObject({ code: 0, stdout: 'ran dist\n' });
+  });
+
+  it('refuses a build older than a source it was built from, naming the file and the fix', async () => {
+    const root = checkout({ dist: true, builtAt: now - 60_000, sourceAt: now });
+    roots.push(root);
+    const result = await run(root);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/dist\/ is older than lib\/a\.ts; run `npm run build`/);
+  });
+
+  it('refuses a missing build, naming the fix', async () => {
+    const root = checkout({ dist: false, builtAt: 0, sourceAt: now });
+    roots.push(root);
+    const result = await run(root);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/the CLI is not built \(dist\/ is missing\); run `npm run build`/);
+  });
+});
