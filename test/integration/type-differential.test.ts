@@ -226,6 +226,11 @@ const SPATIAL: Case[] = [
     "ST_GeomFromText('GEOMETRYCOLLECTION EMPTY')",
   ]),
   c('geo', 'GEOMETRY', 'geometry', 'geometry', ["ST_GeomFromText('POINT(3 4)', 2154)", "ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))')"]),
+  // Text after spatial columns: MariaDB's TABLE_MAP counts spatial columns in its charset lists, and
+  // zongji did not, which gave every later column its neighbour's charset (patches/@vlasky+zongji).
+  c('gl1', 'VARCHAR(10) CHARACTER SET latin1', 'text', 'varchar', ["'é'", "X'E9FC'"]),
+  c('gu8', 'VARCHAR(10) CHARACTER SET utf8mb4', 'text', 'varchar', ["'ü€😀'"]),
+  c('gvb', 'VARBINARY(10)', 'binary', 'varbinary', ["X'C3A9'"]),
 ];
 
 const MARIADB: Case[] = [
