@@ -205,7 +205,7 @@ export async function logicalTypes(conn: SqlConnection, db: string, table: strin
   return new Map(found.filter((r) => LOGICAL.has(r.DATA_TYPE.toLowerCase())).map((r) => [r.COLUMN_NAME, r.DATA_TYPE.toLowerCase() as LogicalType]));
 }
 
-/** Base tables passing `accept`, as `db.table` names. */
+/** Base tables passing `accept`, by their two names. */
 export async function listTables(conn: SqlConnection, accept: (db: string, table: string) => boolean): Promise<{ db: string; table: string }[]> {
   const all = await rows<{ TABLE_SCHEMA: string; TABLE_NAME: string }>(
     conn,
