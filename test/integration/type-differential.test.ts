@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ChangeEvent, testSource } from '../support/source.ts';
+import { type ChangeEvent, manifestTable, testSource } from '../support/source.ts';
 
 /**
  * Differential type test: every MariaDB column type, edge values included, read by both paths —
@@ -466,7 +466,10 @@ describe('type differential (binlog vs snapshot vs server, real MariaDB)', () =>
     const manifests = await source.manifests();
     for (const [table, cases] of Object.entries(TABLES)) {
       const typesIn = (snapshot: boolean) =>
-        manifests.filter((m) => (m.snapshot !== undefined) === snapshot && m.tables[`${source.db}.${table}`]).at(-1)?.tables[`${source.db}.${table}`]?.columns;
+        manifestTable(
+          manifests.filter((m) => (m.snapshot !== undefined) === snapshot),
+          { db: source.db, table },
+        )?.columns;
       const expected = [{ name: 'id', type: 'int' }, { name: 'v', type: 'int' }, ...cases.map((k) => ({ name: k.name, type: k.sqlType }))];
       expect.soft({ table, binlog: typesIn(false) }).toEqual({ table, binlog: expected });
       expect.soft({ table, snapshot: typesIn(true) }).toEqual({ table, snapshot: expected });
