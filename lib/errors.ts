@@ -55,8 +55,6 @@ export const ErrorCode = {
   S3_DELETE: 'S3_DELETE',
 
   // Snapshots
-  /** A snapshot is still copying; a new request would strand it. */
-  SNAPSHOT_RUNNING: 'SNAPSHOT_RUNNING',
   /** Some tables cannot be snapshotted (listed in the message); nothing was copied. */
   SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
   /** The source has no snapshot request to work on. */

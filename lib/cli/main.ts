@@ -240,29 +240,36 @@ function commands(cli: Cli): Command {
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
     .action(async (options: { tables?: string; workers: number; seconds: number }) => {
       const { createLogger } = await import('../log.ts');
-      const { snapshotToRun, planSnapshot } = await import('../snapshot/plan.ts');
+      const { snapshotsToRun, planSnapshot } = await import('../snapshot/plan.ts');
       const { runSnapshotWorker } = await import('../snapshot/worker.ts');
       const tables = options.tables === undefined ? null : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
       const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
-      const job = await snapshotToRun(deps, tables?.length ? tables : null);
-      const planned = await planSnapshot(deps, job);
-      const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
-      try {
-        const results = await Promise.all(
-          Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
-            runSnapshotWorker(deps, { budgetMs: options.seconds * 1000, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
-          ),
-        );
-        clearInterval(timer);
-        await printProgress(cli.io.stderr, clients.snapshots, planned, false);
-        const rows = results.reduce((a, r) => a + r.rows, 0);
-        cli.out(
-          `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${results.some((r) => r.complete) ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
-        );
-      } finally {
-        clearInterval(timer);
+      const started = Date.now();
+      let complete = true;
+      for (const job of await snapshotsToRun(deps, tables?.length ? tables : null)) {
+        const planned = await planSnapshot(deps, job);
+        const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
+        try {
+          const budgetMs = Math.max(1000, options.seconds * 1000 - (Date.now() - started));
+          const results = await Promise.all(
+            Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
+              runSnapshotWorker(deps, { budgetMs, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
+            ),
+          );
+          clearInterval(timer);
+          await printProgress(cli.io.stderr, clients.snapshots, planned, false);
+          const rows = results.reduce((a, r) => a + r.rows, 0);
+          const done = results.some((r) => r.complete);
+          complete &&= done;
+          cli.out(
+            `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${done ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
+          );
+        } finally {
+          clearInterval(timer);
+        }
       }
+      if (!complete) cli.fail();
     });
 
   program
