@@ -1,3 +1,4 @@
+import type { BinlogHistory } from '../core/history.ts';
 import type { BinlogPosition } from '../core/position.ts';
 import type { ChunkState, PageCommit, SnapshotStore } from '../state/snapshot-store.ts';
 import type { Fence, SourceState, StateStore } from '../state/store.ts';
@@ -8,11 +9,19 @@ import type { Ledger } from './protocol.ts';
  * item and fences every write on the version it last saw.
  */
 
-/** The poller's: the source's item. A commit moves the binlog position; a data commit also counts one more `commitSeq`. */
-export function sourceLedger(store: StateStore, owner: string, clock: () => number): Ledger<SourceState, BinlogPosition> {
+/**
+ * The poller's: the source's item. A commit moves the binlog position, with the history it belongs
+ * to (`history`, when known: lib/source/mysql/history.ts); a data commit also counts one more `commitSeq`.
+ */
+export function sourceLedger(
+  store: StateStore,
+  owner: string,
+  clock: () => number,
+  history: (position: BinlogPosition) => BinlogHistory | undefined = () => undefined,
+): Ledger<SourceState, BinlogPosition> {
   const fence = (state: SourceState): Fence => ({ sourceId: state.sourceId, owner, expectVersion: state.version, now: clock() });
   return {
-    commit: (state, position, pending) => store.commit(fence(state), { position, pending }),
+    commit: (state, position, pending) => store.commit(fence(state), { position, history: history(position), pending }),
     clear: (state) => store.clearPending(fence(state)),
   };
 }

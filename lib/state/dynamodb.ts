@@ -19,6 +19,7 @@ function toState(sourceId: string, item: Item): SourceState {
     sourceId,
     version: item.version ?? 0,
     position: item.position as SourceState['position'],
+    history: item.history as SourceState['history'],
     commitSeq: (item.commit_seq as number | undefined) ?? 0,
     pending: item.pending as PendingCommit | undefined,
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
@@ -44,25 +45,36 @@ export class DynamoDbStateStore implements StateStore {
     return toState(sourceId, await acquire(this.client, this.table, key(sourceId), `source ${sourceId}`, owner, expiresAt, now));
   }
 
-  async commit(fence: Fence, change: { position: SourceState['position']; pending?: PendingCommit }): Promise<SourceState> {
-    const { pending } = change;
+  async commit(fence: Fence, change: { position: SourceState['position']; history?: SourceState['history']; pending?: PendingCommit }): Promise<SourceState> {
+    const { pending, history } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
-      set: ['#position = :position', ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : [])],
-      remove: ['#error'],
+      set: [
+        '#position = :position',
+        ...(history ? ['#history = :history'] : []),
+        ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : []),
+      ],
+      remove: ['#error', ...(history ? [] : ['#history'])],
       condition: 'attribute_not_exists(#pending)',
-      names: { '#position': 'position', '#pending': 'pending', '#error': 'error', ...(pending ? { '#seq': 'commit_seq', '#last': 'last_commit_at' } : {}) },
-      values: { ':position': change.position, ...(pending ? { ':pending': pending, ':zero': 0 } : {}) },
+      names: {
+        '#position': 'position',
+        '#history': 'history',
+        '#pending': 'pending',
+        '#error': 'error',
+        ...(pending ? { '#seq': 'commit_seq', '#last': 'last_commit_at' } : {}),
+      },
+      values: { ':position': change.position, ...(history ? { ':history': history } : {}), ...(pending ? { ':pending': pending, ':zero': 0 } : {}) },
     });
     return toState(fence.sourceId, item);
   }
 
-  async overwrite(fence: Fence, change: { position: SourceState['position']; commitSeq: number }): Promise<SourceState> {
+  async overwrite(fence: Fence, change: { position: SourceState['position']; history?: SourceState['history']; commitSeq: number }): Promise<SourceState> {
+    const { history } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
-      set: ['#position = :position', '#seq = :seq'],
-      remove: ['#error'],
+      set: ['#position = :position', '#seq = :seq', ...(history ? ['#history = :history'] : [])],
+      remove: ['#error', ...(history ? [] : ['#history'])],
       condition: 'attribute_not_exists(#pending)',
-      names: { '#position': 'position', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
-      values: { ':position': change.position, ':seq': change.commitSeq },
+      names: { '#position': 'position', '#history': 'history', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
+      values: { ':position': change.position, ':seq': change.commitSeq, ...(history ? { ':history': history } : {}) },
     });
     return toState(fence.sourceId, item);
   }

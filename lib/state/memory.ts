@@ -25,10 +25,18 @@ export class InMemoryStateStore implements StateStore {
     return this.write(sourceId, { ...item, version: item.version + 1, lease: { owner, expiresAt }, updatedAt: now });
   }
 
-  async commit(fence: Fence, change: { position: SourceState['position']; pending?: PendingCommit }): Promise<SourceState> {
+  async commit(fence: Fence, change: { position: SourceState['position']; history?: SourceState['history']; pending?: PendingCommit }): Promise<SourceState> {
     const item = this.fenced(fence, { noPending: true });
     const data = change.pending ? { pending: change.pending, commitSeq: item.commitSeq + 1, lastCommitAt: fence.now } : {};
-    return this.write(fence.sourceId, { ...item, ...data, position: change.position, error: undefined, version: item.version + 1, updatedAt: fence.now });
+    return this.write(fence.sourceId, {
+      ...item,
+      ...data,
+      position: change.position,
+      history: change.history,
+      error: undefined,
+      version: item.version + 1,
+      updatedAt: fence.now,
+    });
   }
 
   async clearPending(fence: Fence): Promise<SourceState> {
@@ -36,9 +44,12 @@ export class InMemoryStateStore implements StateStore {
     return this.write(fence.sourceId, { ...item, pending: undefined, version: item.version + 1, updatedAt: fence.now });
   }
 
-  async overwrite(fence: Fence, change: { position: NonNullable<SourceState['position']>; commitSeq: number }): Promise<SourceState> {
+  async overwrite(
+    fence: Fence,
+    change: { position: NonNullable<SourceState['position']>; history?: SourceState['history']; commitSeq: number },
+  ): Promise<SourceState> {
     const item = this.fenced(fence, { noPending: true });
-    return this.write(fence.sourceId, { ...item, ...change, error: undefined, version: item.version + 1, updatedAt: fence.now });
+    return this.write(fence.sourceId, { ...item, history: undefined, ...change, error: undefined, version: item.version + 1, updatedAt: fence.now });
   }
 
   async recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void> {
