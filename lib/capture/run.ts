@@ -61,17 +61,11 @@ export interface CaptureResult {
   lagSeconds?: number;
 }
 
-let preflightDone: string | undefined;
-
 async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ start: BinlogPosition; target: BinlogPosition; requested?: SnapshotJob }> {
   const { config, log } = deps;
-  const mysql = await mysqlTarget(config);
-  const conn = await connect(mysql);
+  const conn = await connect(await mysqlTarget(config));
   try {
-    if (preflightDone !== mysql.uri) {
-      await preflight(conn);
-      preflightDone = mysql.uri; // cached per container: settings do not change between ticks
-    }
+    await preflight(conn); // every run: one query, and a setting may change between two ticks
     const target = await masterPosition(conn);
     if (state.position) {
       await checkPositionReadable(conn, state.position);
