@@ -13,7 +13,8 @@ import { binlogStaging, dataKey, manifestKey, pad } from '../sink/s3/keys.ts';
 import { requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
-import { checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
+import { BinlogHistories } from '../source/mysql/history.ts';
+import { connect, masterPosition, preflight } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
@@ -61,16 +62,18 @@ export interface CaptureResult {
   lagSeconds?: number;
 }
 
-async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ start: BinlogPosition; target: BinlogPosition; requested?: SnapshotJob }> {
+async function startPosition(
+  deps: CaptureDeps,
+  state: SourceState,
+  history: BinlogHistories,
+): Promise<{ start: BinlogPosition; target: BinlogPosition; requested?: SnapshotJob }> {
   const { config, log } = deps;
   const conn = await connect(await mysqlTarget(config));
   try {
     await preflight(conn); // every run: one query, and a setting may change between two ticks
     const target = await masterPosition(conn);
-    if (state.position) {
-      await checkPositionReadable(conn, state.position);
-      return { start: state.position, target };
-    }
+    await history.checkStored(conn);
+    if (state.position) return { start: state.position, target };
     // initial: the position read before the snapshot was requested is where the poller starts, so
     // every change the snapshot's pages might miss is in the stream (see lib/snapshot/worker.ts).
     if ((config.startup.mode === 'initial' || config.startup.mode === 'initial-only') && deps.snapshots) {
@@ -111,12 +114,13 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     throw error;
   }
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
-  const ledger = sourceLedger(store, runId, clock);
+  const history = new BinlogHistories(state);
+  const ledger = sourceLedger(store, runId, clock, history.of);
 
   let stream: CaptureStream | undefined;
   try {
     state = await recover(ctx, ledger, state, binlogStaging(config.prefix, config.sourceId));
-    const { start, target, requested } = await startPosition(deps, state);
+    const { start, target, requested } = await startPosition(deps, state, history);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {
       log.info('initial-only: the snapshot copies the tables; the poller does not stream');
@@ -128,7 +132,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       ctx,
       ledger,
       state,
-      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp },
+      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history },
       result,
     );
     await stream.run();
@@ -164,7 +168,14 @@ class CaptureStream {
     private readonly ctx: CommitContext,
     private readonly ledger: Ledger<SourceState, BinlogPosition>,
     private state: SourceState,
-    private readonly spec: { runId: string; start: BinlogPosition; target: BinlogPosition; limits: Deadlines; stopWhenCaughtUp: boolean },
+    private readonly spec: {
+      runId: string;
+      start: BinlogPosition;
+      target: BinlogPosition;
+      limits: Deadlines;
+      stopWhenCaughtUp: boolean;
+      history: BinlogHistories;
+    },
     private readonly result: CaptureResult,
   ) {
     this.metrics = deps.metrics ?? noMetrics;
@@ -183,7 +194,12 @@ class CaptureStream {
       return;
     }
     const { config } = this.deps;
-    this.reader = new BinlogReader({ target: await mysqlTarget(config), start: this.spec.start, filter: tableFilter(config) });
+    this.reader = new BinlogReader({
+      target: await mysqlTarget(config),
+      start: this.spec.start,
+      filter: tableFilter(config),
+      capture: { history: this.spec.history },
+    });
     for await (const item of this.reader) {
       if (await this.onItem(item)) break;
     }

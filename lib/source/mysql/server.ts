@@ -50,8 +50,8 @@ export async function binaryLogs(conn: SqlConnection): Promise<{ file: string; s
   return list.map((r) => ({ file: r.Log_name, size: Number(r.File_size) }));
 }
 
-/** Fails fast with a PositionLostError if the stored position's file was purged or lies beyond the server's binlog. */
-export async function checkPositionReadable(conn: SqlConnection, position: BinlogPosition): Promise<void> {
+/** Fails fast with a PositionLostError if the position's file was purged or lies beyond the server's binlog. */
+export async function checkPositionReadable(conn: SqlConnection, position: BinlogPosition, what = 'the stored position'): Promise<void> {
   const logs = await binaryLogs(conn);
   const first = logs[0];
   const last = logs[logs.length - 1];
@@ -59,7 +59,7 @@ export async function checkPositionReadable(conn: SqlConnection, position: Binlo
   const here = logs.find((l) => l.file === position.file);
   if (!here || (last && comparePositions(position, { file: last.file, pos: last.size }) > 0) || (first && fileNumber(position.file) < fileNumber(first.file))) {
     throw new PositionLostError(
-      `the stored position ${formatPosition(position)} is not on the server (oldest binlog: ${oldest}). ` +
+      `${what} ${formatPosition(position)} is not on the server (oldest binlog: ${oldest}). ` +
         'It was purged while sluice was not reading, or the server was replaced. Nothing was skipped silently: ' +
         're-snapshot the source or reset its position (docs/RUNBOOK.md), and keep binlogs longer than your longest outage.',
     );
