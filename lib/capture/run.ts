@@ -19,6 +19,7 @@ import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
 import { boundaryAction, type Deadlines, deadlines, shouldStop } from './policy.ts';
+import { logStatement } from './statement-log.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
 
 export interface CaptureDeps {
@@ -231,7 +232,7 @@ class CaptureStream {
         return false;
       case 'commit':
         if (this.cursor.end() && this.batch) this.batch.transactions++;
-        if (item.ddl) this.deps.log.info('schema change', { db: item.ddl.db, query: item.ddl.query.slice(0, 200) });
+        if (item.ddl) logStatement(this.deps.log, tableFilter(this.deps.config), item.ddl, item.position);
         this.position = item.position;
         return this.atBoundary(now);
       case 'progress':

@@ -20,7 +20,7 @@ import { StreamGuard } from './guards.ts';
 import { type BinlogHistories, unreadablePositionReason } from './history.ts';
 import { logicalTypes } from './schema.ts';
 import { connect, type SqlConnection } from './server.ts';
-import type { MysqlTarget } from './target.ts';
+import { type MysqlTarget, scrub } from './target.ts';
 
 /**
  * What the reader emits, strictly in binlog order. Only `commit` and `progress` carry a position,
@@ -156,7 +156,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
             `the binlog position ${this.file}:${this.options.start.pos} cannot be read from the server: ${unreadablePositionReason(error.message)}. ` +
               'Nothing was skipped. Re-snapshot the source or reset its position (see docs/RUNBOOK.md), and raise binlog retention.',
           )
-        : new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${error.message}`, { cause: error, retriable: true });
+        : new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${scrub(error.message, this.options.target.uri)}`, { cause: error, retriable: true });
     this.wake?.();
   }
 
