@@ -81,9 +81,12 @@ export class BinlogHistories {
     if (!position) return;
     const logs = await binaryLogs(conn);
     const last = logs[logs.length - 1];
-    if (!logs.some((l) => l.file === position.file) && last && fileNumber(position.file) > fileNumber(last.file)) {
-      // Purging removes old files, never the newest: a file beyond the last one was never written here.
+    // Purging removes old files, never the newest: a position beyond the last file's end was never written here.
+    if (last && fileNumber(position.file) > fileNumber(last.file)) {
       throw await foreignError(async () => conn, { position, evidence: `this server's binlog ends with ${last.file}, before ${position.file}` });
+    }
+    if (last?.file === position.file && position.pos > last.size) {
+      throw await foreignError(async () => conn, { position, evidence: `this server's ${last.file} ends at ${last.size}, before the position` });
     }
     await checkPositionReadable(conn, position);
     if (!(await isEventBoundary(conn, position))) {
