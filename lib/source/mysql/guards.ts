@@ -146,7 +146,7 @@ export class StreamGuard {
     if (!missing.length) return undefined;
     const columns: { name: string; type: number }[] = map?.columns ?? [];
     const noblob = missing.every((i) => BLOB_TYPES.has(columns[i]?.type ?? -1));
-    const setting = noblob ? 'NOBLOB' : 'MINIMAL';
+    const setting = noblob ? 'NOBLOB' : 'MINIMAL (or FULL_NODUP)';
     const names = missing.map((i) => columns[i]?.name ?? `#${i + 1}`).join(', ');
     const op = type === 'WriteRows' ? 'an insert' : type === 'UpdateRows' ? 'an update' : 'a delete';
     return this.violate(ev, type, file, {
