@@ -67,7 +67,8 @@ async function expectStopAndRecover(source: TestSource, statements: string, code
 }
 
 describe('stream guards (real MariaDB sessions)', () => {
-  const table = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c TEXT, d BLOB); INSERT INTO t VALUES (1,1,'x','t1',X'01'),(2,2,'y','t2',X'02'),(3,3,'z','t3',X'03'),(4,4,'w','t4',X'04')";
+  const table =
+    "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c TEXT, d BLOB); INSERT INTO t VALUES (1,1,'x','t1',X'01'),(2,2,'y','t2',X'02'),(3,3,'z','t3',X'03'),(4,4,'w','t4',X'04')";
 
   for (const [setting, statement] of [
     ['MINIMAL', 'UPDATE t SET a = 10 WHERE id = 1'],
@@ -107,7 +108,9 @@ describe('stream guards (real MariaDB sessions)', () => {
     await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v TEXT)');
     await other.sql(table);
     await source.capture();
-    await other.sql("SET SESSION binlog_row_image = 'MINIMAL'; UPDATE t SET a = 10 WHERE id = 1; DELETE FROM t WHERE id = 2; SET SESSION binlog_row_image = 'FULL'");
+    await other.sql(
+      "SET SESSION binlog_row_image = 'MINIMAL'; UPDATE t SET a = 10 WHERE id = 1; DELETE FROM t WHERE id = 2; SET SESSION binlog_row_image = 'FULL'",
+    );
     await other.sql("XA START 'n1'; INSERT INTO t VALUES (20, 20, 'xa', 'xa', X'0A'); XA END 'n1'; XA PREPARE 'n1'; XA ROLLBACK 'n1'");
     await source.sql("INSERT INTO a VALUES (1, 'kept')");
     const result = await source.capture();
