@@ -157,6 +157,13 @@ describe('stream guards (fabricated zongji events)', () => {
     ).toEqual([undefined, 'drop', undefined]);
   });
 
+  it('names the transaction start without the stored GTID when it is the first after the stream start', async () => {
+    const guard = new StreamGuard({ file: FILE, pos: 1000, gtid: '0-1-5' });
+    const error = errorOf(await feed(guard, [gtid(6), map, rows('DeleteRows', 0b00001), xid(2000)]));
+    expect(error?.message).toContain('the transaction at binlog.000007:1000 (gtid 0-1-6) holds');
+    expect(error?.message).toContain('the position stays at binlog.000007:1000. Fix:');
+  });
+
   it('stops without a skip position when the transaction does not end in time', async () => {
     let now = 0;
     const guard = new StreamGuard({ file: FILE, pos: 1000 }, { clock: () => now });

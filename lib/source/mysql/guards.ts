@@ -70,7 +70,7 @@ export class StreamGuard {
       clock?: () => number;
     } = {},
   ) {
-    this.last = start;
+    this.last = { file: start.file, pos: start.pos };
   }
 
   private get now(): number {
@@ -186,7 +186,7 @@ export class StreamGuard {
   private stop(file: string, end: number | undefined): SluiceError {
     const violation = this.violation as Violation;
     const group = this.group ?? { start: this.last, xa: false, tables: new Set<string>() };
-    const at = formatPosition({ ...group.start, gtid: group.gtid });
+    const at = formatPosition({ file: group.start.file, pos: group.start.pos, gtid: group.gtid });
     const tables = [...group.tables].sort();
     const copy = violation.tablesUnknown
       ? 'sluice snapshot --tables <every captured table it may have changed: sluice cannot see inside it>'
@@ -197,7 +197,7 @@ export class StreamGuard {
         : `\`sluice state reset --to position:<the transaction's end: SHOW BINLOG EVENTS IN '${group.start.file}' FROM ${group.start.pos}>\`, then \`${copy}\``;
     return new SluiceError(
       violation.code,
-      `the transaction at ${at} holds ${violation.what}. Nothing of it was written and the position stays at ${formatPosition(group.start)}. ` +
+      `the transaction at ${at} holds ${violation.what}. Nothing of it was written and the position stays at ${group.start.file}:${group.start.pos}. ` +
         `Fix: ${violation.fix}. Then skip the transaction and copy the tables it changed again: ${skip} (docs/RUNBOOK.md, ${violation.code}).`,
     );
   }
