@@ -54,6 +54,8 @@ export const ErrorCode = {
   BINLOG_PARTIAL_JSON: 'BINLOG_PARTIAL_JSON',
   /** A table named for a snapshot does not exist, or the sluice user cannot see it. */
   TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
+  /** A table in a flag or setting (`--tables`, `--table`, `SLUICE_KEY_COLUMNS`) is not `db.table` or its backtick-quoted form; the message says where. */
+  TABLE_NAME: 'TABLE_NAME',
 
   // AWS resources
   /** The DynamoDB state table does not exist (`sluice init` or the deployment creates it). */
@@ -76,8 +78,6 @@ export const ErrorCode = {
   // Snapshots
   /** A snapshot is still copying; a new request would strand it. */
   SNAPSHOT_RUNNING: 'SNAPSHOT_RUNNING',
-  /** A requested table is not written `<db>.<table>`. */
-  SNAPSHOT_TABLE: 'SNAPSHOT_TABLE',
   /** Some tables cannot be snapshotted (listed in the message); nothing was copied. */
   SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
   /** The source has no snapshot request to work on. */
@@ -106,8 +106,6 @@ export const ErrorCode = {
   VERIFY_SNAPSHOT_RUNNING: 'VERIFY_SNAPSHOT_RUNNING',
   /** The server does not report `binlog_snapshot_file` (MySQL); verify needs MariaDB. */
   VERIFY_UNSUPPORTED: 'VERIFY_UNSUPPORTED',
-  /** `materialize --table` is not `<db>.<table>`. */
-  MATERIALIZE_TABLE: 'MATERIALIZE_TABLE',
   /** `materialize --out` is neither `.parquet` nor `.jsonl`. */
   MATERIALIZE_FORMAT: 'MATERIALIZE_FORMAT',
   /** The output has no events for the table to materialize. */

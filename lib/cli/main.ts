@@ -4,6 +4,7 @@ import { Command, CommanderError, Option } from 'commander';
 import type { Env } from '../aws.ts';
 import type { Config } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
+import { formatTableRef, parseTableRef, parseTableRefs } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { StackInfo } from '../local/stack.ts';
 import { profilePhase, reportProfileAtExit } from '../profile.ts';
@@ -238,16 +239,20 @@ function commands(cli: Cli): Command {
   program
     .command('snapshot')
     .description("copy tables' existing rows (resumable, chunked, parallel); continues the pending snapshot if any")
-    .option('--tables <list>', 'comma-separated db.table names: a new snapshot of just these (e.g. a table added later)')
+    .option(
+      '--tables <list>',
+      'comma-separated db.table names, backtick-quoted where needed (`a.b`.`c/d`): a new snapshot of just these (e.g. a table added later)',
+    )
     .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
     .action(async (options: { tables?: string; workers: number; seconds: number }) => {
       const { createLogger } = await import('../log.ts');
       const { snapshotToRun, planSnapshot } = await import('../snapshot/plan.ts');
       const { runSnapshotWorker } = await import('../snapshot/worker.ts');
+      const tables = options.tables === undefined ? null : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
       const deps = { config, s3: clients.s3, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
-      const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
+      const job = await snapshotToRun(deps, tables?.length ? tables : null);
       const planned = await planSnapshot(deps, job);
       const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
       try {
@@ -318,15 +323,13 @@ function commands(cli: Cli): Command {
   program
     .command('verify')
     .description('compare the output in S3 with the live tables (safe on a running source); exit 1 on any difference')
-    .option('--tables <list>', 'comma-separated db.table names (default: every included table)')
+    .option('--tables <list>', 'comma-separated db.table names, backtick-quoted where needed (`a.b`.`c/d`) (default: every included table)')
     .option('--json', 'machine-readable output')
     .action(async (options: { tables?: string; json?: boolean }) => {
       const { verify } = await import('../verify/verify.ts');
+      const tables = options.tables === undefined ? undefined : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
-      const verdict = await verify(
-        { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots },
-        { tables: options.tables?.split(',').map((t) => t.trim()) },
-      );
+      const verdict = await verify({ config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots }, { tables });
       if (options.json) cli.out(JSON.stringify(verdict, null, 2));
       else {
         cli.out(`MySQL read at ${formatPosition(verdict.mysqlPosition)}; output at ${verdict.outputPosition ? formatPosition(verdict.outputPosition) : '-'}`);
@@ -346,13 +349,14 @@ function commands(cli: Cli): Command {
   program
     .command('materialize')
     .description("write a table's current state from the output (greatest seq per key) as Parquet or JSON Lines")
-    .requiredOption('--table <db.table>', 'the table')
+    .requiredOption('--table <db.table>', 'the table, backtick-quoted where needed (`a.b`.`c/d`)')
     .requiredOption('--out <file>', 'a .parquet or .jsonl file')
     .action(async (options: { table: string; out: string }) => {
       const { materialize } = await import('../verify/materialize.ts');
+      const table = parseTableRef(options.table, '--table');
       const { config, clients } = await cli.configure(program.opts());
-      const rows = await materialize({ config, s3: clients.s3 }, options.table, options.out);
-      cli.out(`${rows} rows of ${options.table} written to ${options.out}`);
+      const rows = await materialize({ config, s3: clients.s3 }, table, options.out);
+      cli.out(`${rows} rows of ${formatTableRef(table)} written to ${options.out}`);
     });
 
   const state = program.command('state').description('the source state as a savepoint: export, import, reset');

@@ -8,8 +8,9 @@ import { collationInfo, defaultCollation, maxBytesPerChar } from './charsets.ts'
  * derived from DDL can be compared with what the server reports and what the binlog carries.
  *
  * The vocabulary is what the binlog can tell apart (the row images are the ground truth): no
- * display widths or ZEROFILL, FLOAT(M,D) is `float`, JSON is `longtext`, UUID/INET6 are
- * `binary(16)` and INET4 `binary(4)` (their row images are those bytes), BOOL is `tinyint`.
+ * display widths or ZEROFILL, FLOAT(M,D) is `float`, JSON is `longtext`, BOOL is `tinyint`; UUID,
+ * INET4 and INET6 keep their names (the binlog logs their bytes as BINARY(16|4): `structureOf`
+ * compares them that way).
  * String lengths are in characters, as in DDL.
  */
 export interface TypeDescriptor {
@@ -112,11 +113,11 @@ export function normalizeType(d: TypeDescriptor): ColumnType {
       return text(`${base}(${d.values.map(quoteValue).join(',')})`);
     case 'json':
       return { type: 'longtext', kind: 'string', charset: 'utf8mb4', collation: 'utf8mb4_bin' };
+    // Written as the server prints them (lib/format/types.ts); the binlog logs them as BINARY(16|4).
     case 'uuid':
     case 'inet6':
-      return { type: 'binary(16)', kind: 'binary' };
     case 'inet4':
-      return { type: 'binary(4)', kind: 'binary' };
+      return { type: base, kind: base };
     default:
       throw new UnsupportedTypeError(`type ${base}`);
   }

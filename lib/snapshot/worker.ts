@@ -74,10 +74,9 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   try {
     let remaining = 0;
     for (const table of job.tables ?? []) {
-      const [db, name] = table.name.split('.') as [string, string];
-      const info = await tableInfo(reader.sql, db, name, chunkColumn(config, table.name));
+      const info = await tableInfo(reader.sql, table.db, table.table, chunkColumn(config, table));
       for (let n = 0; n < table.chunks; n++) {
-        const current = await snapshots.chunk(config.sourceId, job.id, table.name, n);
+        const current = await snapshots.chunk(config.sourceId, job.id, table.id, n);
         // A chunk whose last page committed but whose renames did not finish is still work.
         if (!current || (current.done && !current.pending)) continue;
         if (clock() >= softDeadline) {
@@ -87,7 +86,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
         }
         let chunk: ChunkState;
         try {
-          chunk = await snapshots.claim(config.sourceId, job.id, table.name, n, owner, Math.min(leaseExpires, clock() + config.snapshot.leaseMs), clock());
+          chunk = await snapshots.claim(config.sourceId, job.id, table.id, n, owner, Math.min(leaseExpires, clock() + config.snapshot.leaseMs), clock());
         } catch (error) {
           if (error instanceof LeaseLostError) {
             remaining++;
@@ -103,7 +102,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
             result.timedOut = true;
           }
         } finally {
-          await snapshots.release(config.sourceId, job.id, table.name, n, owner);
+          await snapshots.release(config.sourceId, job.id, table.id, n, owner);
         }
       }
     }
@@ -185,7 +184,8 @@ async function copyChunk(
       placement: {
         snapshot: {
           id: job.id,
-          table: claimed.table,
+          db: info.db,
+          table: info.table,
           chunk: claimed.n,
           page,
           watermark,

@@ -1,8 +1,11 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { formatTableRef, type TableRef, tableKey } from '../core/table-ref.ts';
 
 /** One table's comparison: counts, and the first examples of each kind of difference. */
 export interface TableVerdict {
+  /** The table as text (`formatTableRef`), for people. */
   table: string;
+  ref: TableRef;
   mysqlRows: number;
   outputRows: number;
   compared: number;
@@ -26,7 +29,7 @@ export async function loadEvents(duck: DuckDBConnection, glob: string | undefine
   );
 }
 
-/** Loads the keys changing while the two sides were read (`skipped`: tbl, k). */
+/** Loads the keys changing while the two sides were read (`skipped`: tbl = the table's `tableKey`, k). */
 export async function loadSkipped(duck: DuckDBConnection, file: string): Promise<void> {
   await duck.run(`CREATE TABLE skipped AS SELECT DISTINCT tbl, json(k)::VARCHAR AS k FROM read_json(${literal(file)}, columns = {tbl: 'VARCHAR', k: 'JSON'})`);
 }
@@ -45,11 +48,10 @@ export async function compareTable(
       ? 'CREATE OR REPLACE TABLE live (k VARCHAR, a VARCHAR)'
       : `CREATE OR REPLACE TABLE live AS SELECT json(k)::VARCHAR AS k, json(a)::VARCHAR AS a FROM read_json(${literal(input.liveFile)}, columns = {k: 'JSON', a: 'JSON'})`,
   );
-  const t = literal(table);
   await duck.run(`CREATE OR REPLACE TABLE latest AS
-    SELECT k, arg_max(op, seq) AS op, arg_max(a, seq) AS a, max(seq) AS seq FROM events WHERE db = ${literal(db)} AND tbl = ${t} GROUP BY k`);
+    SELECT k, arg_max(op, seq) AS op, arg_max(a, seq) AS a, max(seq) AS seq FROM events WHERE db = ${literal(db)} AND tbl = ${literal(table)} GROUP BY k`);
   await duck.run(`CREATE OR REPLACE TABLE excluded AS
-    SELECT k FROM latest WHERE seq > ${literal(input.after)} UNION SELECT k FROM skipped WHERE tbl = ${t}`);
+    SELECT k FROM latest WHERE seq > ${literal(input.after)} UNION SELECT k FROM skipped WHERE tbl = ${literal(tableKey({ db, table }))}`);
   const one = async (sql: string) => (await duck.runAndReadAll(sql)).getRowObjects();
   const count = async (sql: string) => Number((await one(`SELECT count(*) AS n FROM (${sql})`))[0]?.n ?? 0);
   const missingSql = `SELECT l.k FROM live l LEFT JOIN latest o ON o.k = l.k WHERE (o.k IS NULL OR o.op = 'd') AND l.k NOT IN (SELECT k FROM excluded)`;
@@ -60,7 +62,8 @@ export async function compareTable(
     FROM latest o JOIN live l ON l.k = o.k WHERE o.op <> 'd' AND o.a <> l.a AND o.k NOT IN (SELECT k FROM excluded)`;
   const differing = `SELECT * FROM (${differingSql}) WHERE len(columns) > 0`;
   return {
-    table: `${db}.${table}`,
+    table: formatTableRef({ db, table }),
+    ref: { db, table },
     mysqlRows,
     outputRows: await count(`SELECT k FROM latest WHERE op <> 'd'`),
     compared: await count(`SELECT k FROM live WHERE k NOT IN (SELECT k FROM excluded)`),

@@ -4,14 +4,13 @@ import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { Config } from '../config/config.ts';
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { manifests } from './feed.ts';
 import { download } from './files.ts';
 
 /** `sluice materialize`: a table's current state from the output, as Parquet (typed from the manifests) or JSON Lines (the format's own encoding). */
-export async function materialize(deps: { config: Config; s3: S3Client }, table: string, outFile: string): Promise<number> {
-  const [dbName, name] = table.split('.');
-  if (!dbName || !name) throw new SluiceError(ErrorCode.MATERIALIZE_TABLE, `"${table}" is not <db>.<table>`);
+export async function materialize(deps: { config: Config; s3: S3Client }, table: TableRef, outFile: string): Promise<number> {
   const format = outFile.endsWith('.parquet') ? 'parquet' : outFile.endsWith('.jsonl') ? 'jsonl' : undefined;
   if (!format) throw new SluiceError(ErrorCode.MATERIALIZE_FORMAT, `write to a .parquet or .jsonl file, not ${outFile}`);
   const work = mkdtempSync(join(tmpdir(), 'sluice-materialize-'));
@@ -22,14 +21,15 @@ export async function materialize(deps: { config: Config; s3: S3Client }, table:
     let columns: { name: string; type: string }[] = [];
     for await (const manifest of manifests(deps.s3, deps.config.bucket, deps.config.prefix, deps.config.sourceId)) {
       for (const object of manifest.objects) {
-        if (object.db === dbName && object.table === name) await download(deps.s3, deps.config.bucket, object.key, join(work, `o-${files++}.jsonl.gz`));
+        if (object.db === table.db && object.table === table.table)
+          await download(deps.s3, deps.config.bucket, object.key, join(work, `o-${files++}.jsonl.gz`));
       }
       // Binlog manifests come in commit order: the last one that mentions the table has its newest shape.
-      const shape = manifest.tables[table];
+      const shape = manifest.tables.find((t) => t.db === table.db && t.table === table.table);
       if (shape && manifest.commit_seq !== undefined) columns = shape.columns;
       else if (shape && !columns.length) columns = shape.columns;
     }
-    if (files === 0) throw new SluiceError(ErrorCode.MATERIALIZE_EMPTY, `the output has no events for ${table}`);
+    if (files === 0) throw new SluiceError(ErrorCode.MATERIALIZE_EMPTY, `the output has no events for ${formatTableRef(table)}`);
     await duck.run(`CREATE TABLE rows AS SELECT arg_max(after, seq) AS after, arg_max(op, seq) AS op FROM read_json('${join(work, 'o-*.jsonl.gz')}', format = 'newline_delimited',
       compression = 'gzip', columns = {op: 'VARCHAR', key: 'JSON', after: 'JSON', seq: 'VARCHAR'}) GROUP BY json(key)::VARCHAR`);
     const live = join(work, 'live.jsonl');

@@ -1,5 +1,6 @@
-import type { Config } from '../config/config.ts';
+import { type Config, keyColumn } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
@@ -23,7 +24,7 @@ export async function readAtKnownPosition(reader: Reader): Promise<BinlogPositio
   return { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
 }
 
-/** Writes `{tbl, k}` lines for every key of `tables` changed between `from` (the output's position) and `to` (the MySQL read's): keys the two sides cannot both reflect. */
+/** Writes `{tbl, k}` lines (`tbl` = the `tableKey`) for every key of `tables` (a set of `tableKey`s) changed between `from` (the output's position) and `to` (the MySQL read's): keys the two sides cannot both reflect. */
 export async function writeChangedKeys(
   target: MysqlTarget,
   from: BinlogPosition | undefined,
@@ -34,12 +35,12 @@ export async function writeChangedKeys(
   const out = lineFile(file);
   await out.write(jsonLine({ tbl: '""', k: 'null' }));
   if (from && comparePositions(from, to) < 0) {
-    const scan = new BinlogReader({ target, start: from, filter: (d, t) => tables.has(`${d}.${t}`), idleMs: 500 });
+    const scan = new BinlogReader({ target, start: from, filter: (db, table) => tables.has(tableKey({ db, table })), idleMs: 500 });
     try {
       for await (const item of scan) {
         if (item.kind === 'rows') {
           const rows = item.op === 'update' ? item.rows.flatMap((r) => [r.before, r.after]) : item.rows;
-          for (const row of rows) await out.write(jsonLine({ tbl: JSON.stringify(item.shape.table), k: encodeKey(item.shape, row) }));
+          for (const row of rows) await out.write(jsonLine({ tbl: JSON.stringify(tableKey(item.shape)), k: encodeKey(item.shape, row) }));
         }
         if ((item.kind === 'commit' || item.kind === 'progress') && comparePositions(item.position, to) >= 0) break;
         if (item.kind === 'idle') break;
@@ -53,7 +54,7 @@ export async function writeChangedKeys(
 
 /** Writes a table's rows as `{k, a}` lines in the format's exact encoding (inside the snapshot transaction); returns how many. */
 export async function writeTableRows(reader: Reader, config: Config, db: string, table: string, file: string): Promise<number> {
-  const info = await tableInfo(reader.sql, db, table, config.keyColumns.get(`${db}.${table}`));
+  const info = await tableInfo(reader.sql, db, table, keyColumn(config, { db, table }));
   const shape = encodeShape({ db, table, columns: info.columns, key: info.key.map((k) => info.columns.findIndex((c) => c.name === k)) });
   const out = lineFile(file);
   let rows = 0;

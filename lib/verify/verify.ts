@@ -5,6 +5,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { type Config, tableFilter } from '../config/config.ts';
 import type { BinlogPosition } from '../core/position.ts';
+import { type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { seqAfter } from '../format/seq.ts';
 import { listTables } from '../source/mysql/schema.ts';
@@ -46,7 +47,7 @@ export interface Verdict {
 
 export async function verify(
   deps: { config: Config; s3: S3Client; store: StateStore; snapshots?: SnapshotStore },
-  options: { tables?: string[]; examples?: number; workDir?: string } = {},
+  options: { tables?: readonly TableRef[]; examples?: number; workDir?: string } = {},
 ): Promise<Verdict> {
   const { config, s3 } = deps;
   const running = await deps.snapshots?.latestJob(config.sourceId);
@@ -70,16 +71,11 @@ export async function verify(
 
     // 2. MySQL, inside one consistent snapshot whose binlog position the server reports.
     const mysqlPosition = await readAtKnownPosition(reader);
-    const names = options.tables?.length
-      ? options.tables.map((t) => {
-          const [dbName, table] = t.split('.');
-          return { db: dbName ?? '', table: table ?? '' };
-        })
-      : await listTables(reader.sql, tableFilter(config));
+    const names = options.tables?.length ? options.tables : await listTables(reader.sql, tableFilter(config));
 
     // 3. Keys the two sides cannot both reflect: changed between the output's position and S.
     const changing = join(work, 'skipped.jsonl');
-    await writeChangedKeys(target, outputPosition, mysqlPosition, new Set(names.map((n) => `${n.db}.${n.table}`)), changing);
+    await writeChangedKeys(target, outputPosition, mysqlPosition, new Set(names.map(tableKey)), changing);
     await loadSkipped(duck, changing);
 
     // 4. Table by table.

@@ -236,7 +236,7 @@ export async function runChaos(options: {
       tolerate(async () => {
         const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
         const running = await snapshots.latestJob(sourceId);
-        const job = await snapshotToRun(deps0, running && running.status !== 'done' ? null : [`shop.${pick(['orders', 'items', 'blobs'])}`]);
+        const job = await snapshotToRun(deps0, running && running.status !== 'done' ? null : [{ db: 'shop', table: pick(['orders', 'items', 'blobs']) }]);
         await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
       }),
     'SIGKILL of sluice snapshot': async () => {
@@ -329,7 +329,7 @@ export async function runChaos(options: {
       differences += roundDifferences + (events - seqs.size) + staging.length;
       eventsChecked = events;
       say(
-        `round ${round}/${options.rounds}: ${chosen.join(', ')} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.table.split('.')[1]} ${t.compared}`).join(', ')} rows compared)`,
+        `round ${round}/${options.rounds}: ${chosen.join(', ')} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.ref.table} ${t.compared}`).join(', ')} rows compared)`,
       );
       if (roundDifferences || events !== seqs.size || staging.length) {
         throw new Error(

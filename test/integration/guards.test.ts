@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { run } from '../../lib/cli/main.ts';
 import { type BinlogPosition, comparePositions, parsePosition } from '../../lib/core/position.ts';
+import { parseTableRefs } from '../../lib/core/table-ref.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { cliEnv } from '../support/cli.ts';
 import { expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
@@ -51,8 +52,8 @@ async function expectStopAndRecover(source: TestSource, statements: string, code
   const reset = await sluice(source, ['state', 'reset', '--to', skip]);
   expect(reset.code).toBe(0);
   const snapshot = /`sluice snapshot --tables (\S+)`/.exec(text)?.[1] ?? '';
-  expect(snapshot).toBe(`${source.db}.t`);
-  await source.snapshot({ tables: snapshot.split(',') });
+  expect(parseTableRefs(snapshot)).toEqual([{ db: source.db, table: 't' }]);
+  await source.snapshot({ tables: parseTableRefs(snapshot) });
   const resumed = await source.capture();
   expect(resumed.status).toBe('captured');
   expect((await sourceStatus(source.config, source.clients.store)).error).toBeUndefined();

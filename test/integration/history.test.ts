@@ -9,6 +9,7 @@ import { runCapture } from '../../lib/capture/run.ts';
 import { run } from '../../lib/cli/main.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import type { BinlogPosition } from '../../lib/core/position.ts';
+import type { TableRef } from '../../lib/core/table-ref.ts';
 import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
@@ -73,7 +74,7 @@ async function sourceOn(url: string, sourceId = `history-${randomBytes(3).toStri
     cli,
     capture: (config2: Config = config) => runCapture({ ...deps, config: config2 }, { budgetMs: 20_000, stopWhenCaughtUp: true }),
     state: () => clients.store.get(config.sourceId),
-    async snapshot(tables: string[]) {
+    async snapshot(tables: TableRef[]) {
       const job = await snapshotToRun(deps, tables);
       await runSnapshotWorker(deps, { budgetMs: 30_000, snapshotId: job.id, workerId: 'w' });
     },
@@ -141,7 +142,7 @@ describe('binlog history (private MariaDB servers)', () => {
 
     // The recovery the message names.
     expect((await source.cli(['state', 'reset', '--to', 'latest'])).code).toBe(0);
-    await source.snapshot(['shop.t']);
+    await source.snapshot([{ db: 'shop', table: 't' }]);
     await s.admin.query("INSERT INTO shop.t VALUES (6, 'six')");
     expect((await source.capture()).status).toBe('captured');
     expect(await source.rows()).toEqual(await tableRows(s));

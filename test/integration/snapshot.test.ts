@@ -7,6 +7,7 @@ import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults
 import { loadConfig } from '../../lib/config/config.ts';
 import { SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
+import { tablePath } from '../../lib/sink/s3/keys.ts';
 import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/invocation.ts';
 import { restartStalledSnapshot } from '../../lib/snapshot/progress.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
@@ -86,12 +87,12 @@ describe('snapshot (real stack)', () => {
     await seed(source, 'a', 250);
     await expect(source.snapshot({ faults: crashAt('after-commit') })).rejects.toBeInstanceOf(InjectedFault);
     const job = await source.clients.snapshots.latestJob(source.db);
-    const chunk = await source.clients.snapshots.chunk(source.db, job?.id ?? '', `${source.db}.a`, 0);
+    const chunk = await source.clients.snapshots.chunk(source.db, job?.id ?? '', tablePath({ db: source.db, table: 'a' }), 0);
     expect(chunk?.pending?.copies.length).toBeGreaterThan(0);
     await source.clients.dynamo.send(
       new UpdateItemCommand({
         TableName: source.config.stateTable,
-        Key: { pk: { S: `chunk#${source.db}#${job?.id}#${source.db}.a#0` } },
+        Key: { pk: { S: `chunk#${source.db}#${job?.id}#${source.db}/a#0` } },
         UpdateExpression: 'SET #pending.#seq = :page',
         ExpressionAttributeNames: { '#pending': 'pending', '#seq': 'commitSeq' },
         ExpressionAttributeValues: { ':page': { N: String(chunk?.pages) } },
@@ -120,14 +121,15 @@ describe('snapshot (real stack)', () => {
     // Kill it once some pages are committed, i.e. mid-run.
     for (let i = 0; i < 300; i++) {
       const job = await source.clients.snapshots.latestJob(source.db);
-      const chunk = job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, `${source.db}.a`, 0) : undefined;
+      const chunk =
+        job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, tablePath({ db: source.db, table: 'a' }), 0) : undefined;
       if ((chunk?.pages ?? 0) >= 3) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     const job = await source.clients.snapshots.latestJob(source.db);
-    const killedAt = await source.clients.snapshots.chunk(source.db, job?.id ?? '', `${source.db}.a`, 0);
+    const killedAt = await source.clients.snapshots.chunk(source.db, job?.id ?? '', tablePath({ db: source.db, table: 'a' }), 0);
     expect(killedAt?.done).toBe(false);
     expect(killedAt?.rows).toBeGreaterThan(0);
 

@@ -1,5 +1,6 @@
 import ZongJi from '@vlasky/zongji';
 import type { BinlogPosition } from '../../core/position.ts';
+import { tableKey } from '../../core/table-ref.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
   applyRaw,
@@ -174,7 +175,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
     // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
-    let signature = `${map.parentSchema}.${map.tableName}:${key}`;
+    let signature = `${tableKey({ db: map.parentSchema, table: map.tableName })}:${key}`;
     for (let i = 0; i < columns.length; i++)
       signature += `,${columnSignature(columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined)}`;
     let table = this.shapes.get(ev.tableId);

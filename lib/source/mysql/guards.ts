@@ -1,4 +1,5 @@
 import { type BinlogPosition, formatPosition } from '../../core/position.ts';
+import { formatTableRef, type TableRef, tableKey } from '../../core/table-ref.ts';
 import { type ErrorCode, SluiceError } from '../../errors.ts';
 import type { BinlogHistories } from './history.ts';
 import type { SqlConnection } from './server.ts';
@@ -39,8 +40,8 @@ interface Group {
   gtid?: string;
   /** MariaDB GTID flag PREPARED_XA, or (MySQL) an `XA START` statement. */
   xa: boolean;
-  /** Captured tables the group changes (their TABLE_MAPs: zongji drops other tables' maps). */
-  tables: Set<string>;
+  /** Captured tables the group changes, by tableKey (their TABLE_MAPs: zongji drops other tables' maps). */
+  tables: Map<string, TableRef>;
 }
 
 /** A violation found inside a transaction: reported once the transaction's end is known. */
@@ -95,13 +96,13 @@ export class StreamGuard {
       case 'MariadbGtid':
       case 'Gtid':
       case 'AnonymousGtid':
-        this.group = { start: this.last, gtid: typeof ev.gtid === 'string' ? ev.gtid : undefined, xa: ev.preparedXa === true, tables: new Set() };
+        this.group = { start: this.last, gtid: typeof ev.gtid === 'string' ? ev.gtid : undefined, xa: ev.preparedXa === true, tables: new Map() };
         return undefined;
       case 'Query':
         if (this.group && /^\s*XA\s+START\b/i.test(String(ev.query))) this.group.xa = true;
         return undefined;
       case 'TableMap':
-        this.group?.tables.add(`${ev.schemaName}.${ev.tableName}`);
+        this.mapped(ev);
         return undefined;
       case 'WriteRows':
       case 'UpdateRows':
@@ -125,16 +126,21 @@ export class StreamGuard {
           tablesUnknown: true,
           since: this.now,
         };
-        this.group ??= { start: this.last, xa: false, tables: new Set() };
+        this.group ??= { start: this.last, xa: false, tables: new Map() };
         return this.stop(file, ev.nextPosition);
       default:
         return undefined;
     }
   }
 
+  private mapped(ev: Ev): void {
+    const ref: TableRef = { db: ev.schemaName, table: ev.tableName };
+    this.group?.tables.set(tableKey(ref), ref);
+  }
+
   private rows(ev: Ev, type: string, file: string): Verdict {
     const map = ev.tableMap?.[ev.tableId];
-    const table = map ? `${map.parentSchema}.${map.tableName}` : `table id ${ev.tableId}`;
+    const table = map ? formatTableRef({ db: map.parentSchema, table: map.tableName }) : `table id ${ev.tableId}`;
     if (this.group?.xa) {
       return this.violate(ev, type, file, {
         code: 'XA_PREPARED',
@@ -165,7 +171,7 @@ export class StreamGuard {
   private drain(ev: Ev, type: string, file: string): Verdict {
     switch (type) {
       case 'TableMap':
-        this.group?.tables.add(`${ev.schemaName}.${ev.tableName}`);
+        this.mapped(ev);
         break;
       case 'Xid':
       case 'XaPrepare':
@@ -185,9 +191,9 @@ export class StreamGuard {
 
   private stop(file: string, end: number | undefined): SluiceError {
     const violation = this.violation as Violation;
-    const group = this.group ?? { start: this.last, xa: false, tables: new Set<string>() };
+    const group = this.group ?? { start: this.last, xa: false, tables: new Map<string, TableRef>() };
     const at = formatPosition({ file: group.start.file, pos: group.start.pos, gtid: group.gtid });
-    const tables = [...group.tables].sort();
+    const tables = [...group.tables.values()].map(formatTableRef).sort();
     const copy = violation.tablesUnknown
       ? 'sluice snapshot --tables <every captured table it may have changed: sluice cannot see inside it>'
       : `sluice snapshot --tables ${tables.join(',')}`;

@@ -1,3 +1,4 @@
+import { formatName, formatTableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import type { Column, ColumnKind, LogicalType } from '../../format/types.ts';
 import type { SqlConnection } from './server.ts';
@@ -124,7 +125,10 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     [db, table],
   );
   if (!columnRows.length)
-    throw new SluiceError('TABLE_NOT_FOUND', `table ${db}.${table} does not exist or the sluice user cannot see it (GRANT SELECT ON ${db}.* TO ...)`);
+    throw new SluiceError(
+      'TABLE_NOT_FOUND',
+      `table ${formatTableRef({ db, table })} does not exist or the sluice user cannot see it (GRANT SELECT ON ${formatName(db)}.* TO ...)`,
+    );
   const primary = await rows<{ COLUMN_NAME: string }>(
     conn,
     `SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
@@ -136,7 +140,7 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     if (!chunkColumn) {
       throw new SluiceError(
         'SNAPSHOT_NO_KEY',
-        `table ${db}.${table} has no primary key, so it cannot be paged or merged with the binlog. Add a primary key, or name a unique NOT NULL column with SLUICE_KEY_COLUMNS=${db}.${table}:<column>, or exclude the table (SLUICE_EXCLUDE).`,
+        `table ${formatTableRef({ db, table })} has no primary key, so it cannot be paged or merged with the binlog. Add a primary key, or name a unique NOT NULL column with SLUICE_KEY_COLUMNS=${formatTableRef({ db, table })}:<column>, or exclude the table (SLUICE_EXCLUDE).`,
       );
     }
     await checkChunkColumn(conn, db, table, chunkColumn, columnRows);
@@ -155,7 +159,7 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     if (selectOf(row) !== id(name))
       throw new SluiceError(
         ErrorCode.SNAPSHOT_BAD_KEY,
-        `table ${db}.${table} is keyed by ${name} (${row.COLUMN_TYPE}), which the snapshot cannot page by (MariaDB orders YEAR(2) by the full year but compares two digits; spatial values have no usable order). Change the key (e.g. to YEAR) or exclude the table (SLUICE_EXCLUDE).`,
+        `table ${formatTableRef({ db, table })} is keyed by ${formatName(name)} (${row.COLUMN_TYPE}), which the snapshot cannot page by (MariaDB orders YEAR(2) by the full year but compares two digits; spatial values have no usable order). Change the key (e.g. to YEAR) or exclude the table (SLUICE_EXCLUDE).`,
       );
   }
   return {
@@ -183,7 +187,7 @@ async function checkChunkColumn(conn: SqlConnection, db: string, table: string, 
   if (info?.IS_NULLABLE !== 'NO' || !unique.length) {
     throw new SluiceError(
       'SNAPSHOT_BAD_CHUNK_COLUMN',
-      `the chunk column ${db}.${table}.${column} must exist, be NOT NULL and carry a single-column UNIQUE index; otherwise paging could skip or repeat rows`,
+      `the chunk column ${formatName(column)} of ${formatTableRef({ db, table })} must exist, be NOT NULL and carry a single-column UNIQUE index; otherwise paging could skip or repeat rows`,
     );
   }
 }
@@ -201,7 +205,7 @@ export async function logicalTypes(conn: SqlConnection, db: string, table: strin
   return new Map(found.filter((r) => LOGICAL.has(r.DATA_TYPE.toLowerCase())).map((r) => [r.COLUMN_NAME, r.DATA_TYPE.toLowerCase() as LogicalType]));
 }
 
-/** Base tables passing `accept`, as `db.table` names. */
+/** Base tables passing `accept`, by their two names. */
 export async function listTables(conn: SqlConnection, accept: (db: string, table: string) => boolean): Promise<{ db: string; table: string }[]> {
   const all = await rows<{ TABLE_SCHEMA: string; TABLE_NAME: string }>(
     conn,
