@@ -64,6 +64,10 @@ export const ErrorCode = {
   BUCKET_MISSING: 'BUCKET_MISSING',
 
   // Capture and commits
+  /** A DDL statement touches a captured table and sluice cannot tell what it does to the rows. Fatal: the position stays before it. */
+  DDL_UNKNOWN: 'DDL_UNKNOWN',
+  /** A change to a captured table was logged as a statement (binlog_format STATEMENT/MIXED in a session): its rows are not in the binlog. Fatal. */
+  STATEMENT_DML: 'STATEMENT_DML',
   /** A transaction did not end before the run's time was up. Retriable: the next run re-reads it. */
   TXN_OVER_BUDGET: 'TXN_OVER_BUDGET',
   /** Another run holds the lease, or this run's lease expired: it must not write. Retriable. */

@@ -251,7 +251,7 @@ function commands(cli: Cli): Command {
       const { runSnapshotWorker } = await import('../snapshot/worker.ts');
       const tables = options.tables === undefined ? null : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
-      const deps = { config, s3: clients.s3, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
+      const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
       const job = await snapshotToRun(deps, tables?.length ? tables : null);
       const planned = await planSnapshot(deps, job);
       const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);

@@ -1,7 +1,8 @@
 import type { BinlogHistory } from '../core/history.ts';
 import type { BinlogPosition } from '../core/position.ts';
+import { AssertionError } from '../errors.ts';
 import type { ChunkState, PageCommit, SnapshotStore } from '../state/snapshot-store.ts';
-import type { Fence, SourceState, StateStore } from '../state/store.ts';
+import type { Fence, SnapshotRequest, SourceChange, SourceState, StateStore } from '../state/store.ts';
 import type { Ledger } from './protocol.ts';
 
 /**
@@ -9,19 +10,31 @@ import type { Ledger } from './protocol.ts';
  * item and fences every write on the version it last saw.
  */
 
+/** What a poller commit moves: the binlog position, and the catalog when the commit saved one. */
+export type SourceAdvance = Omit<SourceChange, 'pending' | 'history'>;
+
 /**
- * The poller's: the source's item. A commit moves the binlog position, with the history it belongs
- * to (`history`, when known: lib/source/mysql/history.ts); a data commit also counts one more `commitSeq`.
+ * The poller's: the source's item. A commit moves the binlog position (and the catalog pointer),
+ * with the history the position belongs to (`history`, when known: lib/source/mysql/history.ts); a
+ * data commit also counts one more `commitSeq`. Settling a commit creates the snapshot jobs its DDL
+ * asked for (`createJob` must be a no-op for a job id that exists).
  */
 export function sourceLedger(
   store: StateStore,
   owner: string,
   clock: () => number,
+  createJob?: (request: SnapshotRequest) => Promise<void>,
   history: (position: BinlogPosition) => BinlogHistory | undefined = () => undefined,
-): Ledger<SourceState, BinlogPosition> {
+): Ledger<SourceState, SourceAdvance> {
   const fence = (state: SourceState): Fence => ({ sourceId: state.sourceId, owner, expectVersion: state.version, now: clock() });
   return {
-    commit: (state, position, pending) => store.commit(fence(state), { position, history: history(position), pending }),
+    commit: (state, advance, pending) => store.commit(fence(state), { ...advance, history: history(advance.position), pending }),
+    async settle(state) {
+      for (const request of state.pending?.snapshots ?? []) {
+        if (!createJob) throw new AssertionError(`commit asks for snapshot ${request.id}, but this writer cannot create snapshot jobs`);
+        await createJob(request);
+      }
+    },
     clear: (state) => store.clearPending(fence(state)),
   };
 }

@@ -55,6 +55,22 @@ function parseKeyColumns(text: string, ctx: z.RefinementCtx): ReadonlyMap<string
   return map;
 }
 
+function parseDdlOverrides(text: string, ctx: z.RefinementCtx): ReadonlyMap<string, 'resnapshot' | 'noop'> {
+  const map = new Map<string, 'resnapshot' | 'noop'>();
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const match = /^([^:=\s]+\.\d+:\d+)=(resnapshot|noop)$/.exec(part);
+    if (!match?.[1] || !match[2]) {
+      ctx.addIssue({ code: 'custom', message: `"${part}" is not <binlog file>:<pos>=resnapshot|noop (the position DDL_UNKNOWN names)` });
+      continue;
+    }
+    map.set(match[1], match[2] as 'resnapshot' | 'noop');
+  }
+  return map;
+}
+
 function parsePatterns(text: string, ctx: z.RefinementCtx): RegExp[] {
   const patterns: RegExp[] = [];
   for (const part of text
@@ -142,6 +158,11 @@ const schema = z.object({
     .transform((v) => v === 'true'),
   /** The snapshot Lambda the poller starts for `initial` and restarts when stalled (serverless.yml sets it). */
   SLUICE_SNAPSHOT_FUNCTION: z.string().min(1).optional(),
+  /**
+   * Operator decisions for DDL sluice cannot classify (DDL_UNKNOWN): `<file>:<pos>=resnapshot|noop`,
+   * comma-separated, the position as the error names it.
+   */
+  SLUICE_DDL_OVERRIDES: z.string().default('').transform(parseDdlOverrides),
 });
 
 export type Config = Readonly<{
@@ -166,6 +187,7 @@ export type Config = Readonly<{
   s3ForcePathStyle: boolean;
   stopWhenCaughtUp: boolean;
   snapshotFunction: string | undefined;
+  ddlOverrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
 }>;
 
 /** Parses and validates the environment once; a bad value names the variable and what it accepts. */
@@ -208,6 +230,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     s3ForcePathStyle: e.SLUICE_S3_FORCE_PATH_STYLE,
     stopWhenCaughtUp: e.SLUICE_STOP_WHEN_CAUGHT_UP,
     snapshotFunction: e.SLUICE_SNAPSHOT_FUNCTION,
+    ddlOverrides: e.SLUICE_DDL_OVERRIDES,
   });
 }
 

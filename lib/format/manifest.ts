@@ -2,6 +2,17 @@ import type { BinlogPosition } from '../core/position.ts';
 import { tableKey } from '../core/table-ref.ts';
 import type { TableShape } from './event.ts';
 
+/** A DDL (or filter change) recorded in a commit: the control event it wrote into the table's objects. */
+export interface ManifestDdl {
+  seq: string;
+  db: string;
+  table: string;
+  op: 't' | 's';
+  kind: string;
+  /** The table's schema version after it. */
+  schema: number;
+}
+
 /** One table a commit touched: its names and the shape its objects were written with. */
 export interface ManifestTable {
   db: string;
@@ -25,10 +36,16 @@ export interface Manifest {
   transactions?: number;
   /** Snapshot pages. */
   snapshot?: { id: string; db: string; table: string; chunk: number; page: number; watermark: BinlogPosition; after: unknown; last: unknown };
+  /** DDL in the commit, in feed order. */
+  ddl?: ManifestDdl[];
+  /** Schema history objects the commit added, and the catalog it saved. */
+  schema?: { versions: string[]; catalog: string };
 }
 
 /** Where a commit sits: a binlog range, or a snapshot page. */
-export type ManifestPlacement = Required<Pick<Manifest, 'commit_seq' | 'position' | 'transactions'>> | Required<Pick<Manifest, 'snapshot'>>;
+export type ManifestPlacement =
+  | (Required<Pick<Manifest, 'commit_seq' | 'position' | 'transactions'>> & Pick<Manifest, 'ddl' | 'schema'>)
+  | Required<Pick<Manifest, 'snapshot'>>;
 
 /** One data object of a commit: a table's events, under the final key it gets. */
 export interface ManifestObject {

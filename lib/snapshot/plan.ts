@@ -13,11 +13,14 @@ import { connect, masterPosition } from '../source/mysql/server.ts';
 import { keyAtOffset, lastKey } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { PlannedTable, SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
+import type { SnapshotRequest, StateStore } from '../state/store.ts';
 
 export interface SnapshotDeps {
   readonly config: Config;
   readonly s3: S3Client;
   readonly snapshots: SnapshotStore;
+  /** The source's state: the schema catalog a page's version is taken from. */
+  readonly store: StateStore;
   readonly log: Log;
   readonly clock?: () => number;
   readonly faults?: Faults;
@@ -53,6 +56,28 @@ export async function requestSnapshot(
   const job: SnapshotJob = { sourceId: deps.config.sourceId, id: jobId(now), createdAt: now, requested: tables, status: 'requested', startPosition: position };
   await deps.snapshots.createJob(job);
   deps.log.info('snapshot requested', { snapshot: job.id, tables: tables?.map(formatTableRef) ?? 'all included' });
+  return job;
+}
+
+/**
+ * The snapshot job a poller commit asked for (a table renamed into the set, a re-snapshot after
+ * DDL, a table the filters now include): created once under the id the commit fixed, so a
+ * roll-forward that runs again creates nothing. Returns the job when this call created it.
+ */
+export async function requestJob(
+  deps: Pick<SnapshotDeps, 'config' | 'snapshots' | 'log' | 'clock'>,
+  request: SnapshotRequest,
+): Promise<SnapshotJob | undefined> {
+  const job: SnapshotJob = {
+    sourceId: deps.config.sourceId,
+    id: request.id,
+    createdAt: (deps.clock ?? Date.now)(),
+    requested: request.tables.map(({ db, table }) => ({ db, table })),
+    status: 'requested',
+    startPosition: request.startPosition,
+  };
+  if (!(await deps.snapshots.createJob(job))) return undefined;
+  deps.log.info('snapshot requested', { snapshot: job.id, tables: request.tables.length, reason: request.reason });
   return job;
 }
 
@@ -93,6 +118,12 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
     const planned: PlannedTable[] = [];
     for (const info of infos) {
       const id = tablePath(info);
+      if (!info.key.length) {
+        // No key to page by: one chunk, read whole at one point (lib/snapshot/worker.ts).
+        await snapshots.putChunk(config.sourceId, job.id, { table: id, n: 0, lo: null, hi: null });
+        planned.push({ db: info.db, table: info.table, id, chunks: 1, estimatedRows: info.estimatedRows, key: [] });
+        continue;
+      }
       const bounds: KeyValues[] = [];
       let boundary = await keyAtOffset(conn, info, null, config.snapshot.chunkRows);
       while (boundary) {

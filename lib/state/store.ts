@@ -15,6 +15,8 @@ export interface SourceState {
   /** How many data commits the source has made; final object keys are derived from it. */
   readonly commitSeq: number;
   readonly pending?: PendingCommit;
+  /** The commit whose catalog object describes the tables at `position` (lib/schema/catalog.ts); absent before the first. */
+  readonly catalog?: number;
   readonly lease?: { readonly owner: string; readonly expiresAt: number };
   readonly lastCommitAt?: number;
   readonly error?: RecordedError;
@@ -37,6 +39,18 @@ export interface RecordedError {
 export interface PendingCommit {
   /** Copies in order; the manifest's copy comes last so a visible manifest implies visible data. */
   readonly copies: readonly PendingCopy[];
+  /** Snapshot jobs the commit's DDL asked for (a re-snapshot, a table renamed into the set), created by its roll-forward. */
+  readonly snapshots?: readonly SnapshotRequest[];
+}
+
+/** A snapshot job to create; its id is fixed at commit, so creating it again is a no-op. */
+export interface SnapshotRequest {
+  readonly id: string;
+  readonly tables: readonly { readonly db: string; readonly table: string }[];
+  /** Why (the DDL kind), for status. */
+  readonly reason: string;
+  /** The position the job's watermark argument starts from (the commit's position). */
+  readonly startPosition: BinlogPosition;
 }
 
 export interface PendingCopy {
@@ -53,6 +67,15 @@ export interface Fence {
   readonly now: number;
 }
 
+/** What one source commit writes. */
+export interface SourceChange {
+  readonly position: BinlogPosition;
+  /** The binlog history `position` belongs to; a commit without it removes the stored one. */
+  readonly history?: BinlogHistory;
+  readonly pending?: PendingCommit;
+  readonly catalog?: number;
+}
+
 /**
  * Port for the offset/lease store. Adapters only map: they translate a failed condition into
  * LeaseLostError (the lease is gone) or OffsetConflictError (someone wrote since).
@@ -63,9 +86,10 @@ export interface StateStore {
   acquireLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<SourceState>;
   /**
    * Moves the position and sets its history (removes it when not given); with `pending`, also
-   * counts the commit (commitSeq + 1) and records its renames. One write, refused while a commit is pending.
+   * counts the commit (commitSeq + 1) and records its renames; with `catalog`, points the source at
+   * the catalog the commit saved. One write, refused while a commit is pending.
    */
-  commit(fence: Fence, change: { position: BinlogPosition; history?: BinlogHistory; pending?: PendingCommit }): Promise<SourceState>;
+  commit(fence: Fence, change: SourceChange): Promise<SourceState>;
   /** Clears a pending record once its renames are done. */
   clearPending(fence: Fence): Promise<SourceState>;
   /** Replaces position (with its history, removed when not given) and commit sequence (state import / reset), refused while a commit is pending. */

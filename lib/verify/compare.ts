@@ -25,7 +25,8 @@ export async function loadEvents(duck: DuckDBConnection, glob: string | undefine
       ? 'CREATE TABLE events (op VARCHAR, db VARCHAR, tbl VARCHAR, k VARCHAR, a VARCHAR, seq VARCHAR)'
       : `CREATE TABLE events AS SELECT op, db, "table" AS tbl, json(key)::VARCHAR AS k, json(after)::VARCHAR AS a, seq
          FROM read_json(${literal(glob)}, format = 'newline_delimited', compression = 'gzip',
-           columns = {op: 'VARCHAR', db: 'VARCHAR', "table": 'VARCHAR', key: 'JSON', after: 'JSON', seq: 'VARCHAR'})`,
+           columns = {op: 'VARCHAR', db: 'VARCHAR', "table": 'VARCHAR', key: 'JSON', after: 'JSON', seq: 'VARCHAR'})
+         WHERE op IN ('c', 'u', 'd', 'r')`,
   );
 }
 

@@ -1,6 +1,6 @@
 import { type Config, keyColumn } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
-import { tableKey } from '../core/table-ref.ts';
+import { formatTableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
@@ -55,6 +55,8 @@ export async function writeChangedKeys(
 /** Writes a table's rows as `{k, a}` lines in the format's exact encoding (inside the snapshot transaction); returns how many. */
 export async function writeTableRows(reader: Reader, config: Config, db: string, table: string, file: string): Promise<number> {
   const info = await tableInfo(reader.sql, db, table, keyColumn(config, { db, table }));
+  if (!info.key.length)
+    throw new SluiceError(ErrorCode.SNAPSHOT_NO_KEY, `table ${formatTableRef({ db, table })} has no primary key; verify compares keyed tables only (yet)`);
   const shape = encodeShape({ db, table, columns: info.columns, key: info.key.map((k) => info.columns.findIndex((c) => c.name === k)) });
   const out = lineFile(file);
   let rows = 0;

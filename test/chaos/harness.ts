@@ -262,7 +262,9 @@ export async function runChaos(options: {
     for (let attempt = 0; attempt < 40; attempt++) {
       const job = await snapshots.latestJob(sourceId);
       if (job && job.status !== 'done') {
-        const result = await runSnapshotWorker({ config, s3, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(() => undefined);
+        const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(
+          () => undefined,
+        );
         if (!result?.complete) {
           await sleep(500);
           continue;

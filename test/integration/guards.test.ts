@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import mysql from 'mysql2/promise';
+import { describe, expect, inject, it } from 'vitest';
 import { run } from '../../lib/cli/main.ts';
 import { type BinlogPosition, comparePositions, parsePosition } from '../../lib/core/position.ts';
 import { parseTableRefs } from '../../lib/core/table-ref.ts';
@@ -14,6 +15,12 @@ async function sluice(source: TestSource, args: string[]): Promise<{ code: numbe
   return { code, out: out.join('') };
 }
 
+/** An admin session with no default database. */
+async function sessionWithoutDatabase() {
+  const conn = await mysql.createConnection({ uri: inject('stackEnv').SLUICE_LOCAL_ADMIN_URL, multipleStatements: true });
+  return Object.assign(conn, { [Symbol.asyncDispose]: () => conn.end() });
+}
+
 async function masterPosition(source: TestSource): Promise<BinlogPosition> {
   const [status] = await source.sql('SHOW MASTER STATUS');
   return { file: String(status?.File), pos: Number(status?.Position) };
@@ -24,9 +31,10 @@ async function masterPosition(source: TestSource): Promise<BinlogPosition> {
  * that transaction, keeps stopping, records the error, and that the recovery the message gives
  * (skip to the transaction's end, re-snapshot the tables) ends with exact output.
  */
-async function expectStopAndRecover(source: TestSource, statements: string, code: string, message: RegExp) {
+async function expectStopAndRecover(source: TestSource, statements: string | (() => Promise<unknown>), code: string, message: RegExp) {
   const written = await masterPosition(source);
-  await source.sql(statements);
+  if (typeof statements === 'string') await source.sql(statements);
+  else await statements();
   await source.sql("INSERT INTO t VALUES (500, 500, 'after', 'after', X'05')"); // a later, valid transaction
   const failure = await source.capture().then(
     () => undefined,
@@ -95,9 +103,14 @@ describe('stream guards (real MariaDB sessions)', () => {
     await using source = await testSource('xa');
     await source.sql(table);
     await source.capture();
+    // A transaction manager's session, with no default database (qualified names).
+    await using xa = await sessionWithoutDatabase();
     await expectStopAndRecover(
       source,
-      `XA START 'x1'; INSERT INTO t VALUES (10, 10, 'xa', 'xa', X'0A'); UPDATE t SET a = 11 WHERE id = 1; XA END 'x1'; XA PREPARE 'x1'; XA COMMIT 'x1'`,
+      () =>
+        xa.query(
+          `XA START 'x1'; INSERT INTO ${source.db}.t VALUES (10, 10, 'xa', 'xa', X'0A'); UPDATE ${source.db}.t SET a = 11 WHERE id = 1; XA END 'x1'; XA PREPARE 'x1'; XA COMMIT 'x1'`,
+        ),
       'XA_PREPARED',
       /in an XA transaction prepared in two phases/,
     );

@@ -52,16 +52,19 @@ describe('no secrets or row values in any output', () => {
     await source.sql(`ALTER USER 'u1_${tag}'@'%' IDENTIFIED BY '${secrets.alterUser}'`);
     await source.sql(`GRANT SELECT ON *.* TO 'u2_${tag}'@'%' IDENTIFIED BY '${secrets.grant}'`);
     await source.sql(`CREATE DATABASE ${excludedDb}; CREATE TABLE ${excludedDb}.s (id INT PRIMARY KEY, v VARCHAR(64))`);
-    await source.sql(
-      `SET SESSION binlog_format = 'STATEMENT'; INSERT INTO ${excludedDb}.s VALUES (1, '${secrets.statementValue}'); SET SESSION binlog_format = 'ROW'`,
-    );
     await source.sql(`CREATE TABLE t2 (id INT PRIMARY KEY, v VARCHAR(64) DEFAULT '${secrets.ddlDefault}')`);
     await source.sql("INSERT INTO t VALUES (1, 'plain')");
     // The poller as Lambda runs it (Powertools logger at INFO), then the CLI at its default level.
     printed.push(await output(['--import', 'tsx', 'test/support/poller-process.ts'], env));
+    // Statement-based DML with values: the runs after this may stop on it (STATEMENT_DML), and must
+    // not print the values either way.
+    await source.sql(
+      `SET SESSION binlog_format = 'STATEMENT'; INSERT INTO ${excludedDb}.s VALUES (1, '${secrets.statementValue}'); SET SESSION binlog_format = 'ROW'`,
+    );
     await source.sql(
       `SET SESSION binlog_format = 'STATEMENT'; INSERT INTO t VALUES (2, '${secrets.capturedStatementValue}'); SET SESSION binlog_format = 'ROW'`,
     );
+    printed.push(await output(['--import', 'tsx', 'test/support/poller-process.ts'], env));
     for (const args of [['capture', '--once'], ['status'], ['status', '--json'], ['doctor'], ['state', 'export']]) {
       const run = await sluice(args, env);
       printed.push(run.stdout + run.stderr);
@@ -79,8 +82,8 @@ describe('no secrets or row values in any output', () => {
 
     // The runs did log at INFO, did capture, and the schema change of a captured table was logged by name.
     expect(all).toContain('"message":"capture run finished"');
-    expect(all).toMatch(new RegExp(`"message":"schema change".*"db":"${source.db}".*"table":"t2".*"kind":"create table"`));
-    expect(all).toMatch(/captured 0 events|captured \d+ events/);
+    expect(all).toMatch(new RegExp(`"message":"schema change".*"db":"${source.db}".*"table":"t2".*"kind":`));
+    expect(all).toMatch(/"message":"committed batch".*"events":1\b/);
     expect(all).toContain(`${user}:***@127.0.0.1`);
     expect(all).toMatch(/MYSQL_CONNECT: cannot connect to MySQL at mysql:\/\/sluice_pw_\w+:\*\*\*@127\.0\.0\.1:1\//);
     expect(all).toMatch(/SLUICE_MYSQL_URL: the credentials hold a character a URL cannot carry as written/);

@@ -15,7 +15,7 @@ import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { eventLines, manifests } from '../../lib/verify/feed.ts';
 
 export interface ChangeEvent {
-  op: 'c' | 'u' | 'd' | 'r';
+  op: 'c' | 'u' | 'd' | 'r' | 't' | 's';
   db: string;
   table: string;
   key: Record<string, unknown> | null;
@@ -23,6 +23,10 @@ export interface ChangeEvent {
   after: Record<string, unknown> | null;
   source: { file: string; pos: number; gtid: string | null; txn: string; snapshot: boolean };
   seq: string;
+  /** The table's schema version the event was written under (format v2). */
+  schema?: number;
+  /** Control events (`t`, `s`): what caused them. */
+  ddl?: { kind: string; position?: { file: string; pos: number } };
   /** The line as written, for checks that JSON.parse would blur (big integers). */
   raw: string;
   /** The binlog commit that carried it; undefined for snapshot rows. */
@@ -66,6 +70,19 @@ export async function testSource(name: string, overrides: Record<string, string>
   const source = {
     db,
     config,
+    /** The source's configuration with some settings changed (same source id, bucket and prefix). */
+    configWith(changes: Record<string, string>): Config {
+      return loadConfig({
+        ...stackEnv,
+        SLUICE_SOURCE_ID: db,
+        SLUICE_PREFIX: db,
+        SLUICE_INCLUDE: `${db}.*`,
+        SLUICE_SAFETY_MARGIN_SECONDS: '2',
+        SLUICE_STARTUP: 'latest',
+        ...overrides,
+        ...changes,
+      });
+    },
     /** Creates another database, named `db` + `suffix` (any characters), which the source captures and dispose drops. */
     async database(suffix: string): Promise<string> {
       const name = `${db}${suffix}`;
@@ -105,6 +122,10 @@ export async function testSource(name: string, overrides: Record<string, string>
       const all: Manifest[] = [];
       for await (const manifest of manifests(clients.s3, config.bucket, config.prefix, config.sourceId)) all.push(manifest);
       return all;
+    },
+    /** The manifests of commits that carried change events (not the ones that only saved the schema catalog). */
+    async dataManifests(): Promise<Manifest[]> {
+      return (await source.manifests()).filter((m) => m.events > 0);
     },
     /** Every committed event, in the order of the manifests (the change feed). */
     async events(): Promise<ChangeEvent[]> {

@@ -94,3 +94,16 @@ export function snapshotDataKey(prefix: string, db: string, table: string, sourc
 export function snapshotManifestKey(prefix: string, sourceId: string, snapshotId: string, db: string, table: string, chunk: number, page: number): string {
   return `${prefix}manifests/${sourceId}/snapshots/${snapshotId}/${tablePath({ db, table })}/${pad(chunk, 4)}-${pad(page, 8)}.json`;
 }
+
+/** One version of a table's schema (the schema history). */
+export function schemaKey(prefix: string, sourceId: string, db: string, table: string, version: number): string {
+  return `${prefix}schema/${sourceId}/${tablePath({ db, table })}/${pad(version, 6)}.json`;
+}
+
+/**
+ * The catalog a commit saved (every table's latest version). Its folder `@catalog` is no segment:
+ * `segment` encodes `@`, so no database name can collide with it.
+ */
+export function catalogKey(prefix: string, sourceId: string, commitSeq: number): string {
+  return `${prefix}schema/${sourceId}/@catalog/${pad(commitSeq)}.json`;
+}

@@ -10,7 +10,7 @@ export interface TableInfo {
   readonly columns: readonly Column[];
   /** Per column, the SQL expression that reads it (aliased to its name) as the encoder expects it. */
   readonly selects: readonly string[];
-  /** Names of the key columns the snapshot pages by (the primary key, or a configured unique NOT NULL column). */
+  /** Names of the key columns the snapshot pages by (the primary key, or a configured unique NOT NULL column); empty for a table without either. */
   readonly key: readonly string[];
   /** Per key column: the SQL expression a cursor value is bound with, so comparison happens in SQL with the column's type. */
   readonly keyParams: readonly string[];
@@ -115,7 +115,8 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[]): Pro
 
 /**
  * Reads a table's columns, key and row estimate. `chunkColumn` replaces a missing primary key; it
- * must be unique and NOT NULL, or paging could skip or repeat rows.
+ * must be unique and NOT NULL, or paging could skip or repeat rows. A table with neither has no
+ * key (`key: []`).
  */
 export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string): Promise<TableInfo> {
   const columnRows = await rows<ColumnRow>(
@@ -136,16 +137,12 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     [db, table],
   );
   let key = primary.map((r) => r.COLUMN_NAME);
-  if (!key.length) {
-    if (!chunkColumn) {
-      throw new SluiceError(
-        'SNAPSHOT_NO_KEY',
-        `table ${formatTableRef({ db, table })} has no primary key, so it cannot be paged or merged with the binlog. Add a primary key, or name a unique NOT NULL column with SLUICE_KEY_COLUMNS=${formatTableRef({ db, table })}:<column>, or exclude the table (SLUICE_EXCLUDE).`,
-      );
-    }
+  if (!key.length && chunkColumn) {
     await checkChunkColumn(conn, db, table, chunkColumn, columnRows);
     key = [chunkColumn];
   }
+  // No key at all: the table is a multiset of rows; the snapshot reads it whole at one point
+  // (lib/snapshot/worker.ts) and readers identify its rows by their full image.
   const [estimate] = await rows<{ TABLE_ROWS: string | number | null }>(
     conn,
     'SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
