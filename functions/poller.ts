@@ -32,6 +32,7 @@ export const handler = async (_event: unknown, context: Context) => {
     if (result.lagSeconds !== undefined) metrics.addMetric('LagSeconds', 'Seconds', result.lagSeconds);
     if (health.lagBytes !== undefined) metrics.addMetric('LagBytes', 'Bytes', health.lagBytes);
     if (typeof health.timeToPurgeSeconds === 'number') metrics.addMetric('TimeToPurgeSeconds', 'Seconds', health.timeToPurgeSeconds);
+    for (const warning of health.warnings ?? []) logger.warn(warning);
     logger.info('capture run finished', { ...result, lagBytes: health.lagBytes, timeToPurgeSeconds: health.timeToPurgeSeconds });
     return result;
   } finally {
