@@ -14,7 +14,7 @@ import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
-import { snapshotToRun } from '../../lib/snapshot/plan.ts';
+import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { eventLines } from '../../lib/verify/feed.ts';
 
@@ -75,8 +75,7 @@ async function sourceOn(url: string, sourceId = `history-${randomBytes(3).toStri
     capture: (config2: Config = config) => runCapture({ ...deps, config: config2 }, { budgetMs: 20_000, stopWhenCaughtUp: true }),
     state: () => clients.store.get(config.sourceId),
     async snapshot(tables: TableRef[]) {
-      const job = await snapshotToRun(deps, tables);
-      await runSnapshotWorker(deps, { budgetMs: 30_000, snapshotId: job.id, workerId: 'w' });
+      for (const job of await snapshotsToRun(deps, tables)) await runSnapshotWorker(deps, { budgetMs: 30_000, snapshotId: job.id, workerId: 'w' });
     },
     /** The output materialized per key: greatest seq wins. */
     async rows(): Promise<Record<string, unknown>[]> {
