@@ -26,8 +26,9 @@ describe('SLUICE_PROFILE', () => {
     expect(Object.keys(parts).sort()).toEqual(['decode', 'dynamodb', 'encode', 'gzip', 'idle', 'js', 's3', 'shutdown', 'startup']);
     // Each part is rounded to a millisecond on its own.
     expect(Math.abs(Object.values(parts).reduce((a, b) => a + b, 0) - profile.wallMs)).toBeLessThanOrEqual(9);
-    // `idle` (waiting on MySQL) may round to 0 ms when the binlog arrives faster than it is handled.
-    for (const part of ['startup', 'decode', 'encode', 'js', 's3', 'dynamodb'] as const) expect(parts[part], part).toBeGreaterThan(0);
+    // CPU spans are always there. Waits are booked only while the event loop is idle, so a wait that
+    // overlaps work (`dynamodb`, `s3`, `idle`) may round to 0 ms; the requests below show it happened.
+    for (const part of ['startup', 'decode', 'encode', 'js'] as const) expect(parts[part], part).toBeGreaterThan(0);
     // One data object and its manifest, staged then copied; the lease, the commit and the cleared renames.
     expect(profile.requests.s3).toMatchObject({ PutObject: 2, CopyObject: 2 });
     expect(profile.requests.dynamodb.UpdateItem).toBeGreaterThanOrEqual(3);
