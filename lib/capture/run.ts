@@ -425,9 +425,9 @@ class CaptureStream {
     if (wait) await wait;
   }
 
-  /** A statement: DDL changes the schema history; DML logged as a statement stops the run if it touches a captured table. */
+  /** A DDL statement changes the schema history. (DML logged as a statement writing a captured table never gets here: the reader's guard stops before it.) */
   private async onQuery(item: Extract<BinlogItem, { kind: 'query' }>, now: number): Promise<void> {
-    if (!item.ddl) return this.tracker.onStatement(item);
+    if (!item.ddl) return;
     const outcome = await this.tracker.onDdl(item, () => this.cursor.nextSeq());
     if (outcome.events.length) this.cursor.hasRows = true;
     this.writeOutcome(outcome, this.cursor.source, now);

@@ -1,4 +1,5 @@
 import type { BinlogPosition } from '../core/position.ts';
+import { formatTableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeShape, type MarkerOp } from '../format/event.ts';
 import type { Column } from '../format/types.ts';
@@ -9,7 +10,6 @@ import type { TableChange, TableRef } from '../schema/definition.ts';
 import { evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
 import type { SqlModeFlags } from '../source/mysql/binlog-reader.ts';
 import { type ClassifyContext, classifyDdl, type DdlClassification } from '../source/mysql/ddl/classify.ts';
-import { lex } from '../source/mysql/ddl/lexer.ts';
 
 /*
  * The capture side of the schema history (docs/FORMAT.md, "Schema history" and "Which DDL takes
@@ -72,7 +72,6 @@ export interface LoggedStatement {
 }
 
 const where = (p: BinlogPosition) => `${p.file}:${p.pos}`;
-const named = (t: TableRef) => `\`${t.db.replaceAll('`', '``')}\`.\`${t.table.replaceAll('`', '``')}\``;
 
 /** The columns a rows event of this version is encoded with (kind/type/fsp as the version says). */
 function columnOf(c: SchemaColumn): Column {
@@ -249,23 +248,6 @@ export class SchemaTracker {
     return { shape: stamped, outcome };
   }
 
-  /**
-   * DML logged as a statement (a session with binlog_format STATEMENT or MIXED): its rows are not in
-   * the binlog. On a captured table that is lost data, so the run stops before it; elsewhere it is
-   * ignored. Tables are found by name anywhere in the statement, so a doubtful case stops too.
-   */
-  onStatement(statement: LoggedStatement): void {
-    const touched = namedTables(statement.query, statement.db, this.deps.traits.serverVersion, statement.sqlMode);
-    const captured = touched === null ? this.catalog.liveTables() : touched.filter((t) => this.catalog.live(t) || this.accepts(t));
-    if (!captured.length) return;
-    throw new SluiceError(
-      ErrorCode.STATEMENT_DML,
-      `a change to ${captured.map(named).join(', ')} was written to the binlog as a statement, without its rows, at ${where(statement.position)} ` +
-        '(a session ran with binlog_format=STATEMENT or MIXED). sluice stops before it: the output would miss those changes. ' +
-        'Fix the writer (SET SESSION binlog_format=ROW, and binlog_format=ROW globally), then see docs/RUNBOOK.md, "Statement-based changes", to move past it and re-snapshot the table.',
-    );
-  }
-
   /** CREATE … LIKE and RENAME copy another table's structure: the version it had, or the server's. */
   private async sourceOf(table: TableRef, change: TableChange, moved: Map<string, SchemaVersion | undefined>): Promise<SchemaVersion | undefined> {
     if (change.kind === 'rename-in') return moved.get(tableKey(table));
@@ -322,7 +304,7 @@ export class SchemaTracker {
     }
     throw new SluiceError(
       ErrorCode.DDL_UNKNOWN,
-      `a DDL statement at ${where(statement.position)} touches ${tables.map(named).join(', ')} and sluice cannot tell what it does to the rows (${reason}). ` +
+      `a DDL statement at ${where(statement.position)} touches ${tables.map(formatTableRef).join(', ')} and sluice cannot tell what it does to the rows (${reason}). ` +
         `Capture stopped before it. Decide, then restart: SLUICE_DDL_OVERRIDES=${where(statement.position)}=resnapshot (copy the table again) ` +
         `or =noop (the statement changed no rows or columns). See docs/RUNBOOK.md, "DDL sluice cannot classify".`,
     );
@@ -369,28 +351,4 @@ function sameStructure(map: string, version: string): boolean {
     const base = type.endsWith('(*)') ? type.slice(0, -3) : undefined;
     return name === otherName && charset === otherCharset && (type === otherType || (base !== undefined && otherType.replace(/\(\d\)$/, '') === base));
   });
-}
-
-/**
- * The tables a DML statement names, anywhere in it (targets, joins, subqueries): `db.t` and bare
- * `t` (in the statement's default database). Null when the text cannot be read.
- */
-function namedTables(text: string, defaultDb: string, serverVersion: number, sqlMode: SqlModeFlags): TableRef[] | null {
-  let tokens: ReturnType<typeof lex>;
-  try {
-    tokens = lex(text, { serverVersion, ansiQuotes: sqlMode.ansiQuotes, noBackslashEscapes: sqlMode.noBackslashEscapes });
-  } catch {
-    return null;
-  }
-  const names: TableRef[] = [];
-  const isName = (i: number) => tokens[i]?.kind === 'ident' || tokens[i]?.kind === 'word';
-  for (let i = 0; i < tokens.length; i++) {
-    if (!isName(i)) continue;
-    const value = tokens[i]?.value as string;
-    if (tokens[i + 1]?.raw === '.' && isName(i + 2)) {
-      names.push({ db: value, table: tokens[i + 2]?.value as string });
-      i += 2;
-    } else names.push({ db: defaultDb, table: value });
-  }
-  return names;
 }

@@ -153,7 +153,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.file = options.start.file;
     this.gtid = options.start.gtid ?? null;
     this.highWater = options.highWaterRows ?? 20_000;
-    this.guard = options.capture && new StreamGuard(options.start, { history: { check: options.capture.history, sql: () => this.sql() } });
+    this.guard =
+      options.capture && new StreamGuard(options.start, { history: { check: options.capture.history, sql: () => this.sql() }, accept: options.filter });
     // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
     // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
     // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).

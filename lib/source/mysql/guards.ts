@@ -1,6 +1,7 @@
 import { type BinlogPosition, formatPosition } from '../../core/position.ts';
 import { formatTableRef, type TableRef, tableKey } from '../../core/table-ref.ts';
-import { type ErrorCode, SluiceError } from '../../errors.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
+import { writtenTables } from './ddl/written-tables.ts';
 import type { BinlogHistories } from './history.ts';
 import type { SqlConnection } from './server.ts';
 
@@ -15,6 +16,9 @@ import type { SqlConnection } from './server.ts';
  *     another event group);
  *   - no transaction is compressed (MySQL 8 TRANSACTION_PAYLOAD) and no JSON update is partial
  *     (MySQL 8 PARTIAL_UPDATE_ROWS): zongji cannot read either;
+ *   - no change to a captured table is logged as a statement (a session with binlog_format STATEMENT
+ *     or MIXED writes DML as text, without its rows): the tables a statement writes are read from it
+ *     (ddl/written-tables.ts), and one that cannot be read counts as writing every captured table;
  *   - the stream reads the binlog history the stored position belongs to (lib/source/mysql/history.ts).
  *
  * A violation stops the stream with a fatal error before the transaction's commit item is
@@ -31,6 +35,9 @@ export type Verdict = undefined | 'drop' | SluiceError | Promise<SluiceError>;
 /** MySQL column types whose values binlog_row_image=NOBLOB leaves out when unchanged. */
 const BLOB_TYPES = new Set([245 /* JSON */, 249, 250, 251, 252 /* (TINY|MEDIUM|LONG)BLOB/TEXT */, 255 /* GEOMETRY */]);
 
+/** Statements' executable comments are read as a 10.0 server would (the version matters only to DDL). */
+const STATEMENT_VERSION = 100000;
+
 /** How long to keep reading a violating transaction to find its end before stopping without it. */
 const DRAIN_MS = 10_000;
 
@@ -38,6 +45,8 @@ interface Group {
   /** Where the group starts: the boundary before its first event, where the stored position stays. */
   start: BinlogPosition;
   gtid?: string;
+  /** A DDL statement's group (MariaDB's GTID flag); undefined until a MySQL group's first statement tells. */
+  ddl: boolean | undefined;
   /** MariaDB GTID flag PREPARED_XA, or (MySQL) an `XA START` statement. */
   xa: boolean;
   /** Captured tables the group changes, by tableKey (their TABLE_MAPs: zongji drops other tables' maps). */
@@ -53,6 +62,8 @@ interface Violation {
   fix: string;
   /** Shown instead of the tables the group changed, when they cannot be known. */
   tablesUnknown?: boolean;
+  /** Tables changed without a TABLE_MAP (a statement's), added to the group's. */
+  tables?: readonly TableRef[];
   since: number;
 }
 
@@ -68,6 +79,8 @@ export class StreamGuard {
     private readonly options: {
       /** The history check, with a connection to explain a mismatch (the reader's helper connection). */
       history?: { check: BinlogHistories; sql: () => Promise<SqlConnection> };
+      /** Whether a table is captured (the include/exclude filters). */
+      accept?: (db: string, table: string) => boolean;
       clock?: () => number;
     } = {},
   ) {
@@ -96,11 +109,16 @@ export class StreamGuard {
       case 'MariadbGtid':
       case 'Gtid':
       case 'AnonymousGtid':
-        this.group = { start: this.last, gtid: typeof ev.gtid === 'string' ? ev.gtid : undefined, xa: ev.preparedXa === true, tables: new Map() };
+        this.group = {
+          start: this.last,
+          gtid: typeof ev.gtid === 'string' ? ev.gtid : undefined,
+          ddl: type === 'MariadbGtid' ? ev.isDdl === true : undefined,
+          xa: ev.preparedXa === true,
+          tables: new Map(),
+        };
         return undefined;
       case 'Query':
-        if (this.group && /^\s*XA\s+START\b/i.test(String(ev.query))) this.group.xa = true;
-        return undefined;
+        return this.statement(ev, type, file);
       case 'TableMap':
         this.mapped(ev);
         return undefined;
@@ -126,11 +144,44 @@ export class StreamGuard {
           tablesUnknown: true,
           since: this.now,
         };
-        this.group ??= { start: this.last, xa: false, tables: new Map() };
+        this.group ??= { start: this.last, xa: false, ddl: false, tables: new Map() };
         return this.stop(file, ev.nextPosition);
       default:
         return undefined;
     }
+  }
+
+  /**
+   * A Query event: transaction control, a DDL (the capture's to classify), or DML logged as a
+   * statement, which stops the stream if it writes a captured table (or cannot be read).
+   */
+  private statement(ev: Ev, type: string, file: string): Verdict {
+    const query = String(ev.query);
+    if (/^\s*(BEGIN|XA\s+START)\b/i.test(query)) {
+      if (this.group) {
+        this.group.ddl = false;
+        if (/^\s*XA/i.test(query)) this.group.xa = true;
+      }
+      return undefined;
+    }
+    if (/^\s*(COMMIT|ROLLBACK|SAVEPOINT|RELEASE|XA)\b/i.test(query)) return undefined;
+    // A MySQL group (or one with no GTID event) whose first statement is not BEGIN is that statement's: a DDL.
+    if (!this.group || this.group.ddl === undefined) {
+      if (this.group) this.group.ddl = true;
+      return undefined;
+    }
+    if (this.group.ddl) return undefined;
+    const accept = this.options.accept;
+    if (!accept) return undefined;
+    const written = writtenTables(query, ev.schema ?? '', STATEMENT_VERSION);
+    const captured = written?.filter((t) => accept(t.db, t.table));
+    if (captured && !captured.length) return undefined;
+    return this.violate(ev, type, file, {
+      code: ErrorCode.STATEMENT_DML,
+      what: `a change ${captured ? `to ${captured.map(formatTableRef).join(', ')} ` : 'sluice cannot read the tables of '}logged as a statement, without its rows (binlog_format=STATEMENT or MIXED in the session that wrote it)`,
+      fix: "have the writer use binlog_format=ROW (SET SESSION binlog_format = 'ROW', or drop the setting from its connection options; ROW globally)",
+      ...(captured ? { tables: captured } : { tablesUnknown: true }),
+    });
   }
 
   private mapped(ev: Ev): void {
@@ -164,6 +215,7 @@ export class StreamGuard {
 
   private violate(ev: Ev, _type: string, file: string, violation: Omit<Violation, 'since'>): Verdict {
     this.violation = { ...violation, since: this.now };
+    for (const table of violation.tables ?? []) this.group?.tables.set(tableKey(table), table);
     return this.drain(ev, 'violation', file);
   }
 
@@ -191,7 +243,7 @@ export class StreamGuard {
 
   private stop(file: string, end: number | undefined): SluiceError {
     const violation = this.violation as Violation;
-    const group = this.group ?? { start: this.last, xa: false, tables: new Map<string, TableRef>() };
+    const group = this.group ?? { start: this.last, xa: false, ddl: false, tables: new Map<string, TableRef>() };
     const at = formatPosition({ file: group.start.file, pos: group.start.pos, gtid: group.gtid });
     const tables = [...group.tables.values()].map(formatTableRef).sort();
     const copy = violation.tablesUnknown
