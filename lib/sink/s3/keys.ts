@@ -4,6 +4,30 @@
  */
 export const pad = (n: number, width = 12) => String(n).padStart(width, '0');
 
+/**
+ * A database or table name as one key segment (docs: format-v2 §1): the UTF-8 bytes, with
+ * `[A-Za-z0-9_]` kept and every other byte as `%XX`; a leading `_` becomes `%5F` (Hive-style readers
+ * skip paths starting with `_`). Injective, never `/`, `.` or `..`.
+ */
+export function segment(name: string): string {
+  let out = '';
+  for (const byte of Buffer.from(name, 'utf8')) {
+    const plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte === 0x5f;
+    out += plain && !(out === '' && byte === 0x5f) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** Where a table's schema versions live: `<prefix>schema/<source>/<db-seg>/<table-seg>/`. */
+export function schemaPrefix(prefix: string, sourceId: string, db: string, table: string): string {
+  return `${prefix}schema/${sourceId}/${segment(db)}/${segment(table)}/`;
+}
+
+/** One schema version object of a table (`<version:6>.json`). */
+export function schemaKey(prefix: string, sourceId: string, db: string, table: string, version: number): string {
+  return `${schemaPrefix(prefix, sourceId, db, table)}${pad(version, 6)}.json`;
+}
+
 export function dataKey(prefix: string, db: string, table: string, sourceId: string, commitSeq: number): string {
   return `${prefix}tables/${db}/${table}/${sourceId}-${pad(commitSeq)}.jsonl.gz`;
 }
