@@ -73,7 +73,7 @@ export interface RulePlan {
 /** `t` kinds after which the table no longer exists under this name in the captured set. */
 export const GONE_KINDS = new Set(['drop', 'rename-out', 'exclude']);
 
-const sameIds = (a: readonly number[] | null, b: readonly number[] | null) =>
+export const sameIds = (a: readonly number[] | null, b: readonly number[] | null) =>
   JSON.stringify(a && [...a].sort((x, y) => x - y)) === JSON.stringify(b && [...b].sort((x, y) => x - y));
 
 async function rows(duck: DuckDBConnection, sql: string): Promise<Record<string, unknown>[]> {
@@ -137,7 +137,7 @@ export async function planRule(duck: DuckDBConnection, history: TableHistory, ev
 }
 
 /** `CASE v WHEN … END` of `sql(version)` over `versions` (no CASE for one). */
-function byVersion(versions: readonly number[], sql: (v: number) => string): string {
+export function byVersion(versions: readonly number[], sql: (v: number) => string): string {
   if (versions.length === 1) return sql(versions[0] as number);
   return `CASE v ${versions.map((v) => `WHEN ${v} THEN ${sql(v)}`).join(' ')} END`;
 }

@@ -1,3 +1,7 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { type EventFiles, longestLine } from '../../lib/materialize/events.ts';
 import { evolve, type SchemaColumn, type SchemaVersion } from '../../lib/schema/version.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
 import type { RefEvent } from './rule-reference.ts';
@@ -388,4 +392,22 @@ export async function versionsFrom(statements: readonly string[]): Promise<{ ver
     }
   }
   return out;
+}
+
+/** Writes event lines, spread at random over `objects` gzip files in `dir`, as the rule reads a table's objects. */
+export async function eventFiles(lines: readonly string[], dir: string, objects: number, seed: number): Promise<EventFiles> {
+  const rnd = random(seed);
+  const buckets: string[][] = Array.from({ length: objects }, () => []);
+  for (const line of lines) buckets[rnd.int(objects)]?.push(line);
+  mkdirSync(dir, { recursive: true });
+  let longest = 0;
+  let files = 0;
+  for (const [i, bucket] of buckets.entries()) {
+    if (!bucket.length) continue;
+    const file = join(dir, `${i}.jsonl.gz`);
+    writeFileSync(file, gzipSync(bucket.map((l) => `${l}\n`).join('')));
+    longest = Math.max(longest, await longestLine(file));
+    files++;
+  }
+  return { glob: files ? join(dir, '*.jsonl.gz') : undefined, files, longestLine: longest };
 }

@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EventFiles, loadEventsSql, longestLine } from '../../lib/materialize/events.ts';
+import { loadEventsSql } from '../../lib/materialize/events.ts';
 import { TableHistory } from '../../lib/materialize/history.ts';
 import { materializeRule } from '../../lib/materialize/rule.ts';
 import { referenceFold } from '../support/rule-reference.ts';
-import { random, versionsFrom, type Workload, workload } from '../support/rule-workload.ts';
+import { eventFiles, versionsFrom, workload } from '../support/rule-workload.ts';
 
 let duck: DuckDBConnection;
 let work: string;
@@ -21,24 +20,6 @@ afterAll(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-/** Writes the workload's lines, shuffled into `objects` gzip files, as the rule reads a table's objects. */
-async function files(w: Workload, name: string, objects: number, seed: number): Promise<EventFiles> {
-  const dir = join(work, name);
-  const rnd = random(seed);
-  const buckets: string[][] = Array.from({ length: objects }, () => []);
-  for (const line of w.lines) buckets[rnd.int(objects)]?.push(line);
-  const { mkdirSync } = await import('node:fs');
-  mkdirSync(dir, { recursive: true });
-  let longest = 0;
-  for (const [i, bucket] of buckets.entries()) {
-    if (!bucket.length) continue;
-    const file = join(dir, `${i}.jsonl.gz`);
-    writeFileSync(file, gzipSync(bucket.map((l) => `${l}\n`).join('')));
-    longest = Math.max(longest, await longestLine(file));
-  }
-  return { glob: join(dir, '*.jsonl.gz'), files: objects, longestLine: longest };
-}
-
 const sorted = (rows: string[]) => [...rows].sort();
 
 /** An event line as sluice writes it (format v2). */
@@ -50,8 +31,7 @@ function line(op: string, seq: number, schema: number, images: { before?: string
 /** Materializes `lines` (one object) with the history of `statements`. */
 async function run(statements: string[], lines: string[], name: string) {
   const versions = (await versionsFrom(statements)).map((v) => v.version);
-  const w = { lines } as unknown as Workload;
-  await duck.run(loadEventsSql('ev', await files(w, name, 1, 1)));
+  await duck.run(loadEventsSql('ev', await eventFiles(lines, join(work, name), 1, 1)));
   return materializeRule(duck, new TableHistory({ db: 'shop', table: 't' }, versions, true), 'ev', 'm');
 }
 
@@ -149,7 +129,7 @@ describe('the materialization rule (DuckDB) against an independent fold and the 
     let keyless = 0;
     for (const seed of seeds) {
       const w = await workload(seed, 150, seed % 2 ? 1 : 0.15);
-      const f = await files(w, `s${seed}`, 1 + (seed % 5), seed);
+      const f = await eventFiles(w.lines, join(work, `s${seed}`), 1 + (seed % 5), seed);
       await duck.run(loadEventsSql('ev', f));
       const history = new TableHistory({ db: w.db, table: w.table }, [...w.versions.values()], true);
       const result = await materializeRule(duck, history, 'ev', 'm');
