@@ -337,14 +337,23 @@ function commands(cli: Cli): Command {
 
   program
     .command('materialize')
-    .description("write a table's current state from the output (greatest seq per key) as Parquet or JSON Lines")
+    .description("write a table's current rows from the output, by the materialization rule (docs/FORMAT.md), as Parquet or JSON Lines")
     .requiredOption('--table <db.table>', 'the table')
-    .requiredOption('--out <file>', 'a .parquet or .jsonl file')
-    .action(async (options: { table: string; out: string }) => {
-      const { materialize } = await import('../verify/materialize.ts');
+    .option('--out <file>', 'a .parquet or .jsonl file')
+    .option('--sql', 'print the DuckDB statements it runs for the table (load the events, the rule, the export)')
+    .action(async (options: { table: string; out?: string; sql?: boolean }) => {
+      const { materialize } = await import('../materialize/write.ts');
+      const [db, table] = options.table.split('.');
+      if (!db || !table) throw new SluiceError(ErrorCode.MATERIALIZE_TABLE, `"${options.table}" is not <db>.<table>`);
+      if (!options.out && !options.sql) throw new SluiceError(ErrorCode.MATERIALIZE_FORMAT, 'give --out <file.parquet|file.jsonl>, --sql, or both');
       const { config, clients } = await cli.configure(program.opts());
-      const rows = await materialize({ config, s3: clients.s3 }, options.table, options.out);
-      cli.out(`${rows} rows of ${options.table} written to ${options.out}`);
+      const result = await materialize({ config, s3: clients.s3 }, { db, table }, { out: options.out });
+      if (options.sql) cli.out(`${result.statements.join(';\n\n')};`);
+      if (result.gone)
+        cli.out(
+          `${options.table} no longer exists in the captured set (dropped, renamed away or excluded): 0 rows${options.out ? ` written to ${options.out}` : ''}`,
+        );
+      else if (options.out) cli.out(`${result.rows} rows of ${options.table} (schema version ${result.version.version}) written to ${options.out}`);
     });
 
   const state = program.command('state').description('the source state as a savepoint: export, import, reset');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Manifest } from '../format/manifest.ts';
-import { manifests } from './feed.ts';
+import { manifests } from '../materialize/feed.ts';
 
 /** Streams one object to a file. */
 export async function download(s3: S3Client, bucket: string, key: string, file: string): Promise<void> {

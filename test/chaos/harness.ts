@@ -13,13 +13,13 @@ import { type BinlogPosition, comparePositions, formatPosition } from '../../lib
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
+import { eventLines } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
-import { eventLines } from '../../lib/verify/feed.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { FaultyHttpHandler } from './faulty-http.ts';
 

@@ -7,11 +7,11 @@ import type { Faults } from '../../lib/commit/faults.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import type { Manifest } from '../../lib/format/manifest.ts';
 import { silentLog } from '../../lib/log.ts';
+import { eventLines, manifests } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
-import { eventLines, manifests } from '../../lib/verify/feed.ts';
 
 export interface ChangeEvent {
   op: 'c' | 'u' | 'd' | 'r';
