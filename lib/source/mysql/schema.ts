@@ -116,7 +116,7 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[]): Pro
  * Reads a table's columns, key and row estimate. `chunkColumn` replaces a missing primary key; it
  * must be unique and NOT NULL, or paging could skip or repeat rows.
  */
-export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string): Promise<TableInfo> {
+export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string, options: { keyless?: 'allow' } = {}): Promise<TableInfo> {
   const columnRows = await rows<ColumnRow>(
     conn,
     `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION
@@ -132,7 +132,7 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     [db, table],
   );
   let key = primary.map((r) => r.COLUMN_NAME);
-  if (!key.length) {
+  if (!key.length && !(options.keyless === 'allow' && !chunkColumn)) {
     if (!chunkColumn) {
       throw new SluiceError(
         'SNAPSHOT_NO_KEY',

@@ -43,8 +43,9 @@ function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | n
     where.push(tupleCompare(info, '<', true));
     values.push(...tupleValues(upTo));
   }
-  const order = info.key.map(id).join(', ');
-  const sql = `SELECT ${info.selects.join(', ')} FROM ${id(info.db)}.${id(info.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${limit}`;
+  // A keyless table (verify reads it whole) has no order to page by.
+  const order = info.key.length ? ` ORDER BY ${info.key.map(id).join(', ')}` : '';
+  const sql = `SELECT ${info.selects.join(', ')} FROM ${id(info.db)}.${id(info.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order} LIMIT ${limit}`;
   return { sql, values };
 }
 
