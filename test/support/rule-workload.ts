@@ -377,15 +377,18 @@ function widen(value: string, from: SchemaColumn, to: SchemaColumn): string {
   return JSON.stringify(`${whole}.${fraction.padEnd(scale(to), '0')}${zulu ? 'Z' : ''}`);
 }
 
-/** The versions of table shop.t through `statements` (classifier + evolve), each with the path it took. */
-export async function versionsFrom(statements: readonly string[]): Promise<{ version: SchemaVersion; path: string }[]> {
+/** The versions of one table through `statements` (classifier + evolve), each with the path it took. */
+export async function versionsFrom(
+  statements: readonly string[],
+  at: { db: string; table: string } = { db: 'shop', table: 't' },
+): Promise<{ version: SchemaVersion; path: string }[]> {
   const out: { version: SchemaVersion; path: string }[] = [];
   let current: SchemaVersion | undefined;
   for (const statement of statements) {
-    const c = await classifyDdl(statement, { defaultDb: 'shop', serverVersion: 101119 });
+    const c = await classifyDdl(statement, { defaultDb: at.db, serverVersion: 101119 });
     if (c.kind !== 'tables') throw new Error(`${statement}: ${c.kind}`);
     for (const { change } of c.effects) {
-      const result = evolve(current, change, { db: 'shop', table: 't', explicitDefaultsForTimestamp: true, databaseCollation: 'utf8mb4_unicode_ci' });
+      const result = evolve(current, change, { ...at, explicitDefaultsForTimestamp: true, databaseCollation: 'utf8mb4_unicode_ci' });
       if (!result.next) throw new Error(`${statement}: ${result.path} ${result.reason ?? ''}`);
       current = result.next;
       out.push({ version: current, path: result.path });
