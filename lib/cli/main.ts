@@ -365,7 +365,10 @@ function commands(cli: Cli): Command {
       if (!options.out && !options.sql) throw new SluiceError(ErrorCode.MATERIALIZE_FORMAT, 'give --out <file.parquet|file.jsonl>, --sql, or both');
       const { config, clients } = await cli.configure(program.opts());
       const result = await materialize({ config, s3: clients.s3 }, { db, table }, { out: options.out });
-      if (options.sql) cli.out(`${result.statements.join(';\n\n')};`);
+      if (options.sql)
+        cli.out(
+          `-- ${options.table}: the statements sluice materialize runs (DuckDB), reading the table's objects in place (INSTALL httpfs; LOAD httpfs; and S3 credentials)\n${result.printable.join(';\n\n')};`,
+        );
       if (result.gone)
         cli.out(
           `${options.table} no longer exists in the captured set (dropped, renamed away or excluded): 0 rows${options.out ? ` written to ${options.out}` : ''}`,

@@ -138,8 +138,14 @@ export async function planRule(duck: DuckDBConnection, history: TableHistory, ev
 
 /** `CASE v WHEN … END` of `sql(version)` over `versions` (no CASE for one). */
 export function byVersion(versions: readonly number[], sql: (v: number) => string): string {
-  if (versions.length === 1) return sql(versions[0] as number);
-  return `CASE v ${versions.map((v) => `WHEN ${v} THEN ${sql(v)}`).join(' ')} END`;
+  const branches = new Map<string, number[]>();
+  for (const v of versions) {
+    const text = sql(v);
+    branches.set(text, [...(branches.get(text) ?? []), v]);
+  }
+  // Versions whose rows read alike (the usual case for the key) share one expression.
+  if (branches.size === 1) return [...branches.keys()][0] as string;
+  return `CASE ${[...branches].map(([text, vs]) => `WHEN v ${vs.length > 1 ? `IN (${vs.join(', ')})` : `= ${vs[0]}`} THEN ${text}`).join(' ')} END`;
 }
 
 /** The identity SQL of row image `image` in epoch `e`: projected key columns, or the projected row when keyless. */

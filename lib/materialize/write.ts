@@ -16,8 +16,10 @@ export interface MaterializeResult {
   /** The table was dropped, renamed away or left the captured set: no rows. */
   readonly gone: boolean;
   readonly version: SchemaVersion;
-  /** Every statement run, in order: load the events, the rule, the export (what `--sql` prints). */
+  /** Every statement run, in order: load the events, the rule, the export. */
   readonly statements: readonly string[];
+  /** The same, reading the table's objects in place (`s3://…`, DuckDB's httpfs) instead of the downloaded copies: what `--sql` prints. */
+  readonly printable: readonly string[];
 }
 
 /**
@@ -44,7 +46,11 @@ export async function materialize(deps: { config: Config; s3: S3Client }, table:
       statements.push(copy);
       await duck.run(copy);
     }
-    return { rows: result.rows, gone: result.gone, version: result.version, statements };
+    // The objects of one table share their folder (tables/<db-seg>/<table-seg>/).
+    const folder = entry.keys[0]?.slice(0, entry.keys[0].lastIndexOf('/') + 1);
+    const local = result.files.glob ? sqlString(result.files.glob) : undefined;
+    const printable = statements.map((sql) => (local ? sql.replace(local, sqlString(`s3://${deps.config.bucket}/${folder}*.jsonl.gz`)) : sql));
+    return { rows: result.rows, gone: result.gone, version: result.version, statements, printable };
   } finally {
     duck.closeSync();
     db.closeSync();

@@ -5,6 +5,7 @@ import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { materialize } from '../../lib/materialize/write.ts';
 import { verify } from '../../lib/verify/verify.ts';
+import { cliEnv, sluice } from '../support/cli.ts';
 import { versionsFrom } from '../support/rule-workload.ts';
 import { testSource } from '../support/source.ts';
 import { encodedRows, V2Output, v2Line } from '../support/v2-output.ts';
@@ -64,6 +65,12 @@ describe('materialize and verify on format-v2 output (schema history, markers) a
     expect(result.version.version).toBe(ALTERS.length + 1);
     // Byte for byte what a snapshot of the altered table writes.
     expect(readFileSync(join(dir, 'a.jsonl'), 'utf8').split('\n').filter(Boolean).sort()).toEqual([...after].sort());
+
+    // --sql prints the statements, reading the objects in place: the load, the rule with its projections, the export.
+    const printed = await sluice(['materialize', '--table', `${source.db}.a`, '--sql'], cliEnv(source));
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain(`read_csv('s3://${source.config.bucket}/${source.config.prefix}tables/${source.db}/a/*.jsonl.gz'`);
+    expect(printed.stdout).toMatch(/arg_max\(op, seq\)[\s\S]*CASE WHEN v = 1 THEN '\{"ch":' \|\| '"web"'/);
 
     const verdict = await verify({ config: source.config, s3: source.clients.s3, store: source.clients.store });
     const [a, b] = ['a', 'b'].map((t) => verdict.tables.find((x) => x.name === t));

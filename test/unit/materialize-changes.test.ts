@@ -81,7 +81,7 @@ describe('the rule, incrementally (the Iceberg merge)', () => {
     let splits = 0;
     let schemaSteps = 0;
     let rekeys = 0;
-    for (let seed = 7000; seed < 7024; seed++) {
+    for (let seed = 7000; seed < 7016; seed++) {
       const w = await workload(seed, 120, seed % 2 ? 1 : 0.2);
       const history = new TableHistory({ db: w.db, table: w.table }, [...w.versions.values()], true);
       const byVersion = new Map([...w.versions]);
@@ -112,8 +112,8 @@ describe('the rule, incrementally (the Iceberg merge)', () => {
       expect([...merged.rows()].sort(), `seed ${seed}: cuts ${cuts}`).toEqual([...expected].sort());
       expect(gone, `seed ${seed}`).toBe(whole.gone);
     }
-    expect(splits).toBeGreaterThan(60);
-    expect(schemaSteps).toBeGreaterThan(30);
-    expect(rekeys).toBeGreaterThan(3);
+    expect(splits).toBeGreaterThan(40);
+    expect(schemaSteps).toBeGreaterThan(20);
+    expect(rekeys).toBeGreaterThan(2);
   });
 });
