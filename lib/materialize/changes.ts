@@ -1,7 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { SchemaVersion } from '../schema/version.ts';
 import type { TableHistory } from './history.ts';
-import { type Projection, projection, projectSql } from './projection.ts';
+import { type Projection, partsSql, projection, projectSql } from './projection.ts';
 import { byVersion, epochChangeSql, type Marker, planRule, type RulePlan, sameIds } from './rule.ts';
 
 /*
@@ -93,7 +93,7 @@ export async function changeSet(
     const change = epochChangeSql(history, plan, i, prefix);
     const project = byVersion(e.rowVersions, (v) => projectSql('row', projection(history, v, e.version)));
     const apply = e.key
-      ? `CREATE OR REPLACE TABLE ${table} AS SELECT id, seq, op = 'd' AS deleted, CASE WHEN op <> 'd' THEN ${project} END AS row FROM ${prefix}_d${i}`
+      ? `CREATE OR REPLACE TABLE ${table} AS SELECT id, seq, op = 'd' AS deleted, CASE WHEN op <> 'd' THEN ${project} END AS row FROM (SELECT *, ${partsSql('row')} FROM ${prefix}_d${i})`
       : `CREATE OR REPLACE TABLE ${table} AS SELECT id AS row, -low AS removes, total - low AS adds FROM ${prefix}_d${i} WHERE low < 0 OR total - low > 0`;
     for (const sql of [change, apply, `DROP TABLE ${prefix}_d${i}`]) {
       statements.push(sql);

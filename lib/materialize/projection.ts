@@ -31,6 +31,10 @@ export type ColumnSource =
 export interface Projection {
   readonly from: number;
   readonly to: number;
+  /** The source version's columns, in the order its row images hold them. */
+  readonly source: readonly SchemaColumn[];
+  /** How SQL reads the source's row images: by position (versioned output), or by name (format-v1 rows, which may lack columns). */
+  readonly layout: 'position' | 'name';
   readonly columns: readonly { readonly to: SchemaColumn; readonly source: ColumnSource }[];
   /** Rows of `from` are already rows of `to` (same names, order and texts). */
   readonly identity: boolean;
@@ -76,7 +80,7 @@ export function projection(history: TableHistory, from: number, to: number): Pro
   const identity =
     columns.length === source.columns.length &&
     columns.every((c, i) => c.source.kind === 'column' && c.source.from.id === source.columns[i]?.id && c.source.from.name === c.to.name && !c.source.insert);
-  return { from, to, columns, identity };
+  return { from, to, source: source.columns, layout: history.versioned ? 'position' : 'name', columns, identity };
 }
 
 /** The fill of a column added after `from`, from the version that added it, in `to`'s type. */
@@ -101,10 +105,43 @@ function fillOf(history: TableHistory, column: SchemaColumn, from: number, to: n
 /** A SQL string literal. */
 export const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
+/*
+ * Reading a row image in SQL. A versioned row image holds exactly its version's columns in order
+ * (`{"a":1,"b":"x"}`), and `,"` occurs only between members, so `string_split(image, ',"')` — the
+ * caller binds it as `p` — cuts it into members: value i is p[i] after its name (the first keeps
+ * `{`, the last ends with `}`). One split per row, then each value is a substring; a layout check
+ * (member count and names) turns any image that is not laid out so into NULL, which the rule
+ * reports. Format-v1 rows may lack columns added after them, so they are read by name instead (a
+ * regular expression per value: exact, but several times slower).
+ */
+
+/** The SQL that binds the parts of row image `row` as `p`. */
+export const partsSql = (row: string) => `string_split(${row}, ',"') AS p`;
+
+/** A member's text up to its value: `{"name":` for the first, `name":` after a split at `,"`. */
+const memberPrefix = (name: string, first: boolean) => (first ? `{${JSON.stringify(name)}:` : `${JSON.stringify(name).slice(1)}:`);
+
+/** Characters DuckDB counts (code points). */
+const chars = (text: string) => [...text].length;
+
+/** The JSON text of column `name` of a row image with `columns`, from its parts `p`. */
+function positionValue(columns: readonly SchemaColumn[], name: string): string {
+  const i = columns.findIndex((c) => c.name === name);
+  const n = chars(memberPrefix(name, i === 0));
+  const part = `p[${i + 1}]`;
+  return i === columns.length - 1 ? `substr(${part}, ${n + 1}, length(${part}) - ${n + 1})` : `substr(${part}, ${n + 1})`;
+}
+
+/** True when parts `p` are a row image laid out as `columns`. */
+function layoutSql(columns: readonly SchemaColumn[]): string {
+  const names = columns.map((c, i) => `starts_with(p[${i + 1}], ${sqlString(memberPrefix(c.name, i === 0))})`);
+  return `len(p) = ${columns.length} AND ${names.join(' AND ')} AND suffix(p[${columns.length}], '}')`;
+}
+
 /** A column name as the row image writes it (`"name"`), escaped for RE2. */
 const namePattern = (name: string) => JSON.stringify(name).replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
 
-/** The JSON text of member `name` of the row image `row` (SQL), NULL when the image has no such member. */
+/** The JSON text of member `name` of the row image `row` (SQL) found by name, NULL when the image has no such member. */
 export function valueSql(row: string, name: string): string {
   return `nullif(regexp_extract(${row}, ${sqlString(`[{,]${namePattern(name)}:(.*?)(?:,"|\\}$)`)}, 1), '')`;
 }
@@ -118,25 +155,29 @@ function rerenderSql(v: string, kind: SchemaColumn['kind'], insert: string): str
   return `CASE WHEN ${v} = 'null' THEN ${v} ELSE ${plain} END`;
 }
 
-/** The SQL of one target column's value from a row image of the projection's source version. */
-function columnSql(row: string, source: ColumnSource, kind: SchemaColumn['kind']): string {
+/** The SQL of one target column's value from a row image (`row`, parts `p`) of the projection's source version. */
+function columnSql(row: string, p: Projection, source: ColumnSource, kind: SchemaColumn['kind']): string {
   if (source.kind === 'fill') return sqlString(source.json);
-  return rerenderSql(valueSql(row, source.from.name), kind, source.insert);
+  const value = p.layout === 'position' ? positionValue(p.source, source.from.name) : valueSql(row, source.from.name);
+  return rerenderSql(value, kind, source.insert);
 }
 
-/** The row image `row` (SQL) of the projection's source version, as the target version's row text. */
+/** `sql` where the image's layout is as expected, else NULL (reported by the rule). */
+const checked = (p: Projection, sql: string) => (p.layout === 'position' ? `CASE WHEN ${layoutSql(p.source)} THEN ${sql} END` : sql);
+
+/** The row image `row` (SQL; its parts bound as `p`, see partsSql) of the projection's source version, as the target version's row text. */
 export function projectSql(row: string, p: Projection): string {
   if (p.identity) return row;
-  const parts = p.columns.map((c, i) => `${sqlString(`${i ? ',' : '{'}${JSON.stringify(c.to.name)}:`)} || ${columnSql(row, c.source, c.to.kind)}`);
-  return `${parts.join(' || ')} || '}'`;
+  const parts = p.columns.map((c, i) => `${sqlString(`${i ? ',' : '{'}${JSON.stringify(c.to.name)}:`)} || ${columnSql(row, p, c.source, c.to.kind)}`);
+  return checked(p, `${parts.join(' || ')} || '}'`);
 }
 
-/** The identity of the row image `row` (SQL): the key columns of the target version, as `{"k":v,…}` in key order. */
+/** The identity of the row image `row` (parts `p`): the key columns of the target version, as `{"k":v,…}` in key order. */
 export function keySql(row: string, p: Projection, key: readonly string[]): string {
   const parts = key.map((name, i) => {
     const column = p.columns.find((c) => c.to.name === name);
     if (!column) throw new MaterializeError(`version ${p.to}: key column ${name} is not a column`);
-    return `${sqlString(`${i ? ',' : '{'}${JSON.stringify(name)}:`)} || ${columnSql(row, column.source, column.to.kind)}`;
+    return `${sqlString(`${i ? ',' : '{'}${JSON.stringify(name)}:`)} || ${columnSql(row, p, column.source, column.to.kind)}`;
   });
-  return `${parts.join(' || ')} || '}'`;
+  return checked(p, `${parts.join(' || ')} || '}'`);
 }

@@ -3,7 +3,7 @@ import { MaterializeError } from '../errors.ts';
 import type { TableRef } from '../schema/definition.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import type { TableHistory } from './history.ts';
-import { keySql, projection, projectSql, sqlString } from './projection.ts';
+import { keySql, partsSql, projection, projectSql, sqlString } from './projection.ts';
 
 /*
  * The materialization rule (docs/FORMAT.md, "The materialization rule"; format-v2 §4), once, as
@@ -177,17 +177,17 @@ export function epochChangeSql(history: TableHistory, plan: RulePlan, i: number,
     return `CREATE OR REPLACE TABLE ${prefix}_d${i} AS
 SELECT id, max(seq) AS seq, arg_max(op, seq) AS op, arg_max(v, seq) AS v, arg_max(a, seq) AS row
 FROM (
-  SELECT ${identitySql(history, e, versions, "CASE WHEN op = 'd' THEN b ELSE a END")} AS id, seq, op, v, a
-  FROM (${epochEvents(plan, e)})
+  SELECT ${identitySql(history, e, versions, 'image')} AS id, seq, op, v, a
+  FROM (SELECT *, ${partsSql('image')} FROM (SELECT *, CASE WHEN op = 'd' THEN b ELSE a END AS image FROM (${epochEvents(plan, e)})))
 )
 GROUP BY id`;
   }
   return `CREATE OR REPLACE TABLE ${prefix}_d${i} AS
 WITH e AS (${epochEvents(plan, e)}),
 changes AS (
-  SELECT ${identitySql(history, e, versions, 'b')} AS id, seq, 0 AS o, -1 AS d FROM e WHERE op IN ('u', 'd')
+  SELECT ${identitySql(history, e, versions, 'b')} AS id, seq, 0 AS o, -1 AS d FROM (SELECT *, ${partsSql('b')} FROM e WHERE op IN ('u', 'd'))
   UNION ALL
-  SELECT ${identitySql(history, e, versions, 'a')} AS id, seq, 1 AS o, 1 AS d FROM e WHERE op IN ('c', 'u', 'r')
+  SELECT ${identitySql(history, e, versions, 'a')} AS id, seq, 1 AS o, 1 AS d FROM (SELECT *, ${partsSql('a')} FROM e WHERE op IN ('c', 'u', 'r'))
 )
 SELECT id, sum(d)::BIGINT AS total, least(0, min(p))::BIGINT AS low
 FROM (SELECT id, d, sum(d) OVER (PARTITION BY id ORDER BY seq, o ROWS UNBOUNDED PRECEDING) AS p FROM changes)
@@ -215,7 +215,7 @@ function epochStateSql(history: TableHistory, plan: RulePlan, i: number, prefix:
 ${fresh}
 UNION ALL
 SELECT c.id, c.v, c.row, c.n
-FROM (SELECT ${identitySql(history, e, carried, 'row')} AS id, v, row, n FROM ${prefix}_s${i - 1}) c
+FROM (SELECT ${identitySql(history, e, carried, 'row')} AS id, v, row, n FROM (SELECT *, ${partsSql('row')} FROM ${prefix}_s${i - 1})) c
 ANTI JOIN ${prefix}_d${i} d ON c.id = d.id`;
   }
   if (!carried.length)
@@ -225,7 +225,7 @@ SELECT id, ${e.version} AS v, id AS row, total - low AS n FROM ${prefix}_d${i} W
 SELECT id, ${e.version} AS v, id AS row, n
 FROM (
   SELECT coalesce(c.id, d.id) AS id, greatest(0, coalesce(c.n, 0) + coalesce(d.low, 0)) + coalesce(d.total - d.low, 0) AS n
-  FROM (SELECT ${identitySql(history, e, carried, 'row')} AS id, sum(n)::BIGINT AS n FROM ${prefix}_s${i - 1} GROUP BY 1) c
+  FROM (SELECT ${identitySql(history, e, carried, 'row')} AS id, sum(n)::BIGINT AS n FROM (SELECT *, ${partsSql('row')} FROM ${prefix}_s${i - 1}) GROUP BY 1) c
   FULL JOIN ${prefix}_d${i} d ON c.id = d.id
 )
 WHERE n > 0`;
@@ -241,7 +241,7 @@ export function ruleStatements(history: TableHistory, plan: RulePlan, prefix: st
   const last = plan.epochs.length - 1;
   const versions = stateVersions(plan, last + 1);
   statements.push(`CREATE OR REPLACE TABLE ${prefix}_state AS
-SELECT id, ${byVersion(versions, (v) => projectSql('row', projection(history, v, plan.current)))} AS row, n FROM ${prefix}_s${last}`);
+SELECT id, ${byVersion(versions, (v) => projectSql('row', projection(history, v, plan.current)))} AS row, n FROM (SELECT *, ${partsSql('row')} FROM ${prefix}_s${last})`);
   return statements;
 }
 
@@ -269,11 +269,13 @@ export async function materializeRule(duck: DuckDBConnection, history: TableHist
   const changes = (folded ? plan.epochs : []).map((_, i) => `(SELECT count(*) FROM ${prefix}_d${i} WHERE id IS NULL)`);
   const [counts] = await rows(
     duck,
-    `SELECT count(*) AS distinct, coalesce(sum(n), 0) AS rows, count(*) FILTER (WHERE row IS NULL OR id IS NULL)${changes.map((c) => ` + ${c}`).join('')} AS broken FROM ${prefix}_state`,
+    `SELECT count(*) AS distinct, coalesce(sum(n), 0) AS rows, count(*) FILTER (WHERE row IS NULL AND id IS NOT NULL)${changes.map((c) => ` + ${c}`).join('')} AS broken FROM ${prefix}_state`,
   );
   for (let i = 0; i < plan.epochs.length; i++) await duck.run(`DROP TABLE IF EXISTS ${prefix}_d${i}; DROP TABLE IF EXISTS ${prefix}_s${i}`);
   if (Number(counts?.broken))
-    throw new MaterializeError(`${history.table.db}.${history.table.table}: ${counts?.broken} row images lack a column their schema version has`);
+    throw new MaterializeError(
+      `${history.table.db}.${history.table.table}: ${counts?.broken} row images are not laid out as their schema version says (its columns, in order)`,
+    );
   return {
     plan,
     version: history.version(plan.current),

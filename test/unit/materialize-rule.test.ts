@@ -106,6 +106,12 @@ describe('the materialization rule (DuckDB) against an independent fold and the 
     expect(result.rows).toBe(3);
   });
 
+  it('refuses a row image that is not laid out as its version says, naming the table', async () => {
+    const create = 'CREATE TABLE t (id INT PRIMARY KEY, a INT)';
+    const lines = [line('c', 2, 1, { after: '{"a":1,"id":1}' })];
+    await expect(run([create], lines, 'layout')).rejects.toThrow(/shop\.t: 1 row images are not laid out as their schema version says/);
+  });
+
   it('reports a table whose last reset dropped it as gone, with no rows; a truncate leaves it present and empty', async () => {
     const create = 'CREATE TABLE t (id INT PRIMARY KEY)';
     const dropped = await run(
