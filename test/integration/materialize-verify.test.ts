@@ -70,7 +70,9 @@ describe('materialize and verify on format-v2 output (schema history, markers) a
     const printed = await sluice(['materialize', '--table', `${source.db}.a`, '--sql'], cliEnv(source));
     expect(printed.code).toBe(0);
     expect(printed.stdout).toContain(`read_csv('s3://${source.config.bucket}/${source.config.prefix}tables/${source.db}/a/*.jsonl.gz'`);
-    expect(printed.stdout).toMatch(/arg_max\(op, seq\)[\s\S]*CASE WHEN v = 1 THEN CASE WHEN len\(p\) = 8 AND starts_with\(p\[1\], '\{"id":'\)[\s\S]*'\{"ch":' \|\| '"web"'/);
+    expect(printed.stdout).toMatch(
+      /arg_max\(op, seq\)[\s\S]*CASE WHEN v = 1 THEN CASE WHEN len\(p\) = 8 AND starts_with\(p\[1\], '\{"id":'\)[\s\S]*'\{"ch":' \|\| '"web"'/,
+    );
 
     const verdict = await verify({ config: source.config, s3: source.clients.s3, store: source.clients.store });
     const [a, b] = ['a', 'b'].map((t) => verdict.tables.find((x) => x.name === t));

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -7,7 +7,7 @@ import { loadEventsSql } from '../../lib/materialize/events.ts';
 import { TableHistory } from '../../lib/materialize/history.ts';
 import { materializeRule } from '../../lib/materialize/rule.ts';
 import { referenceFold } from '../support/rule-reference.ts';
-import { eventFiles, versionsFrom, workload } from '../support/rule-workload.ts';
+import { eventFiles, random, versionsFrom, workload } from '../support/rule-workload.ts';
 
 let duck: DuckDBConnection;
 let work: string;
@@ -110,6 +110,36 @@ describe('the materialization rule (DuckDB) against an independent fold and the 
     const create = 'CREATE TABLE t (id INT PRIMARY KEY, a INT)';
     const lines = [line('c', 2, 1, { after: '{"a":1,"id":1}' })];
     await expect(run([create], lines, 'layout')).rejects.toThrow(/shop\.t: 1 row images are not laid out as their schema version says/);
+  });
+
+  it('the DuckDB query docs/FORMAT.md gives for the common case returns what the rule returns', async () => {
+    const doc = readFileSync(new URL('../../docs/FORMAT.md', import.meta.url), 'utf8');
+    const query = /<!-- rule-query -->\n```sql\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    expect(query).toContain('row_number()');
+    const rnd = random(5);
+    const lines = [line('t', 1, 1, { kind: 'create' })];
+    const values = new Map<number, string>();
+    for (let seq = 2; seq < 400; seq++) {
+      const id = rnd.int(40);
+      const now = `{"id":${id},"v":${JSON.stringify(`${rnd.pick(['a', 'b,"c":1', 'é'])}${seq}`)}}`;
+      const before = values.get(id);
+      if (rnd.chance(0.02)) {
+        lines.push(line('t', seq, 1, { kind: 'truncate' }));
+        values.clear();
+      } else if (before && rnd.chance(0.3)) {
+        lines.push(line('d', seq, 1, { before }));
+        values.delete(id);
+      } else {
+        lines.push(line(before ? 'u' : rnd.pick(['c', 'r']), seq, 1, { ...(before ? { before } : {}), after: now }));
+        values.set(id, now);
+      }
+    }
+    expect(values.size).toBeGreaterThan(5);
+    const result = await run(['CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))'], lines, 'doc');
+    const local = await duck.runAndReadAll(query.replace(/'s3:\/\/[^']*'/, `'${join(work, 'doc', '*.jsonl.gz')}'`).replace(/;\s*$/, ''));
+    const documented = local.getRowObjects().map((r) => JSON.stringify(JSON.parse(String(r.after))));
+    expect(documented.sort()).toEqual([...values.values()].sort());
+    expect((await stateRows(result.state)).sort()).toEqual([...values.values()].sort());
   });
 
   it('reports a table whose last reset dropped it as gone, with no rows; a truncate leaves it present and empty', async () => {
