@@ -104,3 +104,24 @@ export async function changeSet(
   if (!plan.gone && current !== plan.current) schemaStep(plan.current);
   return { plan, steps, version: history.version(current ?? plan.current), gone: plan.gone, statements };
 }
+
+/** One column of a query, streamed (bounded memory): the rows step's lines for a consumer such as the Iceberg layer. */
+async function* lines(duck: DuckDBConnection, sql: string): AsyncGenerator<string> {
+  const result = await duck.stream(sql);
+  for await (const rows of result.yieldRows()) for (const row of rows) yield String(row[0]);
+}
+
+/**
+ * A rows step as upserts (full row texts in the step's version) and deletes (keyed: the key
+ * objects; keyless: one row text per copy to remove, removing fewer when fewer exist), streamed.
+ * Apply the deletes before the upserts: a keyed id appears in one list only, and a keyless row's
+ * removals come before its additions.
+ */
+export function stepLines(
+  duck: DuckDBConnection,
+  step: Extract<ChangeStep, { kind: 'rows' }>,
+): { upserts: AsyncIterable<string>; deletes: AsyncIterable<string> } {
+  const t = step.table;
+  if (step.keyed) return { upserts: lines(duck, `SELECT row FROM ${t} WHERE NOT deleted`), deletes: lines(duck, `SELECT id FROM ${t} WHERE deleted`) };
+  return { upserts: lines(duck, `SELECT row FROM ${t}, range(${t}.adds)`), deletes: lines(duck, `SELECT row FROM ${t}, range(${t}.removes)`) };
+}

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ChangeStep, changeSet } from '../../lib/materialize/changes.ts';
+import { type ChangeStep, changeSet, stepLines } from '../../lib/materialize/changes.ts';
 import { loadEventsSql } from '../../lib/materialize/events.ts';
 import { TableHistory } from '../../lib/materialize/history.ts';
 import { materializeRule } from '../../lib/materialize/rule.ts';
@@ -39,7 +39,7 @@ class MergedTable {
     return `{${key.map((k) => `${JSON.stringify(k)}:${values.get(k)}`).join(',')}}`;
   }
 
-  async apply(step: ChangeStep, read: (sql: string) => Promise<Record<string, unknown>[]>): Promise<void> {
+  async apply(step: ChangeStep): Promise<void> {
     if (step.kind === 'reset') {
       this.keyed.clear();
       this.counted.clear();
@@ -54,17 +54,18 @@ class MergedTable {
         if (key) this.keyed.set(this.id(row, key), row);
         else this.counted.set(row, (this.counted.get(row) ?? 0) + 1);
       }
-    } else if (step.keyed) {
-      for (const r of await read(`SELECT id, deleted, row FROM ${step.table}`)) {
-        if (r.deleted) this.keyed.delete(String(r.id));
-        else this.keyed.set(String(r.id), String(r.row));
-      }
     } else {
-      for (const r of await read(`SELECT row, removes, adds FROM ${step.table}`)) {
-        const row = String(r.row);
-        const n = Math.max(0, (this.counted.get(row) ?? 0) - Number(r.removes)) + Number(r.adds);
-        if (n) this.counted.set(row, n);
-        else this.counted.delete(row);
+      // As a consumer such as the Iceberg layer gets it: deletes, then upserts.
+      const { upserts, deletes } = stepLines(duck, step);
+      const key = this.key();
+      for await (const line of deletes) {
+        if (key) this.keyed.delete(line);
+        else if ((this.counted.get(line) ?? 0) > 1) this.counted.set(line, (this.counted.get(line) ?? 0) - 1);
+        else this.counted.delete(line);
+      }
+      for await (const row of upserts) {
+        if (key) this.keyed.set(this.id(row, key), row);
+        else this.counted.set(row, (this.counted.get(row) ?? 0) + 1);
       }
     }
   }
@@ -101,7 +102,7 @@ describe('the rule, incrementally (the Iceberg merge)', () => {
         await duck.run(loadEventsSql('ev', await eventFiles(chunk, join(work, `c${seed}-${i}`), 2, seed + i)));
         const changes = await changeSet(duck, history, 'ev', { version: merged.version }, 'x');
         for (const step of changes.steps) {
-          await merged.apply(step, read);
+          await merged.apply(step);
           if (step.kind === 'schema') schemaSteps++;
           if (step.kind === 'schema' && step.rekey) rekeys++;
         }
