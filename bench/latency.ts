@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
-import type { Manifest } from '../lib/format/manifest.ts';
+import { readManifest } from '../lib/format/manifest.ts';
 import { adminConnection } from '../lib/local/stack.ts';
 import { benchStack, dropOutput, machine, percentile, profileOf, SLUICE, table, total } from './support.ts';
 
@@ -54,7 +54,7 @@ function watch(prefix: string, sourceId: string, visibleAt: Map<number, number>)
       for (const { Key } of listed.Contents ?? []) {
         if (!Key || seen.has(Key)) continue;
         seen.add(Key);
-        const manifest = JSON.parse((await body(Key)).toString('utf8')) as Manifest;
+        const manifest = readManifest((await body(Key)).toString('utf8'));
         for (const object of manifest.objects) {
           for (const line of gunzipSync(await body(object.key))
             .toString('utf8')

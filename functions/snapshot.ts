@@ -16,7 +16,7 @@ export const handler = async (event: SnapshotEvent, context: Context) => {
   const invoke = async (next: SnapshotEvent) => {
     await lambda.send(new InvokeCommand({ FunctionName: context.functionName, InvocationType: 'Event', Payload: JSON.stringify(next) }));
   };
-  const deps = { config, s3: clients.s3, snapshots: clients.snapshots, log: logger };
+  const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger };
   const result = await snapshotInvocation(deps, invoke, event ?? {}, { budgetMs: context.getRemainingTimeInMillis(), workerId: context.awsRequestId });
   logger.info('snapshot invocation finished', { ...result });
   return result;

@@ -35,8 +35,14 @@ export const ErrorCode = {
   BINLOG_STREAM: 'BINLOG_STREAM',
   /** A table named for a snapshot does not exist, or the sluice user cannot see it. */
   TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
+  /** A table in a flag or setting (`--tables`, `--table`, `SLUICE_KEY_COLUMNS`) is not `db.table` or its backtick-quoted form; the message says where. */
+  TABLE_NAME: 'TABLE_NAME',
 
   // Capture and commits
+  /** A DDL statement touches a captured table and sluice cannot tell what it does to the rows. Fatal: the position stays before it. */
+  DDL_UNKNOWN: 'DDL_UNKNOWN',
+  /** A change to a captured table was logged as a statement (binlog_format STATEMENT/MIXED in a session): its rows are not in the binlog. Fatal. */
+  STATEMENT_DML: 'STATEMENT_DML',
   /** A transaction did not end before the run's time was up. Retriable: the next run re-reads it. */
   TXN_OVER_BUDGET: 'TXN_OVER_BUDGET',
   /** Another run holds the lease, or this run's lease expired: it must not write. Retriable. */
@@ -51,8 +57,6 @@ export const ErrorCode = {
   // Snapshots
   /** A snapshot is still copying; a new request would strand it. */
   SNAPSHOT_RUNNING: 'SNAPSHOT_RUNNING',
-  /** A requested table is not written `<db>.<table>`. */
-  SNAPSHOT_TABLE: 'SNAPSHOT_TABLE',
   /** Some tables cannot be snapshotted (listed in the message); nothing was copied. */
   SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
   /** The source has no snapshot request to work on. */
@@ -81,8 +85,6 @@ export const ErrorCode = {
   VERIFY_SNAPSHOT_RUNNING: 'VERIFY_SNAPSHOT_RUNNING',
   /** The server does not report `binlog_snapshot_file` (MySQL); verify needs MariaDB. */
   VERIFY_UNSUPPORTED: 'VERIFY_UNSUPPORTED',
-  /** `materialize --table` is not `<db>.<table>`. */
-  MATERIALIZE_TABLE: 'MATERIALIZE_TABLE',
   /** `materialize --out` is neither `.parquet` nor `.jsonl`. */
   MATERIALIZE_FORMAT: 'MATERIALIZE_FORMAT',
   /** The output has no events for the table to materialize. */

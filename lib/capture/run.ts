@@ -1,23 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type Faults, noFaults } from '../commit/faults.ts';
-import { sourceLedger } from '../commit/ledgers.ts';
+import { type SourceAdvance, sourceLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, commit, type Ledger, recover } from '../commit/protocol.ts';
 import { type Config, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
+import { encodeSource, markerLine } from '../format/event.ts';
+import type { ManifestDdl } from '../format/manifest.ts';
+import { runControlPrefix, seq } from '../format/seq.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
 import { timed } from '../profile.ts';
+import { Catalog, type CatalogFilter, historyObject } from '../schema/catalog.ts';
+import type { TableRef } from '../schema/definition.ts';
+import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
-import { binlogStaging, dataKey, manifestKey, pad } from '../sink/s3/keys.ts';
-import { requestSnapshot } from '../snapshot/plan.ts';
+import { binlogStaging, catalogKey, dataKey, manifestKey, pad, schemaKey } from '../sink/s3/keys.ts';
+import { getJson } from '../sink/s3/objects.ts';
+import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
-import { checkPositionReadable, connect, masterPosition, preflight } from '../source/mysql/server.ts';
+import { listTables } from '../source/mysql/schema.ts';
+import { readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
+import { checkPositionReadable, connect, masterPosition, preflight, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
-import type { SourceState, StateStore } from '../state/store.ts';
+import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
 import { boundaryAction, type Deadlines, deadlines, shouldStop } from './policy.ts';
+import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
 
 export interface CaptureDeps {
@@ -63,7 +73,18 @@ export interface CaptureResult {
 
 let preflightDone: string | undefined;
 
-async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ start: BinlogPosition; target: BinlogPosition; requested?: SnapshotJob }> {
+/** Where a run starts and what it knows of the tables there. */
+interface RunStart {
+  start: BinlogPosition;
+  target: BinlogPosition;
+  requested?: SnapshotJob;
+  traits: ServerTraits;
+  catalog: Catalog;
+  /** Control events the run writes before reading (tables that entered or left the filters), and their snapshots. */
+  opening: DdlOutcome;
+}
+
+async function startPosition(deps: CaptureDeps, state: SourceState): Promise<RunStart> {
   const { config, log } = deps;
   const mysql = await mysqlTarget(config);
   const conn = await connect(mysql);
@@ -72,25 +93,118 @@ async function startPosition(deps: CaptureDeps, state: SourceState): Promise<{ s
       await preflight(conn);
       preflightDone = mysql.uri; // cached per container: settings do not change between ticks
     }
+    const traits = await serverTraits(conn);
     const target = await masterPosition(conn);
     if (state.position) {
       await checkPositionReadable(conn, state.position);
-      return { start: state.position, target };
+      return { start: state.position, target, traits, ...(await openCatalog(deps, conn, state, state.position)) };
     }
+    // First run. Starting at the server's current position (initial, latest): the tables' versions
+    // are read there, with no DDL between them and the position, so the catalog is exact from the start.
+    const now = config.startup.mode === 'initial' || config.startup.mode === 'initial-only' || config.startup.mode === 'latest';
+    const fresh = now ? await versionsNow(conn, tableFilter(config)) : undefined;
     // initial: the position read before the snapshot was requested is where the poller starts, so
     // every change the snapshot's pages might miss is in the stream (see lib/snapshot/worker.ts).
+    let start: BinlogPosition;
+    let requested: SnapshotJob | undefined;
     if ((config.startup.mode === 'initial' || config.startup.mode === 'initial-only') && deps.snapshots) {
       const existing = await deps.snapshots.latestJob(config.sourceId);
-      if (existing?.startPosition) return { start: existing.startPosition, target };
-      const start = await startupPosition(config, conn, log);
-      const requested = await requestSnapshot({ ...deps, snapshots: deps.snapshots }, null, start);
-      await deps.onSnapshotRequested?.(requested);
-      return { start, target, requested };
-    }
-    return { start: await startupPosition(config, conn, log), target };
+      start = existing?.startPosition ?? (fresh?.position as BinlogPosition);
+      if (!existing?.startPosition) {
+        log.info('no stored position: starting from the startup setting', { startup: config.startup.mode, start });
+        requested = await requestSnapshot({ ...deps, snapshots: deps.snapshots }, null, start);
+        await deps.onSnapshotRequested?.(requested);
+      }
+    } else start = fresh?.position ?? (await startupPosition(config, conn, log));
+    const catalog = fresh
+      ? catalogOf(config, fresh.versions, fresh.databases, start, state.commitSeq + 1)
+      : await initialCatalog(conn, deps, start, state.commitSeq + 1);
+    return { start, target, requested, traits, catalog, opening: { events: [], snapshots: [] } };
   } finally {
     await conn.end();
   }
+}
+
+/** The filters as the catalog records them. */
+const filterOf = (config: Config): CatalogFilter => ({ include: config.include.map((r) => r.source), exclude: config.exclude.map((r) => r.source) });
+
+/** A catalog of versions read from the server at `position`, recorded by the commit `commitSeq`. */
+function catalogOf(
+  config: Config,
+  versions: readonly SchemaVersion[],
+  databases: ReadonlyMap<string, string>,
+  position: BinlogPosition,
+  commitSeq: number,
+): Catalog {
+  const catalog = Catalog.from(undefined);
+  catalog.setFilter(filterOf(config));
+  const prefix = runControlPrefix(position, commitSeq);
+  for (const [i, version] of versions.entries()) catalog.put({ version, seq: seq(prefix, i), position, origin: 'server' });
+  for (const [db, collation] of databases) catalog.setDatabaseCollation(db, collation);
+  return catalog;
+}
+
+/**
+ * A source with a position but no catalog yet (it started at a past position, or ran before
+ * sluice kept a schema history): the tables as the server describes them now. DDL between the
+ * position and now that this contradicts shows up as a TABLE_MAP mismatch or an impossible
+ * statement, and is handled as such (re-snapshot, or a stop with the way out).
+ */
+async function initialCatalog(conn: SqlConnection, deps: CaptureDeps, position: BinlogPosition, commitSeq: number): Promise<Catalog> {
+  const tables = await listTables(conn, tableFilter(deps.config));
+  const { databaseCollations } = await import('../source/mysql/schema-read.ts');
+  return catalogOf(deps.config, await readVersions(conn, tables, new Map()), await databaseCollations(conn), position, commitSeq);
+}
+
+/**
+ * The catalog the stored position points at, and what changed in the filters since: tables that
+ * entered the captured set get a reset and a snapshot, tables that left it a reset.
+ */
+async function openCatalog(
+  deps: CaptureDeps,
+  conn: SqlConnection,
+  state: SourceState,
+  position: BinlogPosition,
+): Promise<{ catalog: Catalog; opening: DdlOutcome }> {
+  const { config } = deps;
+  if (state.catalog === undefined) return { catalog: await initialCatalog(conn, deps, position, state.commitSeq + 1), opening: { events: [], snapshots: [] } };
+  const document = await getJson(deps.s3, config.bucket, catalogKey(config.prefix, config.sourceId, state.catalog));
+  if (!document)
+    throw new SluiceError(
+      ErrorCode.STAGING_LOST,
+      `the schema catalog ${catalogKey(config.prefix, config.sourceId, state.catalog)} that the source's state points at is missing; restore it from a bucket version`,
+    );
+  const catalog = Catalog.from(document as Parameters<typeof Catalog.from>[0]);
+  const opening: DdlOutcome = { events: [], snapshots: [] };
+  const filter = filterOf(config);
+  // Only a change of the filters moves tables in or out here; tables created, dropped or renamed
+  // since the stored position are the binlog's to tell (their DDL is still ahead of the reader).
+  if (JSON.stringify(catalog.filter) === JSON.stringify(filter)) return { catalog, opening };
+  const before = catalog.filter
+    ? tableFilter({ include: catalog.filter.include.map((r) => new RegExp(r)), exclude: catalog.filter.exclude.map((r) => new RegExp(r)) })
+    : undefined;
+  const accept = tableFilter(config);
+  const prefix = runControlPrefix(position, state.commitSeq + 1);
+  let index = 0;
+  const next = () => seq(prefix, index++);
+  for (const table of await listTables(conn, accept)) {
+    if (catalog.live(table) || catalog.isSequence(table) || before?.(table.db, table.table)) continue;
+    const version = await readTableVersion(conn, table, catalog.entry(table)?.version);
+    if (!version) continue;
+    const at = next();
+    catalog.put({ version, seq: at, position, origin: 'server', ddl: { kind: 'include' } });
+    opening.events.push({ table, op: 't', kind: 'include', version, seq: at, position });
+    opening.snapshots.push({ table, reason: 'include' });
+  }
+  for (const version of catalog.liveTables()) {
+    if (accept(version.db, version.table)) continue;
+    const at = next();
+    const dropped = { ...version, dropped: true as const };
+    catalog.put({ version: dropped, seq: at, position, origin: 'server', ddl: { kind: 'exclude' } }, false);
+    opening.events.push({ table: { db: version.db, table: version.table }, op: 't', kind: 'exclude', version: dropped, seq: at, position });
+  }
+  catalog.setFilter(filter);
+  return { catalog, opening };
 }
 
 /**
@@ -117,18 +231,39 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     throw error;
   }
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
-  const ledger = sourceLedger(store, runId, clock);
+  const snapshots = deps.snapshots;
+  const ledger = sourceLedger(
+    store,
+    runId,
+    clock,
+    snapshots &&
+      (async (request) => {
+        const job = await requestJob({ ...deps, snapshots }, request);
+        if (job) await deps.onSnapshotRequested?.(job);
+      }),
+  );
 
   let stream: CaptureStream | undefined;
   try {
     state = await recover(ctx, ledger, state, binlogStaging(config.prefix, config.sourceId));
-    const { start, target, requested } = await startPosition(deps, state);
+    const { start, target, requested, traits, catalog, opening } = await startPosition(deps, state);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {
       log.info('initial-only: the snapshot copies the tables; the poller does not stream');
       return result;
     }
-    if (!state.position) state = await advance(ledger, state, start);
+    if (!state.position) state = await advance(ledger, state, { position: start });
+    const target$ = await mysqlTarget(config);
+    const tracker = new SchemaTracker(catalog, {
+      traits,
+      accept: tableFilter(config),
+      readVersion: async (table, previous) => {
+        const conn = await connect(target$);
+        return readTableVersion(conn, table, previous).finally(() => conn.end());
+      },
+      overrides: config.ddlOverrides,
+      log,
+    });
     stream = new CaptureStream(
       deps,
       ctx,
@@ -136,7 +271,9 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       state,
       { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp },
       result,
+      tracker,
     );
+    await stream.open(opening);
     await stream.run();
     return result;
   } catch (error) {
@@ -164,14 +301,18 @@ class CaptureStream {
   private lastCommitAt: number;
   /** Whether the last item read was `idle` (nothing left to read right now). */
   private idle = false;
+  /** What the open batch's DDL recorded (the manifest's `ddl`) and the snapshots it asks for. */
+  private ddl: ManifestDdl[] = [];
+  private snapshotsAsked: { table: TableRef; reason: string }[] = [];
 
   constructor(
     private readonly deps: CaptureDeps,
     private readonly ctx: CommitContext,
-    private readonly ledger: Ledger<SourceState, BinlogPosition>,
+    private readonly ledger: Ledger<SourceState, SourceAdvance>,
     private state: SourceState,
     private readonly spec: { runId: string; start: BinlogPosition; target: BinlogPosition; limits: Deadlines; stopWhenCaughtUp: boolean },
     private readonly result: CaptureResult,
+    private readonly tracker: SchemaTracker,
   ) {
     this.metrics = deps.metrics ?? noMetrics;
     this.clock = ctx.clock;
@@ -181,6 +322,38 @@ class CaptureStream {
   }
 
   private readonly caughtUp = () => comparePositions(this.position, this.spec.target) >= 0;
+
+  /**
+   * Commits what the run decided before reading — the catalog a source starts with, tables that
+   * entered or left the filters — at the position it starts from, before any transaction.
+   */
+  async open(opening: DdlOutcome): Promise<void> {
+    const { start } = this.spec;
+    const source = encodeSource({ file: start.file, pos: start.pos, gtid: null, serverId: null, tsMs: this.clock(), txn: 'run', snapshot: false });
+    this.writeOutcome(opening, source, this.clock());
+    if (this.tracker.catalog.dirty) {
+      this.openBatch(this.clock());
+      await this.commitBatch();
+    }
+  }
+
+  /** Writes a DDL's control events into the batch and notes the snapshots it asks for. */
+  private writeOutcome(outcome: DdlOutcome, source: string, now: number): void {
+    if (!outcome.events.length && !outcome.snapshots.length) return;
+    const batch = this.openBatch(now);
+    for (const event of outcome.events) {
+      const line = markerLine(event.op, event.table, event.version.version, { kind: event.kind, position: event.position }, source, event.seq);
+      void batch.write(shapeOfVersion(event.version), line, event.seq);
+      this.ddl.push({ seq: event.seq, db: event.table.db, table: event.table.table, op: event.op, kind: event.kind, schema: event.version.version });
+    }
+    this.snapshotsAsked.push(...outcome.snapshots);
+  }
+
+  private openBatch(now: number): Batch {
+    const { config } = this.deps;
+    this.batch ??= new Batch(this.ctx.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${this.spec.runId}/${pad(++this.batches, 6)}/`, now);
+    return this.batch;
+  }
 
   async run(): Promise<void> {
     if (this.spec.stopWhenCaughtUp && this.caughtUp()) {
@@ -219,9 +392,11 @@ class CaptureStream {
       case 'rows':
         await this.onRows(item, now);
         return false;
+      case 'query':
+        await this.onQuery(item, now);
+        return false;
       case 'commit':
         if (this.cursor.end() && this.batch) this.batch.transactions++;
-        if (item.ddl) this.deps.log.info('schema change', { db: item.ddl.db, query: item.ddl.query.slice(0, 200) });
         this.position = item.position;
         return this.atBoundary(now);
       case 'progress':
@@ -231,10 +406,24 @@ class CaptureStream {
   }
 
   private async onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> {
-    const { config } = this.deps;
-    this.batch ??= new Batch(this.ctx.s3, config.bucket, `${binlogStaging(config.prefix, config.sourceId)}${this.spec.runId}/${pad(++this.batches, 6)}/`, now);
-    const wait = encodeRows(this.batch, item, this.cursor);
+    const { shape, outcome } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
+    if (outcome) {
+      this.cursor.hasRows = true;
+      this.writeOutcome(outcome, this.cursor.source, now);
+    }
+    const batch = this.openBatch(now);
+    const wait = encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
     if (wait) await wait;
+  }
+
+  /** A statement: DDL changes the schema history; DML logged as a statement stops the run if it touches a captured table. */
+  private async onQuery(item: Extract<BinlogItem, { kind: 'query' }>, now: number): Promise<void> {
+    if (!item.ddl) return this.tracker.onStatement(item);
+    const outcome = await this.tracker.onDdl(item, () => this.cursor.nextSeq());
+    if (outcome.events.length) this.cursor.hasRows = true;
+    this.writeOutcome(outcome, this.cursor.source, now);
+    // A catalog change without events (a database's default charset) must still be committed with the position.
+    if (this.tracker.catalog.dirty) this.openBatch(now);
   }
 
   /** At a transaction boundary: commit, heartbeat or wait as the policy says; true when the run ends here. */
@@ -243,8 +432,9 @@ class CaptureStream {
     const decidedAt = this.clock();
     const action = boundaryAction({
       now: decidedAt,
-      force: stop,
-      batch: this.batch,
+      // A changed catalog is committed at once: the position must not move past its DDL without it.
+      force: stop || this.tracker.catalog.dirty,
+      batch: this.batch && this.tracker.catalog.dirty ? { ...this.batch, events: Math.max(1, this.batch.events) } : this.batch,
       advanced: comparePositions(this.position, this.committed) > 0,
       lastCommitAt: this.lastCommitAt,
       limits: this.deps.config.batch,
@@ -262,6 +452,27 @@ class CaptureStream {
     const started = this.clock();
     const to = this.position;
     const commitSeq = this.state.commitSeq + 1;
+    const catalog = this.tracker.catalog;
+    const saved = catalog.dirty ? catalog.save(config.sourceId, to) : undefined;
+    const documents = saved
+      ? [
+          ...saved.versions.map((entry) => ({
+            key: schemaKey(config.prefix, config.sourceId, entry.version.db, entry.version.table, entry.version.version),
+            body: historyObject(config.sourceId, entry),
+          })),
+          { key: catalogKey(config.prefix, config.sourceId, commitSeq), body: saved.document },
+        ]
+      : [];
+    const snapshots: SnapshotRequest[] = this.snapshotsAsked.length
+      ? [
+          {
+            id: `ddl-${pad(commitSeq)}`,
+            tables: this.snapshotsAsked.map((s) => s.table),
+            reason: [...new Set(this.snapshotsAsked.map((s) => s.reason))].join(', '),
+            startPosition: to,
+          },
+        ]
+      : [];
     this.state = await commit(
       this.ctx,
       this.ledger,
@@ -269,13 +480,23 @@ class CaptureStream {
       batch,
       {
         source: config.sourceId,
-        placement: { commit_seq: commitSeq, position: { from: this.committed, to }, transactions: batch.transactions },
+        placement: {
+          commit_seq: commitSeq,
+          position: { from: this.committed, to },
+          transactions: batch.transactions,
+          ...(this.ddl.length ? { ddl: this.ddl } : {}),
+          ...(saved ? { schema: { versions: documents.slice(0, -1).map((d) => d.key), catalog: catalogKey(config.prefix, config.sourceId, commitSeq) } } : {}),
+        },
         dataKey: (db, table) => dataKey(config.prefix, db, table, config.sourceId, commitSeq),
         manifestKey: manifestKey(config.prefix, config.sourceId, commitSeq),
+        documents,
+        snapshots,
       },
-      to,
+      { position: to, ...(saved ? { catalog: commitSeq } : {}) },
       { commitSeq, transactions: batch.transactions, position: to },
     );
+    this.ddl = [];
+    this.snapshotsAsked = [];
     this.metrics.addMetric('RowsCaptured', 'Count', batch.events);
     this.metrics.addMetric('Commits', 'Count', 1);
     this.metrics.addMetric('BatchBytes', 'Bytes', batch.size);
@@ -290,7 +511,7 @@ class CaptureStream {
 
   /** Moves the position with no data, so a quiet or filtered source never parks on an old binlog. */
   private async heartbeat(now: number): Promise<void> {
-    this.state = await advance(this.ledger, this.state, this.position);
+    this.state = await advance(this.ledger, this.state, { position: this.position });
     this.committed = this.position;
     this.lastCommitAt = now;
     this.result.heartbeats++;

@@ -5,6 +5,7 @@ import { Command, CommanderError, Option } from 'commander';
 import type { Env } from '../aws.ts';
 import type { Config } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
+import { formatTableRef, parseTableRef, parseTableRefs } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { StackInfo } from '../local/stack.ts';
 import type { StateFile } from '../ops/state-admin.ts';
@@ -231,16 +232,20 @@ function commands(cli: Cli): Command {
   program
     .command('snapshot')
     .description("copy tables' existing rows (resumable, chunked, parallel); continues the pending snapshot if any")
-    .option('--tables <list>', 'comma-separated db.table names: a new snapshot of just these (e.g. a table added later)')
+    .option(
+      '--tables <list>',
+      'comma-separated db.table names, backtick-quoted where needed (`a.b`.`c/d`): a new snapshot of just these (e.g. a table added later)',
+    )
     .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
     .action(async (options: { tables?: string; workers: number; seconds: number }) => {
       const { createLogger } = await import('../log.ts');
       const { snapshotToRun, planSnapshot } = await import('../snapshot/plan.ts');
       const { runSnapshotWorker } = await import('../snapshot/worker.ts');
+      const tables = options.tables === undefined ? null : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
-      const deps = { config, s3: clients.s3, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
-      const job = await snapshotToRun(deps, options.tables ? options.tables.split(',').map((t) => t.trim()) : null);
+      const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
+      const job = await snapshotToRun(deps, tables?.length ? tables : null);
       const planned = await planSnapshot(deps, job);
       const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
       try {
@@ -310,20 +315,13 @@ function commands(cli: Cli): Command {
   program
     .command('verify')
     .description('compare the output in S3 with the live tables (safe on a running source); exit 1 on any difference')
-    .option('--tables <list>', 'comma-separated db.table names (default: every included table)')
+    .option('--tables <list>', 'comma-separated db.table names, backtick-quoted where needed (`a.b`.`c/d`) (default: every included table)')
     .option('--json', 'machine-readable output')
     .action(async (options: { tables?: string; json?: boolean }) => {
       const { verify } = await import('../verify/verify.ts');
+      const tables = options.tables === undefined ? undefined : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
-      const verdict = await verify(
-        { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots },
-        {
-          tables: options.tables?.split(',').map((t) => {
-            const [db = '', table = ''] = t.trim().split('.');
-            return { db, table };
-          }),
-        },
-      );
+      const verdict = await verify({ config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots }, { tables });
       if (options.json) cli.out(JSON.stringify(verdict, null, 2));
       else {
         cli.out(`MySQL read at ${formatPosition(verdict.mysqlPosition)}; output at ${verdict.outputPosition ? formatPosition(verdict.outputPosition) : '-'}`);
@@ -355,25 +353,23 @@ function commands(cli: Cli): Command {
   program
     .command('materialize')
     .description("write a table's current rows from the output, by the materialization rule (docs/FORMAT.md), as Parquet or JSON Lines")
-    .requiredOption('--table <db.table>', 'the table')
+    .requiredOption('--table <db.table>', 'the table, backtick-quoted where needed (`a.b`.`c/d`)')
     .option('--out <file>', 'a .parquet or .jsonl file')
     .option('--sql', 'print the DuckDB statements it runs for the table (load the events, the rule, the export)')
     .action(async (options: { table: string; out?: string; sql?: boolean }) => {
       const { materialize } = await import('../materialize/write.ts');
-      const [db, table] = options.table.split('.');
-      if (!db || !table) throw new SluiceError(ErrorCode.MATERIALIZE_TABLE, `"${options.table}" is not <db>.<table>`);
+      const table = parseTableRef(options.table, '--table');
       if (!options.out && !options.sql) throw new SluiceError(ErrorCode.MATERIALIZE_FORMAT, 'give --out <file.parquet|file.jsonl>, --sql, or both');
       const { config, clients } = await cli.configure(program.opts());
-      const result = await materialize({ config, s3: clients.s3 }, { db, table }, { out: options.out });
+      const result = await materialize({ config, s3: clients.s3 }, table, { out: options.out });
+      const name = formatTableRef(table);
       if (options.sql)
         cli.out(
-          `-- ${options.table}: the statements sluice materialize runs (DuckDB), reading the table's objects in place (INSTALL httpfs; LOAD httpfs; and S3 credentials)\n${result.printable.join(';\n\n')};`,
+          `-- ${name}: the statements sluice materialize runs (DuckDB), reading the table's objects in place (INSTALL httpfs; LOAD httpfs; and S3 credentials)\n${result.printable.join(';\n\n')};`,
         );
       if (result.gone)
-        cli.out(
-          `${options.table} no longer exists in the captured set (dropped, renamed away or excluded): 0 rows${options.out ? ` written to ${options.out}` : ''}`,
-        );
-      else if (options.out) cli.out(`${result.rows} rows of ${options.table} (schema version ${result.version.version}) written to ${options.out}`);
+        cli.out(`${name} no longer exists in the captured set (dropped, renamed away or excluded): 0 rows${options.out ? ` written to ${options.out}` : ''}`);
+      else if (options.out) cli.out(`${result.rows} rows of ${name} written to ${options.out}`);
     });
 
   const state = program.command('state').description('the source state as a savepoint: export, import, reset');

@@ -1,6 +1,6 @@
-import type { BinlogPosition } from '../core/position.ts';
+import { AssertionError } from '../errors.ts';
 import type { ChunkState, PageCommit, SnapshotStore } from '../state/snapshot-store.ts';
-import type { Fence, SourceState, StateStore } from '../state/store.ts';
+import type { Fence, SnapshotRequest, SourceChange, SourceState, StateStore } from '../state/store.ts';
 import type { Ledger } from './protocol.ts';
 
 /**
@@ -8,11 +8,29 @@ import type { Ledger } from './protocol.ts';
  * item and fences every write on the version it last saw.
  */
 
-/** The poller's: the source's item. A commit moves the binlog position; a data commit also counts one more `commitSeq`. */
-export function sourceLedger(store: StateStore, owner: string, clock: () => number): Ledger<SourceState, BinlogPosition> {
+/** What a poller commit moves: the binlog position, and the catalog when the commit saved one. */
+export type SourceAdvance = Omit<SourceChange, 'pending'>;
+
+/**
+ * The poller's: the source's item. A commit moves the binlog position (and the catalog pointer); a
+ * data commit also counts one more `commitSeq`. Settling a commit creates the snapshot jobs its DDL
+ * asked for (`createJob` must be a no-op for a job id that exists).
+ */
+export function sourceLedger(
+  store: StateStore,
+  owner: string,
+  clock: () => number,
+  createJob?: (request: SnapshotRequest) => Promise<void>,
+): Ledger<SourceState, SourceAdvance> {
   const fence = (state: SourceState): Fence => ({ sourceId: state.sourceId, owner, expectVersion: state.version, now: clock() });
   return {
-    commit: (state, position, pending) => store.commit(fence(state), { position, pending }),
+    commit: (state, advance, pending) => store.commit(fence(state), { ...advance, pending }),
+    async settle(state) {
+      for (const request of state.pending?.snapshots ?? []) {
+        if (!createJob) throw new AssertionError(`commit asks for snapshot ${request.id}, but this writer cannot create snapshot jobs`);
+        await createJob(request);
+      }
+    },
     clear: (state) => store.clearPending(fence(state)),
   };
 }

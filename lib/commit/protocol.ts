@@ -17,7 +17,8 @@ import type { Faults } from './faults.ts';
  *   2. commit   ONE conditional write on the ledger's item: advance it, count one more commit, and
  *               record `pending` := [staging → final copies], on condition that its version is the
  *               one we read, we hold an unexpired lease on it, and no pending record exists.
- *   3. rename   Copy each staging object to its final key (manifest last), delete the staging objects.
+ *   3. rename   Copy each staging object to its final key (manifest last), settle what else the
+ *               commit promised (the snapshot jobs its DDL asked for), delete the staging objects.
  *   4. clear    Remove `pending` (another fenced write).
  *
  * Invariants:
@@ -45,6 +46,11 @@ export interface Ledger<S extends { readonly pending?: PendingCommit }, A> {
    * (the number the staged keys were made with) and records the renames.
    */
   commit(state: S, advance: A, pending?: PendingCommit): Promise<S>;
+  /**
+   * Step 3, after the copies: what else the committed commit promised (the snapshot jobs its DDL
+   * asked for). Idempotent, like the copies: a roll-forward may run it again.
+   */
+  settle?(state: S): Promise<void>;
   /** Step 4: removes the pending record once its renames are done (fenced the same way). */
   clear(state: S): Promise<S>;
 }
@@ -63,6 +69,10 @@ export interface CommitTarget {
   readonly placement: ManifestPlacement;
   dataKey(db: string, table: string): string;
   readonly manifestKey: string;
+  /** More objects the commit makes visible with its data (schema history, catalog): staged and copied the same way. */
+  readonly documents?: readonly { readonly key: string; readonly body: unknown }[];
+  /** Snapshot jobs the commit asks for; created when it settles (see Ledger.settle). */
+  readonly snapshots?: PendingCommit['snapshots'];
 }
 
 /** Step 1: finishes the batch's staging objects and writes its manifest next to them. */
@@ -77,11 +87,20 @@ export async function stage(ctx: CommitContext, batch: Batch, target: CommitTarg
     seqMin,
     seqMax,
   }));
+  const documents = target.documents ?? [];
+  for (const [i, document] of documents.entries()) await putJson(ctx.s3, ctx.bucket, batch.stagingKey(`document-${i}.json`), document.body);
   const stagedManifest = batch.stagingKey('manifest.json');
   await putJson(ctx.s3, ctx.bucket, stagedManifest, buildManifest(target.source, ctx.clock(), target.placement, tables));
   await ctx.faults.hit('after-staging');
-  // The manifest's copy comes last, so a visible manifest implies visible data.
-  return { copies: [...tables.map((t) => ({ from: t.from, to: t.key })), { from: stagedManifest, to: target.manifestKey }] };
+  // The manifest's copy comes last, so a visible manifest implies visible data (and schema).
+  return {
+    copies: [
+      ...tables.map((t) => ({ from: t.from, to: t.key })),
+      ...documents.map((d, i) => ({ from: batch.stagingKey(`document-${i}.json`), to: d.key })),
+      { from: stagedManifest, to: target.manifestKey },
+    ],
+    ...(target.snapshots?.length ? { snapshots: target.snapshots } : {}),
+  };
 }
 
 /** Step 2: the one conditional write that makes a staged commit real. */
@@ -108,6 +127,7 @@ export async function rollForward<S extends { readonly pending?: PendingCommit }
     await copyObject(ctx.s3, ctx.bucket, copy.from, copy.to);
     if (i === 0) await ctx.faults.hit('mid-rename');
   }
+  await ledger.settle?.(state);
   await ctx.faults.hit('before-clear');
   await deleteObjects(
     ctx.s3,

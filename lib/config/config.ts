@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { type BinlogPosition, parsePosition } from '../core/position.ts';
-import { ConfigError } from '../errors.ts';
+import { NameScanner, type TableRef, tableKey } from '../core/table-ref.ts';
+import { ConfigError, SluiceError } from '../errors.ts';
 
 /** Where a source with no stored position starts reading. */
 export type Startup =
@@ -32,18 +33,40 @@ function parseStartup(text: string, ctx: z.RefinementCtx): Startup {
   return z.NEVER;
 }
 
+/** `db.table:column, ...`, names plain or backtick-quoted (`` `a.b`.`c/d`:`my col` ``); keyed by `tableKey`. */
 function parseKeyColumns(text: string, ctx: z.RefinementCtx): ReadonlyMap<string, string> {
   const map = new Map<string, string>();
+  const scanner = new NameScanner(text, 'db.table:column list');
+  try {
+    for (;;) {
+      while (scanner.accept(','));
+      scanner.skipSpace();
+      if (scanner.done) break;
+      const ref = scanner.tableRef();
+      if (!scanner.accept(':')) scanner.fail(`expected ":" and the key column after the table, at position ${scanner.pos + 1}`);
+      map.set(tableKey(ref), scanner.name());
+      scanner.skipSpace();
+      if (!scanner.done && !scanner.accept(',')) scanner.fail(`expected "," at position ${scanner.pos + 1}, found "${scanner.peek()}"`);
+    }
+  } catch (error) {
+    if (!(error instanceof SluiceError)) throw error;
+    ctx.addIssue({ code: 'custom', message: error.message });
+  }
+  return map;
+}
+
+function parseDdlOverrides(text: string, ctx: z.RefinementCtx): ReadonlyMap<string, 'resnapshot' | 'noop'> {
+  const map = new Map<string, 'resnapshot' | 'noop'>();
   for (const part of text
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean)) {
-    const match = /^([^.:\s]+\.[^.:\s]+):([^:\s]+)$/.exec(part);
+    const match = /^([^:=\s]+\.\d+:\d+)=(resnapshot|noop)$/.exec(part);
     if (!match?.[1] || !match[2]) {
-      ctx.addIssue({ code: 'custom', message: `"${part}" is not <db>.<table>:<column>` });
+      ctx.addIssue({ code: 'custom', message: `"${part}" is not <binlog file>:<pos>=resnapshot|noop (the position DDL_UNKNOWN names)` });
       continue;
     }
-    map.set(match[1], match[2]);
+    map.set(match[1], match[2] as 'resnapshot' | 'noop');
   }
   return map;
 }
@@ -85,7 +108,7 @@ const schema = z.object({
   SLUICE_INCLUDE: z.string().default('').transform(parsePatterns),
   SLUICE_EXCLUDE: z.string().default('').transform(parsePatterns),
   SLUICE_STARTUP: z.string().default('initial').transform(parseStartup),
-  /** For tables without a primary key: `db.table:column,...`, a unique NOT NULL column identifying rows. */
+  /** For tables without a primary key: `db.table:column,...` (names may be backtick-quoted), a unique NOT NULL column identifying rows. */
   SLUICE_KEY_COLUMNS: z.string().default('').transform(parseKeyColumns),
   /** Rows per snapshot page (one commit each) and rows per chunk (the unit parallel workers claim). */
   SLUICE_SNAPSHOT_PAGE_ROWS: positiveInt(50_000),
@@ -114,6 +137,11 @@ const schema = z.object({
     .transform((v) => v === 'true'),
   /** The snapshot Lambda the poller starts for `initial` and restarts when stalled (serverless.yml sets it). */
   SLUICE_SNAPSHOT_FUNCTION: z.string().min(1).optional(),
+  /**
+   * Operator decisions for DDL sluice cannot classify (DDL_UNKNOWN): `<file>:<pos>=resnapshot|noop`,
+   * comma-separated, the position as the error names it.
+   */
+  SLUICE_DDL_OVERRIDES: z.string().default('').transform(parseDdlOverrides),
 });
 
 export type Config = Readonly<{
@@ -128,6 +156,7 @@ export type Config = Readonly<{
   include: readonly RegExp[];
   exclude: readonly RegExp[];
   startup: Startup;
+  /** `SLUICE_KEY_COLUMNS`: the key column by table, keyed by `tableKey` (see `keyColumn`). */
   keyColumns: ReadonlyMap<string, string>;
   snapshot: Readonly<{ pageRows: number; chunkRows: number; leaseMs: number }>;
   batch: Readonly<{ maxBytes: number; maxEvents: number; maxAgeMs: number }>;
@@ -137,6 +166,7 @@ export type Config = Readonly<{
   s3ForcePathStyle: boolean;
   stopWhenCaughtUp: boolean;
   snapshotFunction: string | undefined;
+  ddlOverrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
 }>;
 
 /** Parses and validates the environment once; a bad value names the variable and what it accepts. */
@@ -179,6 +209,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     s3ForcePathStyle: e.SLUICE_S3_FORCE_PATH_STYLE,
     stopWhenCaughtUp: e.SLUICE_STOP_WHEN_CAUGHT_UP,
     snapshotFunction: e.SLUICE_SNAPSHOT_FUNCTION,
+    ddlOverrides: e.SLUICE_DDL_OVERRIDES,
   });
 }
 
@@ -192,7 +223,17 @@ export function parseStartupSetting(text: string): Startup {
   return result.data;
 }
 
-/** True when `db.table` passes the include/exclude filters (include empty = every user table). */
+/** The column `SLUICE_KEY_COLUMNS` names for a table without a primary key, if any. */
+export function keyColumn(config: Pick<Config, 'keyColumns'>, table: TableRef): string | undefined {
+  return config.keyColumns.get(tableKey(table));
+}
+
+/**
+ * True when the table passes the include/exclude filters (include empty = every user table). The
+ * regexes match the text `db.table`, the raw names joined by a dot (never split again): a dot inside
+ * a name makes that text ambiguous: `x`.`dot.ted` and `x.dot`.`ted` are both `x.dot.ted`, so a pattern
+ * matches both or neither. That is matching, not naming: everything else keeps the two names apart.
+ */
 export function tableFilter(config: Pick<Config, 'include' | 'exclude'>): (db: string, table: string) => boolean {
   return (db, table) => {
     if (SYSTEM_SCHEMAS.has(db)) return false;

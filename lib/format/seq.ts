@@ -9,6 +9,10 @@ import { type BinlogPosition, fileNumber } from '../core/position.ts';
  *                  file number . end offset of the transaction's first event . change index
  *   snapshot row   FFFFFFFFFF.PPPPPPPPPPPP.r.<job>.<table hash:8>.<chunk:4>.<page:8>.<row:7>
  *                  F.P of the page's low watermark L (the binlog end read before its SELECT)
+ *   run control    FFFFFFFFFF.PPPPPPPPPPPP.i<commit:12>.<index:10>
+ *                  F.P of the stored position a run starts from: what a run decides before reading
+ *                  (tables entering or leaving the filters, the schema versions a source starts
+ *                  with), numbered by the commit that records it
  *   sentinel       FFFFFFFFFF.PPPPPPPPPPPP.~   (verify: "after every event at or before S")
  *
  * Why this orders correctly:
@@ -19,9 +23,13 @@ import { type BinlogPosition, fileNumber } from '../core/position.ts';
  *     ending at or before P(L) in F(L) (or in an earlier file); one committed after L has it ending
  *     after P(L). So no binlog event has the prefix F(L).P(L).: binlog events before L sort below
  *     the page's rows, events after L above them, and "greatest seq per key wins" merges both.
- *   - After the shared prefix, a binlog index starts with a digit, a snapshot row with `r` and the
- *     sentinel with `~`; digits < `r` < `~` in ASCII, so the sentinel sorts after every snapshot
- *     row read at that position and before every event of a later transaction.
+ *   - A run's start position is a transaction boundary too, so no binlog event has its prefix
+ *     either; the commit number keeps two runs starting at one position apart.
+ *   - After the shared prefix, a binlog index starts with a digit, a run control event with `i`, a
+ *     snapshot row with `r` and the sentinel with `~`; digits < `i` < `r` < `~` in ASCII, so a reset
+ *     written by a run sorts before the rows of a snapshot page read at that position, and the
+ *     sentinel after every snapshot row read at that position and before every event of a later
+ *     transaction.
  */
 
 const FILE_WIDTH = 10;
@@ -41,6 +49,11 @@ export function seqPrefix(file: string, pos: number): string {
 /** A binlog event's seq: its transaction's prefix and its change index within the transaction. */
 export function seq(prefix: string, index: number): string {
   return prefix + pad(index, INDEX_WIDTH);
+}
+
+/** The prefix of what a run records at its start position, in the commit numbered `commitSeq`. */
+export function runControlPrefix(position: BinlogPosition, commitSeq: number): string {
+  return `${seqPrefix(position.file, position.pos)}i${pad(commitSeq, POS_WIDTH)}.`;
 }
 
 /** A short, stable tag for a table name, so two tables' rows in one snapshot never share a seq. */

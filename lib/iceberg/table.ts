@@ -54,7 +54,7 @@ export interface IcebergDeps {
 
 /** The source table as it is now. */
 export interface TableSpec {
-  /** Object key prefix of the table (no trailing slash), e.g. `<prefix>iceberg/<db>/<table>`. */
+  /** Object key prefix of the table (no trailing slash), e.g. `<prefix>iceberg/<db-seg>/<table-seg>` (`tablePath` in lib/sink/s3/keys.ts). */
   readonly location: string;
   readonly columns: readonly Column[];
   /** Key column names; empty for a keyless table (rows are then a multiset, identity = the whole row). */

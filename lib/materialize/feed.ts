@@ -1,6 +1,6 @@
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { Manifest } from '../format/manifest.ts';
+import { type Manifest, readManifest } from '../format/manifest.ts';
 import { listKeys } from '../sink/s3/objects.ts';
 
 async function body(s3: S3Client, bucket: string, key: string): Promise<Buffer> {
@@ -12,7 +12,7 @@ async function body(s3: S3Client, bucket: string, key: string): Promise<Buffer> 
 export async function* manifests(s3: S3Client, bucket: string, prefix: string, sourceId: string): AsyncGenerator<Manifest> {
   const keys: string[] = [];
   for await (const key of listKeys(s3, bucket, `${prefix}manifests/${sourceId}/`)) keys.push(key);
-  for (const key of keys.sort()) yield JSON.parse((await body(s3, bucket, key)).toString('utf8')) as Manifest;
+  for (const key of keys.sort()) yield readManifest((await body(s3, bucket, key)).toString('utf8'));
 }
 
 /** Every committed change event as its JSON line, in feed order. */

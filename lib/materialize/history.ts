@@ -1,6 +1,6 @@
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { MaterializeError } from '../errors.ts';
-import type { TableRef } from '../schema/definition.ts';
 import { fromSchemaObject } from '../schema/object.ts';
 import type { SchemaColumn, SchemaVersion } from '../schema/version.ts';
 import { schemaPrefix } from '../sink/s3/keys.ts';
@@ -15,14 +15,30 @@ import { listKeys } from '../sink/s3/objects.ts';
  */
 export class TableHistory {
   readonly #versions = new Map<number, SchemaVersion>();
+  /** Where each version starts in the feed (its history object's `seq`), when known. */
+  readonly #seqs = new Map<number, string>();
 
   constructor(
     readonly table: TableRef,
-    versions: readonly SchemaVersion[],
+    versions: readonly (SchemaVersion & { readonly seq?: string })[],
     /** False for the synthesized version of format-v1 output. */
     readonly versioned: boolean,
   ) {
-    for (const v of versions) this.#versions.set(v.version, v);
+    for (const v of versions) {
+      this.#versions.set(v.version, v);
+      if (v.seq) this.#seqs.set(v.version, v.seq);
+    }
+  }
+
+  /**
+   * SQL for the version in effect at an event's `seq` (a column): the newest version starting at or
+   * before it. An event without `schema` (a snapshot page written before the poller recorded the
+   * table's version) is read in it; by construction this is also what `schema` says when present.
+   */
+  versionAtSql(seq: string): string | undefined {
+    const starts = [...this.#seqs].sort((a, b) => b[0] - a[0]);
+    if (!starts.length) return undefined;
+    return `CASE ${starts.map(([v, at]) => `WHEN ${seq} >= '${at.replaceAll("'", "''")}' THEN ${v}`).join(' ')} ELSE ${this.numbers()[0]} END`;
   }
 
   /** The version numbered `n`; fails loudly when the history lacks it (the output is incomplete). */
@@ -30,7 +46,7 @@ export class TableHistory {
     const v = this.#versions.get(n);
     if (!v)
       throw new MaterializeError(
-        `${this.table.db}.${this.table.table}: events are written in schema version ${n}, but the schema history has ${this.numbers().join(', ') || 'no versions'}`,
+        `${formatTableRef(this.table)}: events are written in schema version ${n}, but the schema history has ${this.numbers().join(', ') || 'no versions'}`,
       );
     return v;
   }
@@ -45,7 +61,7 @@ export class TableHistory {
 
   get latest(): SchemaVersion {
     const last = this.numbers().at(-1);
-    if (last === undefined) throw new MaterializeError(`${this.table.db}.${this.table.table}: no schema version`);
+    if (last === undefined) throw new MaterializeError(`${formatTableRef(this.table)}: no schema version`);
     return this.version(last);
   }
 
@@ -55,7 +71,7 @@ export class TableHistory {
     if (!v.key) return null;
     return v.key.map((name) => {
       const column = v.columns.find((c) => c.name === name);
-      if (!column) throw new MaterializeError(`${this.table.db}.${this.table.table} version ${n}: key column ${name} is not a column`);
+      if (!column) throw new MaterializeError(`${formatTableRef(this.table)} version ${n}: key column ${name} is not a column`);
       return column.id;
     });
   }

@@ -1,3 +1,4 @@
+import { formatTableRef } from '../core/table-ref.ts';
 import { MaterializeError } from '../errors.ts';
 import type { SchemaColumn } from '../schema/version.ts';
 import type { TableHistory } from './history.ts';
@@ -85,7 +86,7 @@ export function projection(history: TableHistory, from: number, to: number): Pro
 
 /** The fill of a column added after `from`, from the version that added it, in `to`'s type. */
 function fillOf(history: TableHistory, column: SchemaColumn, from: number, to: number): string {
-  const name = `${history.table.db}.${history.table.table}`;
+  const name = formatTableRef(history.table);
   for (let n = from + 1; n <= to; n++) {
     const version = history.version(n);
     const add = version.changes.find((c) => c.op === 'add' && c.id === column.id);

@@ -1,6 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { MaterializeError } from '../errors.ts';
-import type { TableRef } from '../schema/definition.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import type { TableHistory } from './history.ts';
 import { keySql, partsSql, projection, projectSql, sqlString } from './projection.ts';
@@ -61,6 +61,8 @@ export interface RulePlan {
   readonly table: TableRef;
   /** The DuckDB table of the events (see events.ts). */
   readonly events: string;
+  /** Statements planning ran on the events first (events without `schema` given the version in effect at their seq). */
+  readonly prepared: readonly string[];
   /** The current version N: the version of the table's newest event. */
   readonly current: number;
   /** The last `t`: nothing before it counts. */
@@ -88,6 +90,10 @@ async function rows(duck: DuckDBConnection, sql: string): Promise<Record<string,
 export async function planRule(duck: DuckDBConnection, history: TableHistory, events: string, start?: number): Promise<RulePlan> {
   const fallback = history.latest.version;
   const version = (v: unknown) => (v === null || v === undefined ? fallback : Number(v));
+  const prepared: string[] = [];
+  const at = history.versioned ? history.versionAtSql('seq') : undefined;
+  if (at) prepared.push(`UPDATE ${events} SET v = ${at} WHERE v IS NULL`);
+  for (const sql of prepared) await duck.run(sql);
   const markers: Marker[] = (await rows(duck, `SELECT seq, op, v, kind FROM ${events} WHERE op IN ('t', 's') ORDER BY seq`)).map((r) => ({
     seq: String(r.seq),
     op: r.op as 't' | 's',
@@ -102,7 +108,7 @@ export async function planRule(duck: DuckDBConnection, history: TableHistory, ev
     await rows(duck, `SELECT v, min(seq) AS lo, max(seq) AS hi FROM ${events} WHERE op IN ${ROW_OPS} AND seq > ${sqlString(from)} GROUP BY v`)
   ).map((r) => ({ v: version(r.v), lo: String(r.lo), hi: String(r.hi) }));
 
-  const name = `${history.table.db}.${history.table.table}`;
+  const name = formatTableRef(history.table);
   const first = ranges.reduce<{ v: number; lo: string } | undefined>((a, r) => (!a || r.lo < a.lo ? r : a), undefined);
   const firstMarker = markers.find((m) => m.seq > from);
   const startVersion = reset?.version ?? start ?? (firstMarker && (!first || firstMarker.seq < first.lo) ? firstMarker.version : first?.v) ?? current;
@@ -133,7 +139,7 @@ export async function planRule(duck: DuckDBConnection, history: TableHistory, ev
       throw new MaterializeError(`${name}: events are written in version ${last}, after the newest event's version ${current}`);
     return { after: cut.seq, before, key: history.version(last).key, version: last, rowVersions: own.map((r) => r.v).sort((a, b) => a - b) };
   });
-  return { table: history.table, events, current, reset, gone: reset !== null && GONE_KINDS.has(reset.kind ?? ''), epochs };
+  return { table: history.table, events, prepared, current, reset, gone: reset !== null && GONE_KINDS.has(reset.kind ?? ''), epochs };
 }
 
 /** `CASE v WHEN … END` of `sql(version)` over `versions` (no CASE for one). */
@@ -263,8 +269,9 @@ export interface Materialized {
 /** Runs the rule over the events in table `events`, creating `<prefix>_state`; intermediate tables are dropped. */
 export async function materializeRule(duck: DuckDBConnection, history: TableHistory, events: string, prefix: string): Promise<Materialized> {
   const plan = await planRule(duck, history, events);
-  const statements = ruleStatements(history, plan, prefix);
-  for (const sql of statements) await duck.run(sql);
+  const rule = ruleStatements(history, plan, prefix);
+  for (const sql of rule) await duck.run(sql);
+  const statements = [...plan.prepared, ...rule];
   const folded = plan.epochs.some((e) => e.rowVersions.length);
   const changes = (folded ? plan.epochs : []).map((_, i) => `(SELECT count(*) FROM ${prefix}_d${i} WHERE id IS NULL)`);
   const [counts] = await rows(
@@ -274,7 +281,7 @@ export async function materializeRule(duck: DuckDBConnection, history: TableHist
   for (let i = 0; i < plan.epochs.length; i++) await duck.run(`DROP TABLE IF EXISTS ${prefix}_d${i}; DROP TABLE IF EXISTS ${prefix}_s${i}`);
   if (Number(counts?.broken))
     throw new MaterializeError(
-      `${history.table.db}.${history.table.table}: ${counts?.broken} row images are not laid out as their schema version says (its columns, in order)`,
+      `${formatTableRef(history.table)}: ${counts?.broken} row images are not laid out as their schema version says (its columns, in order)`,
     );
   return {
     plan,

@@ -2,8 +2,8 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { type TableRef, tableKey } from '../core/table-ref.ts';
 import type { Manifest } from '../format/manifest.ts';
-import type { TableRef } from '../schema/definition.ts';
 import { downloadObjects, type EventFiles, loadEventsSql } from './events.ts';
 import { manifests } from './feed.ts';
 import { loadHistory, type ManifestShape, TableHistory, unversionedHistory } from './history.ts';
@@ -30,15 +30,8 @@ export interface OutputTable {
   shape?: ManifestShape;
 }
 
-/** Internal map key of a table: never "db.table" (names may hold dots). */
-export const tableKey = (t: TableRef) => JSON.stringify([t.db, t.table]);
-
-/** A manifest's shape of a table: v1 `tables` is a map by "db.table", v2 an array of `{db, table, key, columns}`. */
-function shapeIn(manifest: Manifest, table: TableRef): ManifestShape | undefined {
-  const tables = manifest.tables as unknown;
-  if (Array.isArray(tables)) return (tables as (ManifestShape & TableRef)[]).find((t) => t.db === table.db && t.table === table.table);
-  return (tables as Record<string, ManifestShape> | undefined)?.[`${table.db}.${table.table}`];
-}
+/** A manifest's shape of a table (v1 manifests are read in the v2 shape, see readManifest). */
+const shapeIn = (manifest: Manifest, table: TableRef): ManifestShape | undefined => manifest.tables.find((t) => t.db === table.db && t.table === table.table);
 
 /** Every table the committed output holds objects for, from the manifests (read once, in commit order). */
 export async function outputTables(source: OutputSource): Promise<Map<string, OutputTable>> {

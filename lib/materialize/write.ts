@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { Config } from '../config/config.ts';
+import { formatTableRef, type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
-import type { TableRef } from '../schema/definition.ts';
 import type { SchemaColumn, SchemaVersion } from '../schema/version.ts';
 import { sqlString } from './projection.ts';
-import { materializeTable, outputTables, tableDir, tableKey } from './table.ts';
+import { materializeTable, outputTables, tableDir } from './table.ts';
 
 /** What `sluice materialize` did. */
 export interface MaterializeResult {
@@ -33,13 +33,13 @@ export async function materialize(deps: { config: Config; s3: S3Client }, table:
   if (format === null) throw new SluiceError(ErrorCode.MATERIALIZE_FORMAT, `write to a .parquet or .jsonl file, not ${out}`);
   const source = { s3: deps.s3, bucket: deps.config.bucket, prefix: deps.config.prefix, sourceId: deps.config.sourceId };
   const entry = (await outputTables(source)).get(tableKey(table));
-  if (!entry) throw new SluiceError(ErrorCode.MATERIALIZE_EMPTY, `the output has no events for ${table.db}.${table.table}`);
+  if (!entry) throw new SluiceError(ErrorCode.MATERIALIZE_EMPTY, `the output has no events for ${formatTableRef(table)}`);
   const work = mkdtempSync(join(tmpdir(), 'sluice-materialize-'));
   const db = await DuckDBInstance.create(join(work, 'm.duckdb'), { temp_directory: join(work, 'spill') });
   const duck = await db.connect();
   try {
     const result = await materializeTable(source, entry, duck, tableDir(work, 0), 'm');
-    if (!result) throw new SluiceError(ErrorCode.MATERIALIZE_EMPTY, `the output has no schema for ${table.db}.${table.table}`);
+    if (!result) throw new SluiceError(ErrorCode.MATERIALIZE_EMPTY, `the output has no schema for ${formatTableRef(table)}`);
     const statements = [result.load, ...result.statements];
     if (out !== undefined && format) {
       const copy = exportSql(result.state, result.version, out, format);

@@ -8,8 +8,9 @@ import { collationInfo, defaultCollation, maxBytesPerChar } from './charsets.ts'
  * derived from DDL can be compared with what the server reports and what the binlog carries.
  *
  * The vocabulary is what the binlog can tell apart (the row images are the ground truth): no
- * display widths or ZEROFILL, FLOAT(M,D) is `float`, JSON is `longtext`, UUID/INET6 are
- * `binary(16)` and INET4 `binary(4)` (their row images are those bytes), BOOL is `tinyint`.
+ * display widths or ZEROFILL, FLOAT(M,D) is `float`, JSON is `longtext`, BOOL is `tinyint`; UUID,
+ * INET4 and INET6 keep their names (the binlog logs their bytes as BINARY(16|4): `structureOf`
+ * compares them that way).
  * String lengths are in characters, as in DDL.
  */
 export interface TypeDescriptor {
@@ -21,6 +22,8 @@ export interface TypeDescriptor {
   readonly precision?: number;
   readonly scale?: number;
   readonly fsp?: number;
+  /** The fraction digits are not known (a TABLE_MAP of MariaDB's pre-10.0 temporal format). */
+  readonly fspUnknown?: boolean;
   /** ENUM/SET values, in order. */
   readonly values?: readonly string[];
   readonly charset?: string;
@@ -95,6 +98,8 @@ export function normalizeType(d: TypeDescriptor): ColumnType {
     case 'datetime':
     case 'timestamp':
     case 'time': {
+      // A TABLE_MAP of the pre-10.0 temporal format does not say: `(*)` matches any (see structure checks).
+      if (d.fspUnknown) return { type: `${base}(*)`, kind: base };
       const fsp = d.fsp ?? 0;
       if (fsp < 0 || fsp > 6) throw new UnsupportedTypeError(`${base}(${fsp})`);
       return { type: fsp ? `${base}(${fsp})` : base, kind: base, fsp };
@@ -112,11 +117,11 @@ export function normalizeType(d: TypeDescriptor): ColumnType {
       return text(`${base}(${d.values.map(quoteValue).join(',')})`);
     case 'json':
       return { type: 'longtext', kind: 'string', charset: 'utf8mb4', collation: 'utf8mb4_bin' };
+    // Written as the server prints them (lib/format/types.ts); the binlog logs them as BINARY(16|4).
     case 'uuid':
     case 'inet6':
-      return { type: 'binary(16)', kind: 'binary' };
     case 'inet4':
-      return { type: 'binary(4)', kind: 'binary' };
+      return { type: base, kind: base };
     default:
       throw new UnsupportedTypeError(`type ${base}`);
   }
@@ -164,7 +169,7 @@ export function informationSchemaType(row: InformationSchemaColumn): TypeDescrip
   const collation = row.COLLATION_NAME ?? undefined;
   const nums = args.split(',').map((x) => Number(x.trim()));
   const strings = { ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
-  if (/\bcompressed\b/i.test(m[3] ?? '')) throw new UnsupportedTypeError(`COMPRESSED column ${row.COLUMN_NAME}`);
+  // COMPRESSED is how MariaDB stores the column, not what it holds: the binlog and SELECT carry the values.
   switch (base) {
     case 'decimal':
       return { base, precision: nums[0], scale: nums[1] ?? 0, unsigned };
@@ -216,6 +221,9 @@ const T = {
   TIMESTAMP2: 17,
   DATETIME2: 18,
   TIME2: 19,
+  /** MariaDB's VARCHAR/VARBINARY … COMPRESSED and BLOB/TEXT … COMPRESSED. */
+  VARCHAR_COMPRESSED: 140,
+  BLOB_COMPRESSED: 141,
   JSON: 245,
   NEWDECIMAL: 246,
   ENUM: 247,
@@ -279,23 +287,26 @@ export function tableMapType(column: TableMapColumn): TypeDescriptor {
     case T.DATE:
     case T.NEWDATE:
       return { base: 'date' };
+    // The pre-10.0 storage format (DATETIME, TIMESTAMP, TIME codes) logs no fraction digits: `fsp` unknown.
     case T.DATETIME:
     case T.DATETIME2:
-      return { base: 'datetime', fsp: m.decimals ?? 0 };
+      return column.type === T.DATETIME ? { base: 'datetime', fspUnknown: true } : { base: 'datetime', fsp: m.decimals ?? 0 };
     case T.TIMESTAMP:
     case T.TIMESTAMP2:
-      return { base: 'timestamp', fsp: m.decimals ?? 0 };
+      return column.type === T.TIMESTAMP ? { base: 'timestamp', fspUnknown: true } : { base: 'timestamp', fsp: m.decimals ?? 0 };
     case T.TIME:
     case T.TIME2:
-      return { base: 'time', fsp: m.decimals ?? 0 };
+      return column.type === T.TIME ? { base: 'time', fspUnknown: true } : { base: 'time', fsp: m.decimals ?? 0 };
     case T.ENUM:
     case T.SET:
       return { base: column.type === T.ENUM ? 'enum' : 'set', values: column.values ?? [], ...(charset ? { charset } : {}) };
     case T.VARCHAR:
+    case T.VARCHAR_COMPRESSED:
     case T.VAR_STRING:
     case T.STRING: {
       const char = column.type === T.STRING;
-      const bytes = m.max_length ?? 0;
+      // A COMPRESSED column's length counts one more byte (its compression header).
+      const bytes = (m.max_length ?? 0) - (column.type === T.VARCHAR_COMPRESSED ? 1 : 0);
       if (!charset) return { base: char ? 'binary' : 'varbinary', length: bytes };
       return { base: char ? 'char' : 'varchar', length: chars(bytes), charset };
     }
@@ -303,6 +314,7 @@ export function tableMapType(column: TableMapColumn): TypeDescriptor {
     case T.MEDIUM_BLOB:
     case T.LONG_BLOB:
     case T.BLOB:
+    case T.BLOB_COMPRESSED:
     case T.JSON: {
       const blob = LOB_BY_LENGTH_SIZE[m.length_size ?? 2] ?? 'blob';
       return charset ? { base: TEXT_FOR_BLOB[blob] as string, charset } : { base: blob };

@@ -1,3 +1,4 @@
+import type { TableRef } from '../core/table-ref.ts';
 import type { TypeDescriptor } from './column-type.ts';
 
 /**
@@ -84,11 +85,8 @@ export type AlterOp =
   | { readonly op: 'noop'; readonly what: string }
   | { readonly op: 'unknown'; readonly reason: string };
 
-/** A table, by its raw (unescaped) names. */
-export interface TableRef {
-  readonly db: string;
-  readonly table: string;
-}
+/** A table, by its raw (unescaped) names (lib/core/table-ref.ts). */
+export type { TableRef };
 
 /** What a statement does to one table. */
 export type TableChange =

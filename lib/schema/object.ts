@@ -3,8 +3,8 @@ import type { SchemaChange, SchemaColumn, SchemaIndex, SchemaVersion } from './v
 
 /**
  * A schema version as the object stored under `schema/<source>/<db-seg>/<table-seg>/<version:6>.json`
- * (docs: format-v2 §3), and the conversion both ways. The writer is the poller; the readers are
- * the materialization rule, verify and the Iceberg merge. Field names are the format's (snake case).
+ * (docs/FORMAT.md, "Schema history"), read back into a SchemaVersion. The poller writes it
+ * (catalog.ts, `historyObject`); the readers are the materialization rule, verify and the Iceberg merge.
  */
 export interface SchemaObject {
   format: 'sluice-schema/v1';
@@ -15,8 +15,8 @@ export interface SchemaObject {
   /** The seq of the event that made this version (its `t`/`s` marker), or of the start position. */
   seq: string;
   position: { file: string; pos: number };
-  origin: 'ddl' | 'snapshot' | 'table-map';
-  ddl: { kind: string; statement: string } | null;
+  origin: string;
+  ddl: { kind: string; statement?: string } | null;
   columns: {
     id: number;
     name: string;
@@ -26,7 +26,7 @@ export interface SchemaObject {
     fsp?: number;
     charset?: string;
     collation?: string;
-    auto_increment?: true;
+    autoIncrement?: true;
   }[];
   key: string[] | null;
   last_column_id: number;
@@ -35,41 +35,6 @@ export interface SchemaObject {
   charset?: string;
   collation?: string;
   dropped?: true;
-}
-
-/** Where a version came from, for its object. */
-export type SchemaObjectOrigin = Pick<SchemaObject, 'source' | 'seq' | 'position' | 'origin' | 'ddl'>;
-
-export function toSchemaObject(v: SchemaVersion, origin: SchemaObjectOrigin): SchemaObject {
-  return {
-    format: 'sluice-schema/v1',
-    source: origin.source,
-    db: v.db,
-    table: v.table,
-    version: v.version,
-    seq: origin.seq,
-    position: origin.position,
-    origin: origin.origin,
-    ddl: origin.ddl,
-    columns: v.columns.map((c) => ({
-      id: c.id,
-      name: c.name,
-      type: c.type,
-      kind: c.kind,
-      nullable: c.nullable,
-      ...(c.fsp !== undefined ? { fsp: c.fsp } : {}),
-      ...(c.charset !== undefined ? { charset: c.charset } : {}),
-      ...(c.collation !== undefined ? { collation: c.collation } : {}),
-      ...(c.autoIncrement ? { auto_increment: true as const } : {}),
-    })),
-    key: v.key ? [...v.key] : null,
-    last_column_id: v.lastColumnId,
-    changes: [...v.changes],
-    indexes: [...v.indexes],
-    ...(v.charset !== undefined ? { charset: v.charset } : {}),
-    ...(v.collation !== undefined ? { collation: v.collation } : {}),
-    ...(v.dropped ? { dropped: true as const } : {}),
-  };
 }
 
 /** Fraction digits of a temporal type string (`datetime(3)` → 3), for objects that leave `fsp` out. */
@@ -95,7 +60,7 @@ export function fromSchemaObject(value: unknown): SchemaVersion & { seq: string 
       ...(fsp !== undefined ? { fsp } : {}),
       ...(c.charset !== undefined ? { charset: c.charset } : {}),
       ...(c.collation !== undefined ? { collation: c.collation } : {}),
-      ...(c.auto_increment ? { autoIncrement: true } : {}),
+      ...(c.autoIncrement ? { autoIncrement: true } : {}),
     };
   });
   return {

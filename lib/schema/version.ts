@@ -321,7 +321,12 @@ const sameKey = (a: readonly string[] | null, b: readonly string[] | null) => JS
 
 /** What the binlog can show of a version: names, types, key (nullability and collations it cannot). */
 export function structureOf(v: Pick<SchemaVersion, 'columns' | 'key'>): string {
-  return JSON.stringify({ columns: v.columns.map((c) => [c.name, c.type, c.kind === 'string' ? (c.charset ?? null) : null]), key: v.key });
+  return JSON.stringify({ columns: v.columns.map((c) => [c.name, binlogVisible(c.type), c.kind === 'string' ? (c.charset ?? null) : null]), key: v.key });
+}
+
+/** A type as a TABLE_MAP can show it: MariaDB logs UUID and INET6 as BINARY(16), INET4 as BINARY(4). */
+function binlogVisible(type: string): string {
+  return type === 'uuid' || type === 'inet6' ? 'binary(16)' : type === 'inet4' ? 'binary(4)' : type;
 }
 
 /** Evolves a table's version through one DDL effect. Pure. */

@@ -1,9 +1,11 @@
+import { parseTableRef } from '../core/table-ref.ts';
 import { planSnapshot, type SnapshotDeps, snapshotToRun } from './plan.ts';
 import { runSnapshotWorker, type WorkerResult } from './worker.ts';
 
 /** What the snapshot Lambda is invoked with: no `worker` = plan and fan out; `worker` = copy. */
 export interface SnapshotEvent {
   snapshotId?: string;
+  /** Tables in their text form: `db.table`, or backtick-quoted, `` `a.b`.`c/d` ``. */
   tables?: string[];
   workers?: number;
   worker?: number;
@@ -22,7 +24,8 @@ export async function snapshotInvocation(
 ): Promise<WorkerResult | { snapshot: string; workers: number }> {
   if (event.worker === undefined) {
     const named = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : undefined;
-    const job = named && named.status !== 'done' ? named : await snapshotToRun(deps, event.tables ?? null);
+    const job =
+      named && named.status !== 'done' ? named : await snapshotToRun(deps, event.tables?.map((t) => parseTableRef(t, 'snapshot event table')) ?? null);
     await planSnapshot(deps, job);
     const workers = Math.max(1, event.workers ?? 2);
     for (let worker = 0; worker < workers; worker++) await invoke({ snapshotId: job.id, worker });

@@ -1,21 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Faults } from '../commit/faults.ts';
-import { type Config, tableFilter } from '../config/config.ts';
+import { type Config, keyColumn, tableFilter } from '../config/config.ts';
 import type { KeyValues } from '../core/key-values.ts';
 import type { BinlogPosition } from '../core/position.ts';
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
+import { tablePath } from '../sink/s3/keys.ts';
 import { listTables, type TableInfo, tableInfo } from '../source/mysql/schema.ts';
 import { connect, masterPosition } from '../source/mysql/server.ts';
 import { keyAtOffset, lastKey } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { PlannedTable, SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
+import type { SnapshotRequest, StateStore } from '../state/store.ts';
 
 export interface SnapshotDeps {
   readonly config: Config;
   readonly s3: S3Client;
   readonly snapshots: SnapshotStore;
+  /** The source's state: the schema catalog a page's version is taken from. */
+  readonly store: StateStore;
   readonly log: Log;
   readonly clock?: () => number;
   readonly faults?: Faults;
@@ -30,7 +35,7 @@ const jobId = (now: number) =>
 /** Records a snapshot request (all included tables, or `tables`), with the binlog position before it. */
 export async function requestSnapshot(
   deps: Pick<SnapshotDeps, 'config' | 'snapshots' | 'log' | 'clock'>,
-  tables: readonly string[] | null,
+  tables: readonly TableRef[] | null,
   startPosition?: BinlogPosition,
 ): Promise<SnapshotJob> {
   const now = (deps.clock ?? Date.now)();
@@ -50,7 +55,29 @@ export async function requestSnapshot(
   }
   const job: SnapshotJob = { sourceId: deps.config.sourceId, id: jobId(now), createdAt: now, requested: tables, status: 'requested', startPosition: position };
   await deps.snapshots.createJob(job);
-  deps.log.info('snapshot requested', { snapshot: job.id, tables: tables ?? 'all included' });
+  deps.log.info('snapshot requested', { snapshot: job.id, tables: tables?.map(formatTableRef) ?? 'all included' });
+  return job;
+}
+
+/**
+ * The snapshot job a poller commit asked for (a table renamed into the set, a re-snapshot after
+ * DDL, a table the filters now include): created once under the id the commit fixed, so a
+ * roll-forward that runs again creates nothing. Returns the job when this call created it.
+ */
+export async function requestJob(
+  deps: Pick<SnapshotDeps, 'config' | 'snapshots' | 'log' | 'clock'>,
+  request: SnapshotRequest,
+): Promise<SnapshotJob | undefined> {
+  const job: SnapshotJob = {
+    sourceId: deps.config.sourceId,
+    id: request.id,
+    createdAt: (deps.clock ?? Date.now)(),
+    requested: request.tables.map(({ db, table }) => ({ db, table })),
+    status: 'requested',
+    startPosition: request.startPosition,
+  };
+  if (!(await deps.snapshots.createJob(job))) return undefined;
+  deps.log.info('snapshot requested', { snapshot: job.id, tables: request.tables.length, reason: request.reason });
   return job;
 }
 
@@ -58,15 +85,15 @@ export async function requestSnapshot(
  * The snapshot to work on: the unfinished one if there is one (asking for specific tables then is
  * refused by requestSnapshot), else a new request for `tables` (null = every included table).
  */
-export async function snapshotToRun(deps: SnapshotDeps, tables: readonly string[] | null): Promise<SnapshotJob> {
+export async function snapshotToRun(deps: SnapshotDeps, tables: readonly TableRef[] | null): Promise<SnapshotJob> {
   const latest = await deps.snapshots.latestJob(deps.config.sourceId);
   if (latest && latest.status !== 'done' && !tables) return latest;
   return requestSnapshot(deps, tables);
 }
 
 /** The column that replaces a missing primary key (`SLUICE_KEY_COLUMNS`), if one is configured. */
-export function chunkColumn(config: Config, name: string): string | undefined {
-  return config.keyColumns.get(name);
+export function chunkColumn(config: Config, table: TableRef): string | undefined {
+  return keyColumn(config, table);
 }
 
 /** Splits every requested table into key ranges; idempotent, so concurrent planners agree. */
@@ -76,18 +103,12 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
   const conn = await connect(await mysqlTarget(config));
   try {
     const accept = tableFilter(config);
-    const names = job.requested
-      ? job.requested.map((name) => {
-          const [db, table] = name.split('.');
-          if (!db || !table) throw new SluiceError(ErrorCode.SNAPSHOT_TABLE, `"${name}" is not <db>.<table>`);
-          return { db, table };
-        })
-      : await listTables(conn, accept);
+    const names = job.requested ?? (await listTables(conn, accept));
     const infos: TableInfo[] = [];
     const refused: string[] = [];
     for (const { db, table } of names) {
       try {
-        infos.push(await tableInfo(conn, db, table, chunkColumn(config, `${db}.${table}`)));
+        infos.push(await tableInfo(conn, db, table, chunkColumn(config, { db, table })));
       } catch (error) {
         if (!(error instanceof SluiceError)) throw error;
         refused.push(error.message);
@@ -96,7 +117,13 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
     if (refused.length) throw new SluiceError(ErrorCode.SNAPSHOT_REFUSED, `snapshot refused, nothing was copied:\n  ${refused.join('\n  ')}`);
     const planned: PlannedTable[] = [];
     for (const info of infos) {
-      const name = `${info.db}.${info.table}`;
+      const id = tablePath(info);
+      if (!info.key.length) {
+        // No key to page by: one chunk, read whole at one point (lib/snapshot/worker.ts).
+        await snapshots.putChunk(config.sourceId, job.id, { table: id, n: 0, lo: null, hi: null });
+        planned.push({ db: info.db, table: info.table, id, chunks: 1, estimatedRows: info.estimatedRows, key: [] });
+        continue;
+      }
       const bounds: KeyValues[] = [];
       let boundary = await keyAtOffset(conn, info, null, config.snapshot.chunkRows);
       while (boundary) {
@@ -105,8 +132,8 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
       }
       const max = await lastKey(conn, info);
       const his: (KeyValues | null)[] = [...bounds.filter((b) => JSON.stringify(b) !== JSON.stringify(max)), max];
-      for (const [n, hi] of his.entries()) await snapshots.putChunk(config.sourceId, job.id, { table: name, n, lo: n === 0 ? null : (his[n - 1] ?? null), hi });
-      planned.push({ name, chunks: his.length, estimatedRows: info.estimatedRows, key: info.key });
+      for (const [n, hi] of his.entries()) await snapshots.putChunk(config.sourceId, job.id, { table: id, n, lo: n === 0 ? null : (his[n - 1] ?? null), hi });
+      planned.push({ db: info.db, table: info.table, id, chunks: his.length, estimatedRows: info.estimatedRows, key: info.key });
     }
     const result = await snapshots.markPlanned(config.sourceId, job.id, planned);
     deps.log.info('snapshot planned', { snapshot: job.id, tables: planned.length, chunks: planned.reduce((a, t) => a + t.chunks, 0) });

@@ -1,8 +1,11 @@
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import type { Log } from '../log.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 
 export interface TableProgress {
+  /** The table as text (`formatTableRef`), for people. */
   table: string;
+  ref: TableRef;
   rows: number;
   estimatedRows: number;
   chunks: number;
@@ -18,7 +21,7 @@ export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJo
     let rows = 0;
     let chunksDone = 0;
     for (let n = 0; n < table.chunks; n++) {
-      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
       rows += chunk?.rows ?? 0;
       if (chunk?.done) chunksDone++;
     }
@@ -26,7 +29,8 @@ export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJo
     const rate = rows / seconds;
     const left = Math.max(table.estimatedRows - rows, 0);
     progress.push({
-      table: table.name,
+      table: formatTableRef(table),
+      ref: { db: table.db, table: table.table },
       rows,
       estimatedRows: table.estimatedRows,
       chunks: table.chunks,
@@ -42,7 +46,7 @@ export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJo
 export async function allChunksDone(snapshots: SnapshotStore, job: SnapshotJob): Promise<boolean> {
   for (const table of job.tables ?? []) {
     for (let n = 0; n < table.chunks; n++) {
-      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
       if (!chunk?.done || chunk.pending) return false;
     }
   }
@@ -55,7 +59,7 @@ export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob
   if (job.status === 'requested') return true;
   for (const table of job.tables ?? []) {
     for (let n = 0; n < table.chunks; n++) {
-      const chunk = await snapshots.chunk(job.sourceId, job.id, table.name, n);
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
       if (chunk && (!chunk.done || chunk.pending) && chunk.lease && chunk.lease.expiresAt > now) return false;
     }
   }

@@ -4,8 +4,9 @@ import { chunkLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
-import { encodeKey, encodeRow, encodeShape, encodeSource, eventLine, type Row } from '../format/event.ts';
+import { type EncodedShape, encodeKey, encodeRow, encodeShape, encodeSource, eventLine, markerLine, type Row } from '../format/event.ts';
 import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
+import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
 import { type TableInfo, tableInfo } from '../source/mysql/schema.ts';
@@ -13,6 +14,7 @@ import { masterPosition } from '../source/mysql/server.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import { type ChunkState, chunkId, type SnapshotJob } from '../state/snapshot-store.ts';
+import { PageSchema } from './page-schema.ts';
 import { chunkColumn, planSnapshot, type SnapshotDeps } from './plan.ts';
 import { allChunksDone } from './progress.ts';
 
@@ -71,13 +73,13 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   const reader = pagingConnection(await mysqlTarget(config));
   await reader.init();
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock };
+  const schema = new PageSchema({ s3: deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId, store: deps.store });
   try {
     let remaining = 0;
     for (const table of job.tables ?? []) {
-      const [db, name] = table.name.split('.') as [string, string];
-      const info = await tableInfo(reader.sql, db, name, chunkColumn(config, table.name));
+      const info = await tableInfo(reader.sql, table.db, table.table, chunkColumn(config, table));
       for (let n = 0; n < table.chunks; n++) {
-        const current = await snapshots.chunk(config.sourceId, job.id, table.name, n);
+        const current = await snapshots.chunk(config.sourceId, job.id, table.id, n);
         // A chunk whose last page committed but whose renames did not finish is still work.
         if (!current || (current.done && !current.pending)) continue;
         if (clock() >= softDeadline) {
@@ -87,7 +89,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
         }
         let chunk: ChunkState;
         try {
-          chunk = await snapshots.claim(config.sourceId, job.id, table.name, n, owner, Math.min(leaseExpires, clock() + config.snapshot.leaseMs), clock());
+          chunk = await snapshots.claim(config.sourceId, job.id, table.id, n, owner, Math.min(leaseExpires, clock() + config.snapshot.leaseMs), clock());
         } catch (error) {
           if (error instanceof LeaseLostError) {
             remaining++;
@@ -96,14 +98,15 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
           throw error;
         }
         try {
-          chunk = await copyChunk(deps, ctx, owner, job, info, chunk, reader, softDeadline, leaseExpires, result);
+          const copy = info.key.length ? copyChunk : copyWhole;
+          chunk = await copy(deps, ctx, owner, job, info, chunk, reader, schema, softDeadline, leaseExpires, result);
           if (chunk.done) result.chunksFinished++;
           else {
             remaining++;
             result.timedOut = true;
           }
         } finally {
-          await snapshots.release(config.sourceId, job.id, table.name, n, owner);
+          await snapshots.release(config.sourceId, job.id, table.id, n, owner);
         }
       }
     }
@@ -125,6 +128,7 @@ async function copyChunk(
   info: TableInfo,
   claimed: ChunkState,
   reader: ReturnType<typeof pagingConnection>,
+  schema: PageSchema,
   softDeadline: number,
   hardDeadline: number,
   result: WorkerResult,
@@ -132,14 +136,10 @@ async function copyChunk(
   const { config } = deps;
   const { sourceId } = config;
   const clock = ctx.clock;
-  // Every page commit renews the chunk's lease (never past this worker's own budget).
-  const ledger = chunkLedger(deps.snapshots, job, owner, clock, () => Math.min(hardDeadline, clock() + config.snapshot.leaseMs));
-  const id = chunkId(claimed.table, claimed.n);
-  const stagingRoot = chunkStaging(config.prefix, sourceId, job.id, id.replace('#', '-'));
+  const { ledger, stagingRoot, id } = chunkWork(deps, owner, job, claimed, clock, hardDeadline);
   // Roll forward a page committed by a worker that died before its renames, then drop its leftovers.
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
 
-  const shape = encodeShape({ db: info.db, table: info.table, columns: info.columns, key: info.key.map((k) => info.columns.findIndex((c) => c.name === k)) });
   // A committed page's renames run while the next page is read; they must finish (pending cleared)
   // before the next page commits, which the ledger's no-pending condition enforces anyway.
   let renaming: Promise<void> | undefined;
@@ -149,6 +149,8 @@ async function copyChunk(
   };
   while (!chunk.done && clock() < softDeadline) {
     const page = chunk.pages + 1;
+    const before = await schema.versionOf(reader.sql, info);
+    const shape = shapeOf(info, before.version);
     const watermark = await masterPosition(reader.sql);
     const prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
     const source = encodeSource({
@@ -175,6 +177,12 @@ async function copyChunk(
     }
     const done = count < config.snapshot.pageRows;
     await settleRenames();
+    const after = await schema.versionOf(reader.sql, info);
+    if (after.structure !== before.structure) {
+      // The table changed while the page was read: read it again under the version then in effect.
+      await batch.abort();
+      continue;
+    }
     if (count === 0) {
       await batch.abort();
       chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
@@ -185,7 +193,8 @@ async function copyChunk(
       placement: {
         snapshot: {
           id: job.id,
-          table: claimed.table,
+          db: info.db,
+          table: info.table,
           chunk: claimed.n,
           page,
           watermark,
@@ -208,4 +217,113 @@ async function copyChunk(
   }
   await settleRenames();
   return chunk;
+}
+
+/** The shape a page of `info` is written with, stamped with its schema version when known. */
+function shapeOf(info: TableInfo, version: SchemaVersion | undefined): EncodedShape {
+  return encodeShape({
+    db: info.db,
+    table: info.table,
+    columns: info.columns,
+    key: info.key.map((k) => info.columns.findIndex((c) => c.name === k)),
+    ...(version ? { schema: version.version } : {}),
+  });
+}
+
+/** A chunk's ledger (every page commit renews its lease, never past this worker's budget) and staging area. */
+function chunkWork(deps: SnapshotDeps, owner: string, job: SnapshotJob, claimed: ChunkState, clock: () => number, hardDeadline: number) {
+  const { config } = deps;
+  const ledger = chunkLedger(deps.snapshots, job, owner, clock, () => Math.min(hardDeadline, clock() + config.snapshot.leaseMs));
+  const id = chunkId(claimed.table, claimed.n);
+  const stagingRoot = chunkStaging(config.prefix, config.sourceId, job.id, id.replace('#', '-'));
+  return { ledger, stagingRoot, id };
+}
+
+/**
+ * A table without a key: nothing to page by, so it is read whole inside ONE consistent snapshot,
+ * whose binlog position the server reports exactly (MariaDB's binlog_snapshot_file/position): the
+ * watermark L of every page. The first page starts with a reset (`t`, kind `snapshot`) at L, before
+ * every row of the attempt: readers drop the table's earlier rows — including a failed attempt's —
+ * and count these. Pages commit as the rows stream (bounded memory). An attempt cannot resume in
+ * another transaction: a worker that dies leaves its pages, and the next attempt supersedes them
+ * with its own reset at its later watermark. Cost: one full read per attempt, within one worker run.
+ */
+async function copyWhole(
+  deps: SnapshotDeps,
+  ctx: CommitContext,
+  owner: string,
+  job: SnapshotJob,
+  info: TableInfo,
+  claimed: ChunkState,
+  reader: ReturnType<typeof pagingConnection>,
+  schema: PageSchema,
+  _softDeadline: number, // an attempt cannot stop half-way: it reads on until done or out of lease
+  hardDeadline: number,
+  result: WorkerResult,
+): Promise<ChunkState> {
+  const { config } = deps;
+  const clock = ctx.clock;
+  const { ledger, stagingRoot } = chunkWork(deps, owner, job, claimed, clock, hardDeadline);
+  let chunk = await recover(ctx, ledger, claimed, stagingRoot);
+  if (chunk.done) return chunk;
+  const before = await schema.versionOf(reader.sql, info);
+  const shape = shapeOf(info, before.version);
+  await reader.sql.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+  try {
+    const [status] = await reader.sql.query("SHOW STATUS LIKE 'binlog_snapshot_%'");
+    const vars = Object.fromEntries((status as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name.toLowerCase(), r.Value]));
+    if (!vars.binlog_snapshot_file)
+      throw new SluiceError(
+        ErrorCode.SNAPSHOT_NO_KEY,
+        `table ${info.db}.${info.table} has no key, and the server does not report binlog_snapshot_file (MariaDB does), which reading it whole at a known point needs: give it a primary key or a SLUICE_KEY_COLUMNS entry`,
+      );
+    const watermark = { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
+    const source = encodeSource({
+      file: watermark.file,
+      pos: watermark.pos,
+      gtid: null,
+      serverId: null,
+      tsMs: clock(),
+      txn: `snapshot:${job.id}`,
+      snapshot: true,
+    });
+    let page = chunk.pages + 1;
+    let batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
+    const reset = snapshotSeq(snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, 0), 0);
+    void batch.write(shape, markerLine('t', info, before.version?.version, { kind: 'snapshot', position: watermark }, source, reset), reset);
+    let prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
+    let count = 0;
+    const commitPage = async (done: boolean) => {
+      const staged = await stage(ctx, batch, {
+        source: config.sourceId,
+        placement: { snapshot: { id: job.id, db: info.db, table: info.table, chunk: claimed.n, page, watermark, after: null, last: null } },
+        dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, config.sourceId, job.id, claimed.n, page),
+        manifestKey: snapshotManifestKey(config.prefix, config.sourceId, job.id, info.db, info.table, claimed.n, page),
+      });
+      chunk = await rollForward(ctx, ledger, await commitStaged(ctx, ledger, chunk, { cursor: null, rows: count, done }, staged));
+      result.pages++;
+      result.rows += count;
+    };
+    for await (const rows of reader.page(info, null, null, 0)) {
+      let wait: Promise<void> | undefined;
+      for (const row of rows) {
+        const seq = snapshotSeq(prefix, count++);
+        wait = batch.write(shape, eventLine('r', shape, 'null', 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
+        if (count === config.snapshot.pageRows) {
+          if (wait) await wait;
+          await commitPage(false);
+          page++;
+          count = 0;
+          prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
+          batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
+          wait = undefined;
+        }
+      }
+      if (wait) await wait;
+    }
+    await commitPage(true);
+    return chunk;
+  } finally {
+    await reader.sql.query('COMMIT');
+  }
 }

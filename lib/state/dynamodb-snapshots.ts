@@ -1,6 +1,7 @@
 import { ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { decodeKeyValues, encodeKeyValues, type KeyValues } from '../core/key-values.ts';
+import type { TableRef } from '../core/table-ref.ts';
 import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
 import { type ChunkState, chunkId, type PageCommit, type PlannedTable, type SnapshotJob, type SnapshotStore } from './snapshot-store.ts';
 import type { Fence, PendingCommit } from './store.ts';
@@ -24,6 +25,26 @@ function toChunk(item: Item): ChunkState {
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
     updatedAt: item.updated_at as number | undefined,
   };
+}
+
+/**
+ * A job item as stored. Jobs written before tables were named by two names (sluice/v1) hold
+ * `requested` as `db.table` strings and planned tables as `{ name: "db.table" }`, whose chunks are
+ * keyed by that name. They are read the way v1 wrote them (the name split at its first dot, the
+ * name itself as the chunk identity), so an unfinished v1 job continues as v1 would have run it
+ * — exact for every table without a dot in its database name, which v1 mis-split anyway.
+ */
+function toJob(item: Item): SnapshotJob {
+  const { pk: _pk, ...job } = item;
+  const v1Name = (name: string) => {
+    const dot = name.indexOf('.');
+    return { db: name.slice(0, dot), table: name.slice(dot + 1) };
+  };
+  const requested = (job.requested as (TableRef | string)[] | null | undefined)?.map((r) => (typeof r === 'string' ? v1Name(r) : r)) ?? null;
+  const tables = (job.tables as (PlannedTable | { name: string; chunks: number; estimatedRows: number; key: string[] })[] | undefined)?.map((t) =>
+    'name' in t ? { ...v1Name(t.name), id: t.name, chunks: t.chunks, estimatedRows: t.estimatedRows, key: t.key } : t,
+  );
+  return { ...(job as unknown as SnapshotJob), requested, ...(tables ? { tables } : {}) };
 }
 
 /** DynamoDB adapter for snapshot jobs and chunks, in the state table; it only maps (the protocol lives in lib/commit). */
@@ -57,9 +78,7 @@ export class DynamoDbSnapshotStore implements SnapshotStore {
 
   async job(sourceId: string, id: string): Promise<SnapshotJob | undefined> {
     const item = await this.getItem(jobKey(sourceId, id));
-    if (!item) return undefined;
-    const { pk: _pk, ...job } = item;
-    return job as unknown as SnapshotJob;
+    return item ? toJob(item) : undefined;
   }
 
   async latestJob(sourceId: string): Promise<SnapshotJob | undefined> {

@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
-import type { Fence, PendingCommit, SourceState, StateStore } from './store.ts';
+import type { Fence, PendingCommit, SourceChange, SourceState, StateStore } from './store.ts';
 
 const key = (sourceId: string) => `source#${sourceId}`;
 
@@ -21,6 +21,7 @@ function toState(sourceId: string, item: Item): SourceState {
     position: item.position as SourceState['position'],
     commitSeq: (item.commit_seq as number | undefined) ?? 0,
     pending: item.pending as PendingCommit | undefined,
+    catalog: item.catalog as number | undefined,
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
     lastCommitAt: item.last_commit_at as number | undefined,
     error: item.error as SourceState['error'],
@@ -44,14 +45,28 @@ export class DynamoDbStateStore implements StateStore {
     return toState(sourceId, await acquire(this.client, this.table, key(sourceId), `source ${sourceId}`, owner, expiresAt, now));
   }
 
-  async commit(fence: Fence, change: { position: SourceState['position']; pending?: PendingCommit }): Promise<SourceState> {
-    const { pending } = change;
+  async commit(fence: Fence, change: SourceChange): Promise<SourceState> {
+    const { pending, catalog } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
-      set: ['#position = :position', ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : [])],
+      set: [
+        '#position = :position',
+        ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : []),
+        ...(catalog !== undefined ? ['#catalog = :catalog'] : []),
+      ],
       remove: ['#error'],
       condition: 'attribute_not_exists(#pending)',
-      names: { '#position': 'position', '#pending': 'pending', '#error': 'error', ...(pending ? { '#seq': 'commit_seq', '#last': 'last_commit_at' } : {}) },
-      values: { ':position': change.position, ...(pending ? { ':pending': pending, ':zero': 0 } : {}) },
+      names: {
+        '#position': 'position',
+        '#pending': 'pending',
+        '#error': 'error',
+        ...(pending ? { '#seq': 'commit_seq', '#last': 'last_commit_at' } : {}),
+        ...(catalog !== undefined ? { '#catalog': 'catalog' } : {}),
+      },
+      values: {
+        ':position': change.position,
+        ...(pending ? { ':pending': pending, ':zero': 0 } : {}),
+        ...(catalog !== undefined ? { ':catalog': catalog } : {}),
+      },
     });
     return toState(fence.sourceId, item);
   }

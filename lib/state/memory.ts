@@ -1,5 +1,5 @@
 import { LeaseLostError, OffsetConflictError } from '../errors.ts';
-import type { Fence, PendingCommit, SourceState, StateStore } from './store.ts';
+import type { Fence, SourceChange, SourceState, StateStore } from './store.ts';
 
 type Item = { -readonly [K in keyof SourceState]: SourceState[K] };
 
@@ -25,10 +25,19 @@ export class InMemoryStateStore implements StateStore {
     return this.write(sourceId, { ...item, version: item.version + 1, lease: { owner, expiresAt }, updatedAt: now });
   }
 
-  async commit(fence: Fence, change: { position: SourceState['position']; pending?: PendingCommit }): Promise<SourceState> {
+  async commit(fence: Fence, change: SourceChange): Promise<SourceState> {
     const item = this.fenced(fence, { noPending: true });
     const data = change.pending ? { pending: change.pending, commitSeq: item.commitSeq + 1, lastCommitAt: fence.now } : {};
-    return this.write(fence.sourceId, { ...item, ...data, position: change.position, error: undefined, version: item.version + 1, updatedAt: fence.now });
+    const catalog = change.catalog === undefined ? {} : { catalog: change.catalog };
+    return this.write(fence.sourceId, {
+      ...item,
+      ...data,
+      ...catalog,
+      position: change.position,
+      error: undefined,
+      version: item.version + 1,
+      updatedAt: fence.now,
+    });
   }
 
   async clearPending(fence: Fence): Promise<SourceState> {

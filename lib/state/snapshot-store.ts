@@ -1,5 +1,6 @@
 import type { KeyValues } from '../core/key-values.ts';
 import type { BinlogPosition } from '../core/position.ts';
+import type { TableRef } from '../core/table-ref.ts';
 import type { Fence, PendingCommit, RecordedError } from './store.ts';
 
 /** A snapshot request and, once planned, its tables split into chunks. */
@@ -7,8 +8,8 @@ export interface SnapshotJob {
   readonly sourceId: string;
   readonly id: string;
   readonly createdAt: number;
-  /** `db.table` names asked for; null = every included table. */
-  readonly requested: readonly string[] | null;
+  /** The tables asked for; null = every included table. */
+  readonly requested: readonly TableRef[] | null;
   readonly status: 'requested' | 'planned' | 'done';
   readonly tables?: readonly PlannedTable[];
   /** The binlog position read before planning (for `initial`, the poller's start). */
@@ -18,8 +19,12 @@ export interface SnapshotJob {
   readonly error?: RecordedError;
 }
 
-export interface PlannedTable {
-  readonly name: string;
+export interface PlannedTable extends TableRef {
+  /**
+   * The table's identity in its chunks (`ChunkState.table`, chunk keys, snapshot seqs): an opaque
+   * string, `<db-seg>/<table-seg>` (lib/sink/s3/keys.ts `tablePath`), which no two tables share.
+   */
+  readonly id: string;
   readonly chunks: number;
   readonly estimatedRows: number;
   readonly key: readonly string[];
@@ -27,6 +32,7 @@ export interface PlannedTable {
 
 /** One key range of a table: the unit workers claim, with its cursor and page count. */
 export interface ChunkState {
+  /** The planned table's `id`. */
   readonly table: string;
   readonly n: number;
   readonly version: number;

@@ -12,6 +12,8 @@ export interface SourceState {
   /** How many data commits the source has made; final object keys are derived from it. */
   readonly commitSeq: number;
   readonly pending?: PendingCommit;
+  /** The commit whose catalog object describes the tables at `position` (lib/schema/catalog.ts); absent before the first. */
+  readonly catalog?: number;
   readonly lease?: { readonly owner: string; readonly expiresAt: number };
   readonly lastCommitAt?: number;
   readonly error?: RecordedError;
@@ -34,6 +36,18 @@ export interface RecordedError {
 export interface PendingCommit {
   /** Copies in order; the manifest's copy comes last so a visible manifest implies visible data. */
   readonly copies: readonly PendingCopy[];
+  /** Snapshot jobs the commit's DDL asked for (a re-snapshot, a table renamed into the set), created by its roll-forward. */
+  readonly snapshots?: readonly SnapshotRequest[];
+}
+
+/** A snapshot job to create; its id is fixed at commit, so creating it again is a no-op. */
+export interface SnapshotRequest {
+  readonly id: string;
+  readonly tables: readonly { readonly db: string; readonly table: string }[];
+  /** Why (the DDL kind), for status. */
+  readonly reason: string;
+  /** The position the job's watermark argument starts from (the commit's position). */
+  readonly startPosition: BinlogPosition;
 }
 
 export interface PendingCopy {
@@ -50,6 +64,13 @@ export interface Fence {
   readonly now: number;
 }
 
+/** What one source commit writes. */
+export interface SourceChange {
+  readonly position: BinlogPosition;
+  readonly pending?: PendingCommit;
+  readonly catalog?: number;
+}
+
 /**
  * Port for the offset/lease store. Adapters only map: they translate a failed condition into
  * LeaseLostError (the lease is gone) or OffsetConflictError (someone wrote since).
@@ -58,8 +79,12 @@ export interface StateStore {
   get(sourceId: string): Promise<SourceState | undefined>;
   /** Takes the lease if it is free, expired or already ours; throws LeaseLostError when a live other holds it. */
   acquireLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<SourceState>;
-  /** Moves the position; with `pending`, also counts the commit (commitSeq + 1) and records its renames. One write, refused while a commit is pending. */
-  commit(fence: Fence, change: { position: BinlogPosition; pending?: PendingCommit }): Promise<SourceState>;
+  /**
+   * Moves the position; with `pending`, also counts the commit (commitSeq + 1) and records its
+   * renames; with `catalog`, points the source at the catalog the commit saved. One write, refused
+   * while a commit is pending.
+   */
+  commit(fence: Fence, change: SourceChange): Promise<SourceState>;
   /** Clears a pending record once its renames are done. */
   clearPending(fence: Fence): Promise<SourceState>;
   /** Replaces position and commit sequence (state import / reset), refused while a commit is pending. */

@@ -1,12 +1,12 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { formatTableRef, type TableRef, tableKey } from '../core/table-ref.ts';
 import { sqlString, valueSql } from '../materialize/projection.ts';
 
 /** One table's comparison: counts, and the first examples of each kind of difference. */
 export interface TableVerdict {
-  /** `db.table`, for messages. */
+  /** The table as text (`formatTableRef`), for people. */
   table: string;
-  db: string;
-  name: string;
+  ref: TableRef;
   /** `changing`: a DDL touched the table between the output's position and the MySQL read, so it was not compared. */
   status: 'compared' | 'changing';
   /** Compared by key (the output's key columns), or as a multiset of rows (keyless). */
@@ -45,10 +45,7 @@ export async function loadSkipped(duck: DuckDBConnection, file: string, longest:
 }
 
 export interface CompareInput {
-  db: string;
-  table: string;
-  /** `tbl` of this table's rows in `skipped`. */
-  tableKey: string;
+  ref: TableRef;
   mysql: { file: string; rows: number; columns: readonly string[]; key: readonly string[] | null; longest: number };
   /** The output's rows (DuckDB table id, row, n) and what describes them; undefined when the output has nothing. */
   output?: { state: string; version: number; columns: readonly string[]; key: readonly string[] | null; versioned: boolean; rows: number };
@@ -74,13 +71,12 @@ export async function compareTable(duck: DuckDBConnection, input: CompareInput):
   await duck.run(
     `CREATE OR REPLACE TABLE out AS SELECT id, row, n FROM ${output ? output.state : '(SELECT NULL::VARCHAR AS id, NULL::VARCHAR AS row, 0::BIGINT AS n WHERE false)'}`,
   );
-  const mine = `(SELECT a FROM skipped WHERE tbl = ${sqlString(input.tableKey)})`;
+  const mine = `(SELECT a FROM skipped WHERE tbl = ${sqlString(tableKey(input.ref))})`;
   const one = async (sql: string) => (await duck.runAndReadAll(sql)).getRowObjects();
   const number = async (sql: string) => Number((await one(sql))[0]?.n ?? 0);
   const base = {
-    table: `${input.db}.${input.table}`,
-    db: input.db,
-    name: input.table,
+    table: formatTableRef(input.ref),
+    ref: input.ref,
     status: 'compared' as const,
     keyed,
     schemaVersion: output?.version ?? null,

@@ -1,10 +1,11 @@
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
-import { tableKey } from '../materialize/table.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../source/mysql/ddl/classify.ts';
 import { tableInfo } from '../source/mysql/schema.ts';
+import type { serverTraits } from '../source/mysql/schema-read.ts';
 import type { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import type { MysqlTarget } from '../source/mysql/target.ts';
 import { lineFile } from './files.ts';
@@ -22,15 +23,6 @@ export async function readAtKnownPosition(reader: Reader): Promise<BinlogPositio
       'the server does not report binlog_snapshot_file (MariaDB does); verify needs it to read MySQL at a known binlog position',
     );
   return { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
-}
-
-/** The server's version as the DDL classifier takes it: 10.11.9 → 101109. */
-export async function serverVersion(reader: Reader): Promise<number> {
-  const [rows] = await reader.sql.query('SELECT VERSION() AS v');
-  const [major = 0, minor = 0, patch = 0] = String((rows as { v: string }[])[0]?.v ?? '')
-    .split(/[.-]/)
-    .map(Number);
-  return major * 10000 + minor * 100 + patch;
 }
 
 /** What changed between the output's position and the MySQL read. */
@@ -53,7 +45,7 @@ export async function writeChanges(
   range: { from: BinlogPosition | undefined; to: BinlogPosition },
   tables: Set<string>,
   file: string,
-  version: number,
+  traits: Awaited<ReturnType<typeof serverTraits>>,
 ): Promise<Changing> {
   const out = lineFile(file);
   const ddl = new Set<string>();
@@ -73,8 +65,13 @@ export async function writeChanges(
           const tbl = tableKey(item.shape);
           for (const row of rows) await write(`${tbl}\x01${encodeKey(item.shape, row)}\x01${encodeRow(item.shape, row)}\n`);
         }
-        if (item.kind === 'commit' && item.ddl) {
-          const c = await classifyDdl(item.ddl.query, { defaultDb: item.ddl.db, serverVersion: version });
+        if (item.kind === 'query' && item.ddl) {
+          const c = await classifyDdl(item.query, {
+            defaultDb: item.db,
+            serverVersion: traits.serverVersion,
+            lowerCaseTableNames: traits.lowerCaseTableNames,
+            ...item.sqlMode,
+          });
           if (c.kind === 'tables') for (const e of c.effects) if (e.change.kind !== 'noop') ddl.add(tableKey(e.table));
           if (c.kind === 'database' && c.op === 'drop') for (const t of tables) if ((JSON.parse(t) as string[])[0] === c.db) ddl.add(t);
           if (c.kind === 'unknown') {
@@ -106,8 +103,8 @@ export interface MysqlTable {
  * Writes a table's rows as `key \x01 row` lines in the format's exact encoding (the snapshot's own
  * code), keyed by `key` (the output's key columns) when MySQL has them all; returns what it wrote.
  */
-export async function writeTableRows(reader: Reader, table: { db: string; table: string }, key: readonly string[] | null, file: string): Promise<MysqlTable> {
-  const info = await tableInfo(reader.sql, table.db, table.table, undefined, { keyless: 'allow' });
+export async function writeTableRows(reader: Reader, table: TableRef, key: readonly string[] | null, file: string): Promise<MysqlTable> {
+  const info = await tableInfo(reader.sql, table.db, table.table);
   const names = info.columns.map((c) => c.name);
   const ownKey = key?.every((k) => names.includes(k)) ? key : null;
   const shape = encodeShape({ ...table, columns: info.columns, key: ownKey?.map((k) => names.indexOf(k)) ?? null });

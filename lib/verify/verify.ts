@@ -5,19 +5,20 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { type Config, tableFilter } from '../config/config.ts';
 import type { BinlogPosition } from '../core/position.ts';
+import { formatTableRef, fromTableKey, type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { seqAfter } from '../format/seq.ts';
 import { sqlString } from '../materialize/projection.ts';
 import { type Materialized, materializeRule } from '../materialize/rule.ts';
-import { loadTable, type OutputSource, type OutputTable, outputTables, tableDir, tableKey } from '../materialize/table.ts';
-import type { TableRef } from '../schema/definition.ts';
+import { loadTable, type OutputSource, type OutputTable, outputTables, tableDir } from '../materialize/table.ts';
 import { listTables } from '../source/mysql/schema.ts';
+import { serverTraits } from '../source/mysql/schema-read.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
 import { compareTable, loadSkipped, type TableVerdict } from './compare.ts';
-import { readAtKnownPosition, serverVersion, writeChanges, writeTableRows } from './mysql-read.ts';
+import { readAtKnownPosition, writeChanges, writeTableRows } from './mysql-read.ts';
 
 /*
  * `sluice verify`: does S3 hold exactly what MySQL holds?
@@ -54,9 +55,9 @@ export type { TableVerdict } from './compare.ts';
 
 /** Output rows for a table that MySQL no longer has, or that is no longer included. */
 export interface Orphan {
+  /** The table as text (`formatTableRef`), for people. */
   table: string;
-  db: string;
-  name: string;
+  ref: TableRef;
   rows: number;
   reason: 'does not exist' | 'not included';
 }
@@ -104,14 +105,7 @@ export async function verify(
     const included = tableFilter(config);
     const existing = new Set((await listTables(reader.sql, () => true)).map(tableKey));
     const live = new Set((await listTables(reader.sql, included)).map(tableKey));
-    const names: TableRef[] = options.tables?.length
-      ? options.tables
-      : [
-          ...new Map([
-            ...[...live].map((k) => [k, JSON.parse(k) as string[]] as const),
-            ...[...output.keys()].map((k) => [k, JSON.parse(k) as string[]] as const),
-          ]).values(),
-        ].map(([d, t]) => ({ db: d as string, table: t as string }));
+    const names: TableRef[] = options.tables?.length ? options.tables : [...new Set([...live, ...output.keys()])].map(fromTableKey);
 
     // 3. What changed between the output's position and S: keys and rows to skip, tables a DDL touched.
     const changesFile = join(work, 'changes.txt');
@@ -120,7 +114,7 @@ export async function verify(
       { from: outputPosition, to: mysqlPosition },
       new Set(names.map(tableKey)),
       changesFile,
-      await serverVersion(reader),
+      await serverTraits(reader.sql),
     );
     await loadSkipped(duck, changesFile, changing.longest);
 
@@ -138,15 +132,9 @@ export async function verify(
         continue;
       }
       if (!live.has(key)) {
-        if (inFlux) unjudged.push(`${ref.db}.${ref.table}`);
+        if (inFlux) unjudged.push(formatTableRef(ref));
         else if (materialized && !materialized.gone && materialized.rows > 0)
-          orphans.push({
-            table: `${ref.db}.${ref.table}`,
-            db: ref.db,
-            name: ref.table,
-            rows: materialized.rows,
-            reason: existing.has(key) ? 'not included' : 'does not exist',
-          });
+          orphans.push({ table: formatTableRef(ref), ref, rows: materialized.rows, reason: existing.has(key) ? 'not included' : 'does not exist' });
       } else if (inFlux) {
         tables.push(changingVerdict(ref, 'a DDL between the output position and the MySQL read touched it; verify again once the output has caught up'));
       } else {
@@ -155,9 +143,7 @@ export async function verify(
         const mysql = await writeTableRows(reader, ref, version ? version.key : null, mysqlFile);
         tables.push(
           await compareTable(duck, {
-            db: ref.db,
-            table: ref.table,
-            tableKey: key,
+            ref,
             mysql: { file: mysqlFile, ...mysql },
             output:
               materialized && version
@@ -205,9 +191,8 @@ async function materialize(
 
 function changingVerdict(ref: TableRef, note: string): TableVerdict {
   return {
-    table: `${ref.db}.${ref.table}`,
-    db: ref.db,
-    name: ref.table,
+    table: formatTableRef(ref),
+    ref,
     status: 'changing',
     keyed: false,
     schemaVersion: null,

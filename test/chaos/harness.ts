@@ -236,7 +236,7 @@ export async function runChaos(options: {
       tolerate(async () => {
         const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
         const running = await snapshots.latestJob(sourceId);
-        const job = await snapshotToRun(deps0, running && running.status !== 'done' ? null : [`shop.${pick(['orders', 'items', 'blobs'])}`]);
+        const job = await snapshotToRun(deps0, running && running.status !== 'done' ? null : [{ db: 'shop', table: pick(['orders', 'items', 'blobs']) }]);
         await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
       }),
     'SIGKILL of sluice snapshot': async () => {
@@ -262,7 +262,9 @@ export async function runChaos(options: {
     for (let attempt = 0; attempt < 40; attempt++) {
       const job = await snapshots.latestJob(sourceId);
       if (job && job.status !== 'done') {
-        const result = await runSnapshotWorker({ config, s3, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(() => undefined);
+        const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(
+          () => undefined,
+        );
         if (!result?.complete) {
           await sleep(500);
           continue;
@@ -330,7 +332,7 @@ export async function runChaos(options: {
       differences += roundDifferences + (events - seqs.size) + staging.length;
       eventsChecked = events;
       say(
-        `round ${round}/${options.rounds}: ${chosen.join(', ')} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.table.split('.')[1]} ${t.compared}`).join(', ')} rows compared)`,
+        `round ${round}/${options.rounds}: ${chosen.join(', ')} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.ref.table} ${t.compared}`).join(', ')} rows compared)`,
       );
       if (roundDifferences || events !== seqs.size || staging.length) {
         throw new Error(

@@ -85,7 +85,7 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     await source.sql('COMMIT');
     const requests = countRequests(source.clients.s3);
     await source.capture();
-    const manifests = await source.manifests();
+    const manifests = await source.dataManifests();
     expect(manifests).toHaveLength(1);
     expect(manifests[0]?.events).toBe(3500);
     expect(manifests[0]?.objects[0]?.bytes).toBeGreaterThan(19_000_000);
@@ -143,7 +143,7 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     expect(result.events).toBe(0);
     expect(result.heartbeats).toBeGreaterThanOrEqual(1);
     expect(result.caughtUp).toBe(true);
-    expect(await source.manifests()).toEqual([]);
+    expect(await source.dataManifests()).toEqual([]);
     // The filtered traffic crossed a FLUSH: the stored position left the old file.
     expect(before && after && fileNumber(after.file)).toBeGreaterThan(before ? fileNumber(before.file) : Infinity);
   });
@@ -164,6 +164,6 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     const events = await source.events();
     expect(events.map((e) => e.table)).toEqual(['a']);
     // The excluded table's transaction is not counted either.
-    expect((await source.manifests()).map((m) => m.transactions)).toEqual([1]);
+    expect((await source.dataManifests()).map((m) => m.transactions)).toEqual([1]);
   });
 });

@@ -58,7 +58,7 @@ describe('crash recovery and fencing (real stack)', () => {
     );
     await source.capture();
     const { events, duplicates, differences } = await expectExactlyOnce(source, ['a']);
-    expect(events.map((e) => e.commitSeq)).toEqual([1, 1]);
+    expect(events.map((e) => e.commitSeq)).toEqual([2, 2]); // commit 1 saved the schema catalog the source started with
     expect(duplicates).toBe(0);
     expect(differences).toEqual([]);
     expect(await source.stagingKeys()).toEqual([]);
@@ -81,7 +81,7 @@ describe('crash recovery and fencing (real stack)', () => {
     const stdout: string[] = [];
     await run(['status'], { env: cliEnv(source), stdout: { write: (text: string) => stdout.push(text) }, stderr: { write: () => true } });
     expect(stdout.join('')).toMatch(/^error\s+STAGING_LOST: staging object .* and final object .* are both missing/m);
-    expect(await source.manifests()).toEqual([]);
+    expect(await source.dataManifests()).toEqual([]);
   });
 
   it('a zombie whose lease expired cannot commit; its successor captures everything once', async () => {
@@ -145,7 +145,7 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
     await expect(failure).rejects.toBeInstanceOf(PositionLostError);
     await expect(failure).rejects.toThrow(/not on the server.*purged.*re-snapshot/s);
     expect((await source.state())?.error?.code).toBe('POSITION_LOST');
-    expect(await source.manifests()).toEqual([]);
+    expect(await source.dataManifests()).toEqual([]);
   });
 
   it('status reports how long until the binlog holding the stored position may be purged', async () => {

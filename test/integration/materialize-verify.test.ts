@@ -75,7 +75,7 @@ describe('materialize and verify on format-v2 output (schema history, markers) a
     );
 
     const verdict = await verify({ config: source.config, s3: source.clients.s3, store: source.clients.store });
-    const [a, b] = ['a', 'b'].map((t) => verdict.tables.find((x) => x.name === t));
+    const [a, b] = ['a', 'b'].map((t) => verdict.tables.find((x) => x.ref.table === t));
     expect(a).toMatchObject({ keyed: true, compared: 4, missing: 0, extra: 0, differing: 0, missingColumns: [], extraColumns: [] });
     expect(b).toMatchObject({ missingColumns: ['price', 'n'], schemaVersion: 5 });
     expect(verdict.ok).toBe(false);
@@ -104,11 +104,11 @@ describe('materialize and verify on format-v2 output (schema history, markers) a
     const config = { ...source.config, exclude: [new RegExp(`^${source.db}\\.g$`)] };
 
     const verdict = await verify({ config, s3: source.clients.s3, store: source.clients.store });
-    expect(verdict.orphans.map((o) => [o.name, o.rows, o.reason]).sort()).toEqual([
+    expect(verdict.orphans.map((o) => [o.ref.table, o.rows, o.reason]).sort()).toEqual([
       ['c', 2, 'does not exist'],
       ['g', 2, 'not included'],
     ]);
-    const byName = Object.fromEntries(verdict.tables.map((t) => [t.name, t]));
+    const byName = Object.fromEntries(verdict.tables.map((t) => [t.ref.table, t]));
     expect(byName.e).toMatchObject({ extra: 2, examples: { extra: ['{"id":1}', '{"id":2}'] } });
     expect(byName.f).toMatchObject({ compared: 1, missing: 0, extra: 0, differing: 0 });
     expect(Object.keys(byName).sort()).toEqual(['e', 'f']);
@@ -161,7 +161,7 @@ describe('materialize and verify on format-v2 output (schema history, markers) a
 
     const deps = { config: source.config, s3: source.clients.s3, store: source.clients.store };
     const checked = await verify(deps, { tables: ['k', 'k2', 'big'].map((table) => ({ db: source.db, table })) });
-    const byName = Object.fromEntries(checked.tables.map((t) => [t.name, t]));
+    const byName = Object.fromEntries(checked.tables.map((t) => [t.ref.table, t]));
     expect(byName.k).toMatchObject({ keyed: false, mysqlRows: 3, outputRows: 3, compared: 3, missing: 0, extra: 0 });
     expect(byName.k2).toMatchObject({ keyed: false, compared: 2, missing: 0, extra: 1, examples: { extra: [bag(2, 'y')] } });
     expect(byName.big).toMatchObject({ keyed: true, compared: 1, missing: 0, extra: 0, differing: 0 });
@@ -183,7 +183,7 @@ describe('materialize and verify on format-v2 output (schema history, markers) a
     // Not captured: the output lags behind these.
     await source.sql("UPDATE k SET b = 'w' WHERE a = 3; INSERT INTO k VALUES (1, 'x'); DELETE FROM k WHERE a = 2; ALTER TABLE k2 ADD COLUMN c INT DEFAULT 7");
     const verdict = await verify({ config: source.config, s3: source.clients.s3, store: source.clients.store });
-    const byName = Object.fromEntries(verdict.tables.map((t) => [t.name, t]));
+    const byName = Object.fromEntries(verdict.tables.map((t) => [t.ref.table, t]));
     expect(byName.k).toMatchObject({ keyed: false, compared: 2, skipped: 4, missing: 0, extra: 0 });
     expect(byName.k2?.status).toBe('changing');
     expect(verdict.ok).toBe(true);

@@ -401,6 +401,8 @@ describe('serverless package (osls 3, offline)', () => {
         's3:PutObject manifests',
         's3:GetObject tables',
         's3:GetObject manifests',
+        's3:PutObject schema',
+        's3:GetObject schema',
         'dynamodb:UpdateItem',
       ]),
     );

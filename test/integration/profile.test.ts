@@ -27,7 +27,7 @@ describe('SLUICE_PROFILE', () => {
     // Each part is rounded to a millisecond on its own.
     expect(Math.abs(Object.values(parts).reduce((a, b) => a + b, 0) - profile.wallMs)).toBeLessThanOrEqual(9);
     // `idle` (waiting on MySQL) may round to 0 ms when the binlog arrives faster than it is handled.
-    for (const part of ['startup', 'decode', 'encode', 'js', 's3', 'dynamodb'] as const) expect(parts[part]).toBeGreaterThan(0);
+    for (const part of ['startup', 'decode', 'encode', 'js', 's3', 'dynamodb'] as const) expect(parts[part], part).toBeGreaterThan(0);
     // One data object and its manifest, staged then copied; the lease, the commit and the cleared renames.
     expect(profile.requests.s3).toMatchObject({ PutObject: 2, CopyObject: 2 });
     expect(profile.requests.dynamodb.UpdateItem).toBeGreaterThanOrEqual(3);

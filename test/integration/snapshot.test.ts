@@ -7,6 +7,7 @@ import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults
 import { loadConfig } from '../../lib/config/config.ts';
 import { SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
+import { tablePath } from '../../lib/sink/s3/keys.ts';
 import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/invocation.ts';
 import { restartStalledSnapshot } from '../../lib/snapshot/progress.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
@@ -86,12 +87,12 @@ describe('snapshot (real stack)', () => {
     await seed(source, 'a', 250);
     await expect(source.snapshot({ faults: crashAt('after-commit') })).rejects.toBeInstanceOf(InjectedFault);
     const job = await source.clients.snapshots.latestJob(source.db);
-    const chunk = await source.clients.snapshots.chunk(source.db, job?.id ?? '', `${source.db}.a`, 0);
+    const chunk = await source.clients.snapshots.chunk(source.db, job?.id ?? '', tablePath({ db: source.db, table: 'a' }), 0);
     expect(chunk?.pending?.copies.length).toBeGreaterThan(0);
     await source.clients.dynamo.send(
       new UpdateItemCommand({
         TableName: source.config.stateTable,
-        Key: { pk: { S: `chunk#${source.db}#${job?.id}#${source.db}.a#0` } },
+        Key: { pk: { S: `chunk#${source.db}#${job?.id}#${source.db}/a#0` } },
         UpdateExpression: 'SET #pending.#seq = :page',
         ExpressionAttributeNames: { '#pending': 'pending', '#seq': 'commitSeq' },
         ExpressionAttributeValues: { ':page': { N: String(chunk?.pages) } },
@@ -120,14 +121,15 @@ describe('snapshot (real stack)', () => {
     // Kill it once some pages are committed, i.e. mid-run.
     for (let i = 0; i < 300; i++) {
       const job = await source.clients.snapshots.latestJob(source.db);
-      const chunk = job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, `${source.db}.a`, 0) : undefined;
+      const chunk =
+        job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, tablePath({ db: source.db, table: 'a' }), 0) : undefined;
       if ((chunk?.pages ?? 0) >= 3) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     const job = await source.clients.snapshots.latestJob(source.db);
-    const killedAt = await source.clients.snapshots.chunk(source.db, job?.id ?? '', `${source.db}.a`, 0);
+    const killedAt = await source.clients.snapshots.chunk(source.db, job?.id ?? '', tablePath({ db: source.db, table: 'a' }), 0);
     expect(killedAt?.done).toBe(false);
     expect(killedAt?.rows).toBeGreaterThan(0);
 
@@ -164,16 +166,29 @@ describe('snapshot (real stack)', () => {
     expect(new Set(keys('txt')).size).toBe(15);
   });
 
-  it('copies an empty table (nothing to copy, done) and refuses a table without a key, naming the fix', async () => {
-    await using source = await testSource('refuse');
-    await source.sql('CREATE TABLE empty (id INT PRIMARY KEY); CREATE TABLE nokey (v INT); INSERT INTO nokey VALUES (1)');
-    await expect(source.snapshot()).rejects.toThrow(/nokey has no primary key.*SLUICE_KEY_COLUMNS=.*nokey:<column>.*SLUICE_EXCLUDE/s);
-    expect(await source.manifests()).toEqual([]);
+  it('copies an empty table (nothing to copy, done) and a table without a key whole, duplicates included, in pages behind one reset', async () => {
+    await using source = await testSource('nokey', { SLUICE_SNAPSHOT_PAGE_ROWS: '10' });
+    await source.sql(
+      "CREATE TABLE empty (id INT PRIMARY KEY); CREATE TABLE nokey (v VARCHAR(5), n INT); INSERT INTO nokey SELECT 'dup', 1 FROM seq_1_to_12; INSERT INTO nokey SELECT CONCAT('r', seq), seq FROM seq_1_to_13",
+    );
+    const first = await source.snapshot();
+    expect(first.complete).toBe(true);
+    expect(first.rows).toBe(25);
+    const rows = (await source.events()).filter((e) => e.table === 'nokey');
+    // One reset at the attempt's watermark, sorting before all 25 rows, which come in 3 pages.
+    expect(rows.filter((e) => e.op === 't').map((e) => e.ddl?.kind)).toEqual(['snapshot']);
+    const reset = rows.find((e) => e.op === 't');
+    expect(rows.filter((e) => e.op === 'r').every((e) => reset && e.seq > reset.seq && e.key === null)).toBe(true);
+    expect(new Set(rows.filter((e) => e.op === 'r').map((e) => e.seq.split('.').slice(0, -1).join('.'))).size).toBe(3);
+    expect(rows.filter((e) => e.after?.v === 'dup')).toHaveLength(12);
 
-    const config = loadConfig({ ...process.env, SLUICE_SOURCE_ID: source.db, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\.empty` });
-    const snapshot = await source.snapshot({ config });
-    expect(snapshot.complete).toBe(true);
-    expect(snapshot.rows).toBe(0);
+    // A second attempt at the table supersedes the first: its reset sorts after every earlier row.
+    await source.sql("DELETE FROM nokey WHERE v = 'dup' LIMIT 5");
+    const again = await source.snapshot({ tables: [`${source.db}.nokey`] });
+    expect(again.rows).toBe(20);
+    const resets = (await source.events()).filter((e) => e.table === 'nokey' && e.op === 't').map((e) => e.seq);
+    expect(resets).toHaveLength(2);
+    expect(rows.every((e) => e.seq < (resets[1] as string))).toBe(true);
   });
 
   it('pages a table without a primary key by a configured unique NOT NULL column, and refuses a nullable one', async () => {

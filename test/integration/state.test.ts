@@ -17,14 +17,15 @@ describe('sluice state export | import | reset', () => {
 
     const exported = await sluice(['state', 'export'], env);
     const saved = JSON.parse(exported.stdout);
-    expect(saved).toMatchObject({ format: 'sluice-state/v1', source: source.db, commitSeq: 1, position: (await source.state())?.position });
+    // Commit 1 saved the schema catalog the source started with; commit 2 carries row 1.
+    expect(saved).toMatchObject({ format: 'sluice-state/v1', source: source.db, commitSeq: 2, position: (await source.state())?.position });
     const file = join(mkdtempSync(join(tmpdir(), 'sluice-state-')), 'state.json');
     writeFileSync(file, exported.stdout);
 
     await source.sql('INSERT INTO a VALUES (2)');
     await source.capture();
     const ahead = await source.state();
-    expect(ahead?.commitSeq).toBe(2);
+    expect(ahead?.commitSeq).toBe(3);
 
     const refused = await sluice(['state', 'import', file], env);
     expect(refused.code).toBe(1);
@@ -35,13 +36,13 @@ describe('sluice state export | import | reset', () => {
     expect(forced.code).toBe(0);
     const rolledBack = await source.state();
     expect(rolledBack?.position).toEqual(saved.position);
-    expect(rolledBack?.commitSeq).toBe(2); // never reused: commit 2's objects stay intact
+    expect(rolledBack?.commitSeq).toBe(3); // never reused: commit 3's objects stay intact
 
     // The rolled-back source captures row 2 again, in a new commit, with the same seq as before.
     await source.capture();
     const events = await source.events();
     const twos = events.filter((e) => e.after?.id === 2);
-    expect(twos.map((e) => e.commitSeq)).toEqual([2, 3]);
+    expect(twos.map((e) => e.commitSeq)).toEqual([3, 4]);
     expect(twos[0]?.seq).toBe(twos[1]?.seq);
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ChangeEvent, testSource } from '../support/source.ts';
+import { type ChangeEvent, manifestTable, testSource } from '../support/source.ts';
 
 /**
  * Differential type test: every MariaDB column type, edge values included, read by both paths —
@@ -226,6 +226,11 @@ const SPATIAL: Case[] = [
     "ST_GeomFromText('GEOMETRYCOLLECTION EMPTY')",
   ]),
   c('geo', 'GEOMETRY', 'geometry', 'geometry', ["ST_GeomFromText('POINT(3 4)', 2154)", "ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))')"]),
+  // Text after spatial columns: MariaDB's TABLE_MAP counts spatial columns in its charset lists, and
+  // zongji did not, which gave every later column its neighbour's charset (patches/@vlasky+zongji).
+  c('gl1', 'VARCHAR(10) CHARACTER SET latin1', 'text', 'varchar', ["'é'", "X'E9FC'"]),
+  c('gu8', 'VARCHAR(10) CHARACTER SET utf8mb4', 'text', 'varchar', ["'ü€😀'"]),
+  c('gvb', 'VARBINARY(10)', 'binary', 'varbinary', ["X'C3A9'"]),
 ];
 
 const MARIADB: Case[] = [
@@ -461,7 +466,10 @@ describe('type differential (binlog vs snapshot vs server, real MariaDB)', () =>
     const manifests = await source.manifests();
     for (const [table, cases] of Object.entries(TABLES)) {
       const typesIn = (snapshot: boolean) =>
-        manifests.filter((m) => (m.snapshot !== undefined) === snapshot && m.tables[`${source.db}.${table}`]).at(-1)?.tables[`${source.db}.${table}`]?.columns;
+        manifestTable(
+          manifests.filter((m) => (m.snapshot !== undefined) === snapshot),
+          { db: source.db, table },
+        )?.columns;
       const expected = [{ name: 'id', type: 'int' }, { name: 'v', type: 'int' }, ...cases.map((k) => ({ name: k.name, type: k.sqlType }))];
       expect.soft({ table, binlog: typesIn(false) }).toEqual({ table, binlog: expected });
       expect.soft({ table, snapshot: typesIn(true) }).toEqual({ table, snapshot: expected });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testSource } from '../support/source.ts';
+import { manifestTable, testSource } from '../support/source.ts';
 
 // Values must not depend on the process time zone (the "+8 hours" bug): run this file far from UTC.
 const originalTz = process.env.TZ;
@@ -78,8 +78,11 @@ describe('type fidelity (real MariaDB binlog → S3)', () => {
     const snapshotRow = (await source.events()).find((e) => e.op === 'r');
     expect(snapshotRow?.raw).toContain(`"after":${expected.replace('"n":null', '"n":1')}`);
 
-    const manifest = (await source.manifests()).filter((m) => m.commit_seq !== undefined).at(-1);
-    const columns = manifest?.tables[`${source.db}.ty`]?.columns ?? [];
+    const columns =
+      manifestTable(
+        (await source.manifests()).filter((m) => m.commit_seq !== undefined),
+        { db: source.db, table: 'ty' },
+      )?.columns ?? [];
     expect(columns.find((c) => c.name === 'u64')?.type).toBe('bigint unsigned');
     expect(columns.find((c) => c.name === 'dtm6')?.type).toBe('datetime(6)');
     expect(columns.find((c) => c.name === 'dec38')?.type).toBe('decimal(38,10)');

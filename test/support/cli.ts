@@ -19,5 +19,5 @@ export async function sluice(args: string[], env: Record<string, string | undefi
 
 /** The environment that points the CLI at a test source (and never at a local stack of the checkout). */
 export function cliEnv(source: TestSource, extra: Record<string, string> = {}): Record<string, string | undefined> {
-  return { ...process.env, SLUICE_SOURCE_ID: source.db, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\..*`, SLUICE_HOME: '/nonexistent', ...extra };
+  return { ...process.env, SLUICE_SOURCE_ID: source.db, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}.*`, SLUICE_HOME: '/nonexistent', ...extra };
 }

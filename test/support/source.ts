@@ -5,7 +5,8 @@ import { createClients, initResources } from '../../lib/aws.ts';
 import { type CaptureOptions, type CaptureResult, runCapture } from '../../lib/capture/run.ts';
 import type { Faults } from '../../lib/commit/faults.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
-import type { Manifest } from '../../lib/format/manifest.ts';
+import { formatTableRef, parseTableRef, type TableRef } from '../../lib/core/table-ref.ts';
+import type { Manifest, ManifestTable } from '../../lib/format/manifest.ts';
 import { silentLog } from '../../lib/log.ts';
 import { eventLines, manifests } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
@@ -14,7 +15,7 @@ import { snapshotToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 
 export interface ChangeEvent {
-  op: 'c' | 'u' | 'd' | 'r';
+  op: 'c' | 'u' | 'd' | 'r' | 't' | 's';
   db: string;
   table: string;
   key: Record<string, unknown> | null;
@@ -22,6 +23,10 @@ export interface ChangeEvent {
   after: Record<string, unknown> | null;
   source: { file: string; pos: number; gtid: string | null; txn: string; snapshot: boolean };
   seq: string;
+  /** The table's schema version the event was written under (format v2). */
+  schema?: number;
+  /** Control events (`t`, `s`): what caused them. */
+  ddl?: { kind: string; position?: { file: string; pos: number } };
   /** The line as written, for checks that JSON.parse would blur (big integers). */
   raw: string;
   /** The binlog commit that carried it; undefined for snapshot rows. */
@@ -30,7 +35,8 @@ export interface ChangeEvent {
 
 /**
  * A sluice source over its own database on the shared test stack: its own source id, S3 prefix and
- * include filter, so test files run in parallel without seeing each other.
+ * include filter, so test files run in parallel without seeing each other. The filter also takes
+ * the databases `database(suffix)` creates, whose names start with the source's (`db` + suffix).
  */
 export async function testSource(name: string, overrides: Record<string, string> = {}) {
   const stackEnv = inject('stackEnv');
@@ -42,7 +48,7 @@ export async function testSource(name: string, overrides: Record<string, string>
     ...stackEnv,
     SLUICE_SOURCE_ID: db,
     SLUICE_PREFIX: db,
-    SLUICE_INCLUDE: `${db}\\..*`,
+    SLUICE_INCLUDE: `${db}.*`,
     SLUICE_SAFETY_MARGIN_SECONDS: '2',
     SLUICE_STARTUP: 'latest',
     ...overrides,
@@ -60,9 +66,30 @@ export async function testSource(name: string, overrides: Record<string, string>
     faults: options.faults,
   });
 
+  const databases = [db];
   const source = {
     db,
     config,
+    /** The source's configuration with some settings changed (same source id, bucket and prefix). */
+    configWith(changes: Record<string, string>): Config {
+      return loadConfig({
+        ...stackEnv,
+        SLUICE_SOURCE_ID: db,
+        SLUICE_PREFIX: db,
+        SLUICE_INCLUDE: `${db}.*`,
+        SLUICE_SAFETY_MARGIN_SECONDS: '2',
+        SLUICE_STARTUP: 'latest',
+        ...overrides,
+        ...changes,
+      });
+    },
+    /** Creates another database, named `db` + `suffix` (any characters), which the source captures and dispose drops. */
+    async database(suffix: string): Promise<string> {
+      const name = `${db}${suffix}`;
+      await admin.query(`CREATE DATABASE ${quoted(name)}`);
+      databases.push(name);
+      return name;
+    },
     clients,
     admin,
     async sql(query: string, values?: unknown[]) {
@@ -72,9 +99,10 @@ export async function testSource(name: string, overrides: Record<string, string>
     capture(options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config } = {}): Promise<CaptureResult> {
       return runCapture({ ...deps(options), clock: options.clock }, { budgetMs: 30_000, stopWhenCaughtUp: true, ...options });
     },
-    /** Requests (unless one is pending) and runs a snapshot with `workers` in-process workers. */
-    async snapshot(options: { tables?: string[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config } = {}) {
-      const job = await snapshotToRun(deps(options), options.tables ?? null);
+    /** Requests (unless one is pending) and runs a snapshot with `workers` in-process workers; `tables` as refs or in their text form. */
+    async snapshot(options: { tables?: readonly (TableRef | string)[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config } = {}) {
+      const tables = options.tables?.map((t) => (typeof t === 'string' ? parseTableRef(t) : t));
+      const job = await snapshotToRun(deps(options), tables ?? null);
       const results = await Promise.all(
         Array.from({ length: options.workers ?? 1 }, (_, i) =>
           runSnapshotWorker(deps(options), { budgetMs: options.budgetMs ?? 60_000, snapshotId: job.id, workerId: `w${i}-${randomBytes(2).toString('hex')}` }),
@@ -95,6 +123,10 @@ export async function testSource(name: string, overrides: Record<string, string>
       for await (const manifest of manifests(clients.s3, config.bucket, config.prefix, config.sourceId)) all.push(manifest);
       return all;
     },
+    /** The manifests of commits that carried change events (not the ones that only saved the schema catalog). */
+    async dataManifests(): Promise<Manifest[]> {
+      return (await source.manifests()).filter((m) => m.events > 0);
+    },
     /** Every committed event, in the order of the manifests (the change feed). */
     async events(): Promise<ChangeEvent[]> {
       const events: ChangeEvent[] = [];
@@ -107,7 +139,7 @@ export async function testSource(name: string, overrides: Record<string, string>
       return source.keys(stagingRoot(config.prefix, config.sourceId));
     },
     [Symbol.asyncDispose]: async () => {
-      await admin.query(`DROP DATABASE IF EXISTS \`${db}\``);
+      for (const name of databases) await admin.query(`DROP DATABASE IF EXISTS ${quoted(name)}`);
       await admin.end();
     },
   };
@@ -116,10 +148,25 @@ export async function testSource(name: string, overrides: Record<string, string>
 
 export type TestSource = Awaited<ReturnType<typeof testSource>>;
 
-/** The format's materialization rule: per (table, key) the event with the greatest seq wins; `d` means absent. */
-export function materialize(events: ChangeEvent[], table: string): Map<string, Record<string, unknown>> {
+/** A name as an SQL identifier. */
+export const quoted = (name: string) => `\`${name.replaceAll('`', '``')}\``;
+
+/** What a manifest says about one table (its names, key and columns), from the last manifest that lists it. */
+export function manifestTable(manifests: readonly Manifest[], table: TableRef): ManifestTable | undefined {
+  return manifests
+    .flatMap((m) => m.tables)
+    .filter((t) => t.db === table.db && t.table === table.table)
+    .at(-1);
+}
+
+/** A table of the source's own database by name, or any table by its refs. */
+const refOf = (source: { db: string }, table: string | TableRef): TableRef => (typeof table === 'string' ? { db: source.db, table } : table);
+
+/** The format's materialization rule: per (table, key) the event with the greatest seq wins; `d` means absent. A table given by name alone matches in any database. */
+export function materialize(events: ChangeEvent[], table: string | TableRef): Map<string, Record<string, unknown>> {
   const latest = new Map<string, ChangeEvent>();
-  for (const event of events.filter((e) => e.table === table)) {
+  const mine = typeof table === 'string' ? (e: ChangeEvent) => e.table === table : (e: ChangeEvent) => e.db === table.db && e.table === table.table;
+  for (const event of events.filter(mine)) {
     const key = JSON.stringify(event.key);
     const current = latest.get(key);
     if (!current || event.seq > current.seq) latest.set(key, event);
@@ -129,10 +176,10 @@ export function materialize(events: ChangeEvent[], table: string): Map<string, R
   return state;
 }
 
-/** Checks the exactly-once contract for `tables`: no seq twice, and the materialized output equals MySQL. */
+/** Checks the exactly-once contract for `tables` (names in the source's database, or refs): no seq twice, and the materialized output equals MySQL. */
 export async function expectExactlyOnce(
   source: TestSource,
-  tables: string[],
+  tables: (string | TableRef)[],
   keyOf: (row: Record<string, unknown>) => Record<string, unknown> = (r) => ({ id: r.id }),
 ) {
   const events = await source.events();
@@ -140,13 +187,14 @@ export async function expectExactlyOnce(
   const duplicates = events.length - seqs.size;
   const differences: string[] = [];
   for (const table of tables) {
-    const rows = await source.sql(`SELECT * FROM \`${table}\``);
+    const ref = refOf(source, table);
+    const rows = await source.sql(`SELECT * FROM ${quoted(ref.db)}.${quoted(ref.table)}`);
     const expected = new Map(rows.map((r) => [JSON.stringify(keyOf(r)), r]));
-    const actual = materialize(events, table);
+    const actual = materialize(events, ref);
     for (const [key, row] of expected)
       if (JSON.stringify(actual.get(key)) !== JSON.stringify(row))
-        differences.push(`${table} ${key}: mysql ${JSON.stringify(row)} s3 ${JSON.stringify(actual.get(key))}`);
-    for (const key of actual.keys()) if (!expected.has(key)) differences.push(`${table} ${key}: extra in s3`);
+        differences.push(`${formatTableRef(ref)} ${key}: mysql ${JSON.stringify(row)} s3 ${JSON.stringify(actual.get(key))}`);
+    for (const key of actual.keys()) if (!expected.has(key)) differences.push(`${formatTableRef(ref)} ${key}: extra in s3`);
   }
   return { events, duplicates, differences };
 }

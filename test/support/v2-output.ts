@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { encodeRow, encodeShape } from '../../lib/format/event.ts';
-import { toSchemaObject } from '../../lib/schema/object.ts';
+import { historyObject } from '../../lib/schema/catalog.ts';
 import type { SchemaVersion } from '../../lib/schema/version.ts';
 import { manifestKey, schemaKey, segment } from '../../lib/sink/s3/keys.ts';
 import { tableInfo } from '../../lib/source/mysql/schema.ts';
@@ -38,7 +38,7 @@ export class V2Output {
   async history(versions: readonly SchemaVersion[]): Promise<void> {
     const { config, clients } = this.source;
     for (const v of versions) {
-      const object = toSchemaObject(v, { source: config.sourceId, seq: '', position: { file: 'binlog.000000', pos: 4 }, origin: 'ddl', ddl: null });
+      const object = historyObject(config.sourceId, { version: v, seq: '', position: { file: 'binlog.000000', pos: 4 }, origin: 'ddl' });
       await clients.s3.send(
         new PutObjectCommand({ Bucket: config.bucket, Key: schemaKey(config.prefix, config.sourceId, v.db, v.table, v.version), Body: JSON.stringify(object) }),
       );
@@ -74,7 +74,7 @@ export async function encodedRows(source: TestSource, table: string): Promise<st
   const reader = pagingConnection(await mysqlTarget(source.config));
   try {
     await reader.init();
-    const info = await tableInfo(reader.sql, source.db, table, undefined, { keyless: 'allow' });
+    const info = await tableInfo(reader.sql, source.db, table);
     const shape = encodeShape({ db: source.db, table, columns: info.columns, key: null });
     const rows: string[] = [];
     for await (const page of reader.page(info, null, null, 1_000_000)) for (const row of page) rows.push(encodeRow(shape, row));

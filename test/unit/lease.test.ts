@@ -6,6 +6,7 @@ import { LeaseLostError, OffsetConflictError } from '../../lib/errors.ts';
 import { InMemoryStateStore } from '../../lib/state/memory.ts';
 
 const at = (pos: number) => ({ file: 'binlog.000003', pos });
+const to = (pos: number) => ({ position: at(pos) });
 const pending = { copies: [{ from: '_staging/x', to: 'tables/x' }] };
 
 describe('lease expiry (in-memory state store, simulated clock)', () => {
@@ -18,17 +19,17 @@ describe('lease expiry (in-memory state store, simulated clock)', () => {
     const ledger = sourceLedger(store, 'run-1', clock);
 
     now = limits.hard;
-    const moved = await advance(ledger, first, at(100));
+    const moved = await advance(ledger, first, to(100));
     now = limits.leaseExpires;
-    await expect(advance(ledger, moved, at(200))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(advance(ledger, moved, to(200))).rejects.toBeInstanceOf(LeaseLostError);
     await expect(store.acquireLease('s', 'run-2', now + 4_000, now)).rejects.toBeInstanceOf(LeaseLostError); // expired only after its last ms
 
     now += 1;
     const second = await store.acquireLease('s', 'run-2', now + 4_000, now);
     expect(second.position).toEqual(at(100));
     // The zombie wakes up and tries to commit the batch it staged: refused, nothing moves.
-    await expect(ledger.commit(moved, at(300), pending)).rejects.toBeInstanceOf(LeaseLostError);
-    const successor = await sourceLedger(store, 'run-2', clock).commit(second, at(300), pending);
+    await expect(ledger.commit(moved, to(300), pending)).rejects.toBeInstanceOf(LeaseLostError);
+    const successor = await sourceLedger(store, 'run-2', clock).commit(second, to(300), pending);
     expect(successor).toMatchObject({ position: at(300), commitSeq: 1, pending });
   });
 
@@ -37,9 +38,9 @@ describe('lease expiry (in-memory state store, simulated clock)', () => {
     const clock = () => 10;
     const state = await store.acquireLease('s', 'run', 1_000, 0);
     const ledger = sourceLedger(store, 'run', clock);
-    const committed = await ledger.commit(state, at(100), pending);
-    await expect(ledger.commit(state, at(100), pending)).rejects.toBeInstanceOf(OffsetConflictError);
-    await expect(ledger.commit(committed, at(200), pending)).rejects.toBeInstanceOf(OffsetConflictError); // one pending at a time
+    const committed = await ledger.commit(state, to(100), pending);
+    await expect(ledger.commit(state, to(100), pending)).rejects.toBeInstanceOf(OffsetConflictError);
+    await expect(ledger.commit(committed, to(200), pending)).rejects.toBeInstanceOf(OffsetConflictError); // one pending at a time
     expect((await store.get('s'))?.commitSeq).toBe(1);
   });
 });

@@ -1,5 +1,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
+import { tableKey } from '../../core/table-ref.ts';
 import type { EncodedShape } from '../../format/event.ts';
+import { tablePath } from './keys.ts';
 import { StagingObject } from './staging.ts';
 
 export interface TableObject {
@@ -14,6 +16,7 @@ export interface TableObject {
  * holds whole transactions when it is committed (the capture loop cuts at boundaries).
  */
 export class Batch {
+  /** By `tableKey`. */
   readonly tables = new Map<string, TableObject>();
   events = 0;
   /** Uncompressed size in characters (≈ bytes for mostly-ASCII data). */
@@ -40,11 +43,12 @@ export class Batch {
 
   /** Appends one encoded event line for a table; resolves once the data is accepted (back-pressure). */
   write(shape: EncodedShape, line: string, seq: string): Promise<void> | undefined {
-    let entry = this.last?.shape === shape ? this.last : this.tables.get(`${shape.db}.${shape.table}`);
+    let entry = this.last?.shape === shape ? this.last : this.tables.get(tableKey(shape));
     if (!entry) {
-      const object = new StagingObject(this.s3, this.bucket, this.stagingKey(`${encodeURIComponent(shape.db)}/${encodeURIComponent(shape.table)}.jsonl.gz`));
+      // A segment never holds "." or "/", so `<db-seg>/<table-seg>.jsonl.gz` is one object per table and stays inside the batch's folder.
+      const object = new StagingObject(this.s3, this.bucket, this.stagingKey(`${tablePath(shape)}.jsonl.gz`));
       entry = { shape, object, seqMin: seq, seqMax: seq };
-      this.tables.set(`${shape.db}.${shape.table}`, entry);
+      this.tables.set(tableKey(shape), entry);
     }
     // The shape can change inside a batch (DDL); the manifest records the latest.
     if (entry.shape !== shape) (entry as { shape: EncodedShape }).shape = shape;

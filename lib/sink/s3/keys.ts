@@ -1,35 +1,71 @@
+import type { TableRef } from '../../core/table-ref.ts';
+import { AssertionError, ErrorCode, SluiceError } from '../../errors.ts';
+
 /**
  * Object key layout (docs/FORMAT.md). Final keys depend only on (source, commit sequence, table),
  * all fixed at commit time, so redoing a rename rewrites the same object and never duplicates.
  */
 export const pad = (n: number, width = 12) => String(n).padStart(width, '0');
 
-/**
- * A database or table name as one key segment (docs: format-v2 §1): the UTF-8 bytes, with
- * `[A-Za-z0-9_]` kept and every other byte as `%XX`; a leading `_` becomes `%5F` (Hive-style readers
- * skip paths starting with `_`). Injective, never `/`, `.` or `..`.
+/*
+ * Names in keys. A database or table name becomes ONE key segment by an injective encoding: the
+ * name's UTF-8 bytes, `[A-Za-z0-9_]` kept, every other byte `%XX` (upper-case hex, `%` itself
+ * included). So a segment never holds `/` (a name cannot reach into another folder), is never `.`
+ * or `..` (no dot survives), and names differing in any byte get different segments: `a/b`+`c`
+ * and `a`+`b/c` land in two folders. Ordinary names are unchanged. It is the escaping Hive uses for
+ * partition values, so `x=y` (`x%3Dy`) is never read as a partition column.
+ *
+ * A leading `_` is encoded too (`_tmp` → `%5Ftmp`): Hive, Spark and Trino/Athena skip every path
+ * component that starts with `_` or `.` as "hidden" (their own `_SUCCESS`, `_temporary` files), so a
+ * table named `_tmp` would silently read as empty. No segment can then start with `_` or `.`, and
+ * sluice's own folders that must never collide with a name can use a first character no segment
+ * has (`_staging`, or `@` which is always `%40` inside a segment).
  */
+
+const KEPT = /[A-Za-z0-9_]/;
+
+/** A database or table name as one key segment (see above). MySQL names are never empty. */
 export function segment(name: string): string {
+  if (name === '') throw new AssertionError('an empty database or table name has no key segment');
   let out = '';
   for (const byte of Buffer.from(name, 'utf8')) {
-    const plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte === 0x5f;
-    out += plain && !(out === '' && byte === 0x5f) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    const char = String.fromCharCode(byte);
+    out += KEPT.test(char) && !(out === '' && char === '_') ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out;
 }
 
-/** Where a table's schema versions live: `<prefix>schema/<source>/<db-seg>/<table-seg>/`. */
-export function schemaPrefix(prefix: string, sourceId: string, db: string, table: string): string {
-  return `${prefix}schema/${sourceId}/${segment(db)}/${segment(table)}/`;
+/** The name a segment encodes; refuses any text `segment` would not have produced. */
+export function unsegment(text: string): string {
+  const invalid = (why: string): never => {
+    throw new SluiceError(ErrorCode.TABLE_NAME, `key segment "${text}" is not an encoded name: ${why}`);
+  };
+  if (!/^(?:[A-Za-z0-9_]|%[0-9A-F]{2})+$/.test(text)) invalid('only letters, digits, "_" and %XX escapes may appear');
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; ) {
+    if (text[i] === '%') {
+      bytes.push(Number.parseInt(text.slice(i + 1, i + 3), 16));
+      i += 3;
+    } else bytes.push(text.charCodeAt(i++));
+  }
+  let name = '';
+  try {
+    name = new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
+  } catch {
+    invalid('the bytes are not UTF-8');
+  }
+  // One encoding per name: a kept character written as %XX (or a leading "_" left bare) is not one.
+  if (segment(name) !== text) invalid(`the name's own encoding is "${segment(name)}"`);
+  return name;
 }
 
-/** One schema version object of a table (`<version:6>.json`). */
-export function schemaKey(prefix: string, sourceId: string, db: string, table: string, version: number): string {
-  return `${schemaPrefix(prefix, sourceId, db, table)}${pad(version, 6)}.json`;
+/** A table's folder under `tables/`: `<db-seg>/<table-seg>`. Also its identity where one string must name it (snapshot chunks). */
+export function tablePath(ref: TableRef): string {
+  return `${segment(ref.db)}/${segment(ref.table)}`;
 }
 
 export function dataKey(prefix: string, db: string, table: string, sourceId: string, commitSeq: number): string {
-  return `${prefix}tables/${db}/${table}/${sourceId}-${pad(commitSeq)}.jsonl.gz`;
+  return `${prefix}tables/${tablePath({ db, table })}/${sourceId}-${pad(commitSeq)}.jsonl.gz`;
 }
 
 export function manifestKey(prefix: string, sourceId: string, commitSeq: number): string {
@@ -52,9 +88,27 @@ export function chunkStaging(prefix: string, sourceId: string, snapshotId: strin
 }
 
 export function snapshotDataKey(prefix: string, db: string, table: string, sourceId: string, snapshotId: string, chunk: number, page: number): string {
-  return `${prefix}tables/${db}/${table}/${sourceId}-snapshot-${snapshotId}-${pad(chunk, 4)}-${pad(page, 8)}.jsonl.gz`;
+  return `${prefix}tables/${tablePath({ db, table })}/${sourceId}-snapshot-${snapshotId}-${pad(chunk, 4)}-${pad(page, 8)}.jsonl.gz`;
 }
 
 export function snapshotManifestKey(prefix: string, sourceId: string, snapshotId: string, db: string, table: string, chunk: number, page: number): string {
-  return `${prefix}manifests/${sourceId}/snapshots/${snapshotId}/${db}.${table}/${pad(chunk, 4)}-${pad(page, 8)}.json`;
+  return `${prefix}manifests/${sourceId}/snapshots/${snapshotId}/${tablePath({ db, table })}/${pad(chunk, 4)}-${pad(page, 8)}.json`;
+}
+
+/** Where a table's schema versions live: `<prefix>schema/<source>/<db-seg>/<table-seg>/`. */
+export function schemaPrefix(prefix: string, sourceId: string, db: string, table: string): string {
+  return `${prefix}schema/${sourceId}/${tablePath({ db, table })}/`;
+}
+
+/** One version of a table's schema (the schema history). */
+export function schemaKey(prefix: string, sourceId: string, db: string, table: string, version: number): string {
+  return `${prefix}schema/${sourceId}/${tablePath({ db, table })}/${pad(version, 6)}.json`;
+}
+
+/**
+ * The catalog a commit saved (every table's latest version). Its folder `@catalog` is no segment:
+ * `segment` encodes `@`, so no database name can collide with it.
+ */
+export function catalogKey(prefix: string, sourceId: string, commitSeq: number): string {
+  return `${prefix}schema/${sourceId}/@catalog/${pad(commitSeq)}.json`;
 }

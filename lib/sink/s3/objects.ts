@@ -1,6 +1,7 @@
 import {
   CopyObjectCommand,
   DeleteObjectsCommand,
+  GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   NoSuchKey,
@@ -14,6 +15,17 @@ const copySource = (bucket: string, key: string) => `${bucket}/${key.split('/').
 
 export async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `${JSON.stringify(value, null, 1)}\n`, ContentType: 'application/json' }));
+}
+
+/** A JSON object, or undefined when the key does not exist. */
+export async function getJson(s3: S3Client, bucket: string, key: string): Promise<unknown> {
+  try {
+    const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    return JSON.parse(await (object.Body as { transformToString(): Promise<string> }).transformToString());
+  } catch (error) {
+    if (error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw error;
+  }
 }
 
 async function exists(s3: S3Client, bucket: string, key: string): Promise<boolean> {

@@ -1,5 +1,6 @@
 import ZongJi from '@vlasky/zongji';
 import type { BinlogPosition } from '../../core/position.ts';
+import { tableKey } from '../../core/table-ref.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
   applyRaw,
@@ -16,6 +17,8 @@ import {
 } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
 import { profiling, timed } from '../../profile.ts';
+import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
+import { isHiddenHashColumn } from '../../schema/version.ts';
 import { logicalTypes } from './schema.ts';
 import { connect, type SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';
@@ -27,14 +30,48 @@ import type { MysqlTarget } from './target.ts';
  */
 export type BinlogItem =
   | { kind: 'begin'; file: string; pos: number; gtid: string | null; serverId: number | null; tsMs: number }
-  | { kind: 'rows'; op: 'insert' | 'delete'; shape: EncodedShape; rows: Row[]; pos: number; tsMs: number }
-  | { kind: 'rows'; op: 'update'; shape: EncodedShape; rows: { before: Row; after: Row }[]; pos: number; tsMs: number }
+  | { kind: 'rows'; op: 'insert' | 'delete'; shape: EncodedShape; map: TableMapStructure; rows: Row[]; pos: number; tsMs: number }
+  | { kind: 'rows'; op: 'update'; shape: EncodedShape; map: TableMapStructure; rows: { before: Row; after: Row }[]; pos: number; tsMs: number }
+  /**
+   * A statement logged as text, inside the current transaction group: `ddl` when the group is a DDL
+   * statement's (MariaDB flags it in the GTID event; on MySQL a statement outside BEGIN…COMMIT), else
+   * DML written by a session in STATEMENT or MIXED format. Never logged: it may hold secrets.
+   */
+  | { kind: 'query'; ddl: boolean; db: string; query: string; sqlMode: SqlModeFlags; position: BinlogPosition; tsMs: number }
   /** A transaction (or a DDL statement) ended; `position` is right after it. */
-  | { kind: 'commit'; position: BinlogPosition; ddl?: { db: string; query: string } }
+  | { kind: 'commit'; position: BinlogPosition }
   /** A non-transactional event between transactions (rotate, checkpoint, heartbeat): the position moved. */
   | { kind: 'progress'; position: BinlogPosition; tsMs: number }
   /** Nothing arrived for `idleMs`: lets an idle consumer stop or heartbeat on time. */
   | { kind: 'idle' };
+
+/** The table as its TABLE_MAP describes it (binlog_row_metadata=FULL), to check it against its schema version. */
+export interface TableMapStructure {
+  readonly columns: readonly TableMapColumn[];
+  readonly key: readonly number[] | null;
+}
+
+/** The sql_mode flags that change how a statement's text reads, from the Query event (undefined: unknown). */
+export interface SqlModeFlags {
+  readonly ansiQuotes?: boolean;
+  readonly noBackslashEscapes?: boolean;
+}
+
+/**
+ * sql_mode from a Query event's status variables (Q_SQL_MODE_CODE = 1, then 8 bytes, low byte first;
+ * ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x200000). zongji decodes the variables as UTF-8, so a byte
+ * above 0x7f is lost: the flags it would hold are then unknown. The code is first when present.
+ */
+export function sqlModeFlags(statusVars: string | undefined): SqlModeFlags {
+  if (statusVars?.charCodeAt(0) !== 1) return {};
+  const byte = (i: number) => {
+    const c = statusVars.charCodeAt(1 + i);
+    return c <= 0x7f ? c : undefined;
+  };
+  const b0 = byte(0);
+  const b2 = byte(2);
+  return { ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0 }), ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x20) !== 0 }) };
+}
 
 export interface BinlogReaderOptions {
   target: MysqlTarget;
@@ -62,6 +99,7 @@ type Ev = any;
 interface TableState {
   signature: string;
   shape: EncodedShape;
+  map: TableMapStructure;
   /** What to change in zongji's descriptors at each TABLE_MAP, by column index (see rawBinlogValues). */
   raw: [index: number, raw: RawValues][];
   /** Columns whose zongji values need converting. */
@@ -93,6 +131,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private file: string;
   private gtid: string | null;
   private inTxn = false;
+  /**
+   * How the current group ends: `transaction` at its Xid or COMMIT, `standalone` after its one
+   * statement (a DDL), `open` until its first event says (a MySQL GTID: BEGIN follows, or a DDL).
+   */
+  private group: 'open' | 'transaction' | 'standalone' = 'transaction';
+  /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement on MySQL). */
+  private ddlGroup = false;
   private readonly highWater: number;
 
   constructor(private readonly options: BinlogReaderOptions) {
@@ -163,15 +208,24 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
     // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
-    let signature = `${map.parentSchema}.${map.tableName}:${key}`;
+    let signature = `${tableKey({ db: map.parentSchema, table: map.tableName })}:${key}`;
     for (let i = 0; i < columns.length; i++)
       signature += `,${columnSignature(columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined)}`;
     let table = this.shapes.get(ev.tableId);
     if (table?.signature !== signature) {
-      const described = columns.map((c, i) => binlogColumn(c, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }));
-      const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key });
-      if (columns.some(maybeLogical)) this.unresolved.set(shape, columns);
-      table = { signature, shape, raw: [], decoders: [], byServer: [] };
+      // MariaDB logs a hidden DB_ROW_HASH_<n> column per long unique key: not part of the table's rows.
+      const kept = columns.map((_, i) => i).filter((i) => !isHiddenHashColumn((columns[i] as ZongjiColumn).name));
+      const described = kept.map((i) =>
+        binlogColumn(columns[i] as ZongjiColumn, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }),
+      );
+      const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key: key ? key.map((i) => kept.indexOf(i)) : null });
+      if (columns.some(maybeLogical))
+        this.unresolved.set(
+          shape,
+          kept.map((i) => columns[i] as ZongjiColumn),
+        );
+      // Read before applyRaw below rewrites zongji's descriptors.
+      table = { signature, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], byServer: [] };
       for (const [i, c] of columns.entries()) {
         const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
         if (!raw) continue;
@@ -248,36 +302,63 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return table;
   }
 
-  private boundary(kind: 'commit' | 'progress', pos: number, ddl?: { db: string; query: string }, tsMs = 0): void {
+  private boundary(kind: 'commit' | 'progress', pos: number, tsMs = 0): void {
     this.inTxn = false;
-    if (kind === 'progress') {
-      this.push({ kind, position: { file: this.file, pos, gtid: this.gtid ?? undefined }, tsMs });
-      return;
-    }
-    this.push(
-      ddl
-        ? { kind, position: { file: this.file, pos, gtid: this.gtid ?? undefined }, ddl }
-        : { kind, position: { file: this.file, pos, gtid: this.gtid ?? undefined } },
-    );
+    const position = { file: this.file, pos, gtid: this.gtid ?? undefined };
+    this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
   }
 
-  private begin(ev: Ev, gtid: string | null, serverId: number | null): void {
+  private begin(ev: Ev, gtid: string | null, serverId: number | null, group: BinlogReader['group'], ddl: boolean): void {
     this.inTxn = true;
+    this.group = group;
+    this.ddlGroup = ddl;
     if (gtid) this.gtid = gtid;
     this.push({ kind: 'begin', file: this.file, pos: ev.nextPosition, gtid, serverId, tsMs: ev.timestamp });
+  }
+
+  /** A Query event: transaction control, or a statement (DDL, or DML logged as text) for the consumer to judge. */
+  private onQuery(ev: Ev): void {
+    const query = String(ev.query).trim();
+    const upper = query.slice(0, 16).toUpperCase();
+    if (upper === 'BEGIN' || upper.startsWith('XA START')) {
+      if (!this.inTxn) this.begin(ev, null, null, 'transaction', false);
+      else if (this.group === 'open') this.group = 'transaction';
+      return;
+    }
+    if (upper === 'COMMIT' || upper === 'ROLLBACK') {
+      this.boundary('commit', ev.nextPosition);
+      return;
+    }
+    if (upper.startsWith('SAVEPOINT') || upper.startsWith('XA END')) return;
+    // A statement outside any group (no GTID events, old servers) stands alone.
+    if (!this.inTxn) this.begin(ev, null, null, 'standalone', true);
+    if (this.group === 'open') {
+      this.group = 'standalone';
+      this.ddlGroup = true;
+    }
+    this.push({
+      kind: 'query',
+      ddl: this.ddlGroup,
+      db: ev.schema ?? '',
+      query,
+      sqlMode: sqlModeFlags(ev.statusVars),
+      position: { file: this.file, pos: ev.nextPosition },
+      tsMs: ev.timestamp,
+    });
+    if (this.group === 'standalone') this.boundary('commit', ev.nextPosition);
   }
 
   private onEvent(ev: Ev): void {
     const type: string = ev.getTypeName();
     switch (type) {
       case 'MariadbGtid':
-        this.begin(ev, ev.gtid, ev.serverId ?? null);
+        this.begin(ev, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
         return;
       case 'Gtid':
-        this.begin(ev, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null);
+        this.begin(ev, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
         return;
       case 'AnonymousGtid':
-        this.begin(ev, null, null);
+        this.begin(ev, null, null, 'open', false);
         return;
       case 'TableMap':
         this.mapTable(ev);
@@ -285,40 +366,28 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows': {
-        const { shape, decoders, byServer } = this.tableOf(ev);
+        const { shape, map, decoders, byServer } = this.tableOf(ev);
         if (decoders.length) {
           if (type === 'UpdateRows') for (const row of ev.rows) decodeRows([row.before, row.after], decoders);
           else decodeRows(ev.rows, decoders);
         }
         if (byServer.length) this.serverText.set(ev.rows, byServer);
-        this.push({ kind: 'rows', op: ROWS_OP[type], shape, rows: ev.rows, pos: ev.nextPosition, tsMs: ev.timestamp }, ev.rows.length);
+        this.push({ kind: 'rows', op: ROWS_OP[type], shape, map, rows: ev.rows, pos: ev.nextPosition, tsMs: ev.timestamp }, ev.rows.length);
         return;
       }
       case 'Xid':
         this.boundary('commit', ev.nextPosition);
         return;
-      case 'Query': {
-        const query = String(ev.query).trim();
-        const upper = query.slice(0, 16).toUpperCase();
-        if (upper === 'BEGIN' || upper.startsWith('XA START') || upper.startsWith('SAVEPOINT')) {
-          if (!this.inTxn) this.begin(ev, null, null);
-          return;
-        }
-        if (upper === 'COMMIT' || upper === 'ROLLBACK') {
-          this.boundary('commit', ev.nextPosition);
-          return;
-        }
-        // Anything else is DDL (or another standalone statement): it ends its group.
-        this.boundary('commit', ev.nextPosition, { db: ev.schema ?? '', query });
+      case 'Query':
+        this.onQuery(ev);
         return;
-      }
       case 'Rotate':
         // The new file starts at ev.position; the rotate's own nextPosition belongs to the old file.
         this.file = ev.binlogName;
-        if (!this.inTxn) this.boundary('progress', Number(ev.position), undefined, ev.timestamp);
+        if (!this.inTxn) this.boundary('progress', Number(ev.position), ev.timestamp);
         return;
       default:
-        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, undefined, ev.timestamp);
+        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
     }
   }
 

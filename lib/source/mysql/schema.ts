@@ -1,3 +1,4 @@
+import { formatName, formatTableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import type { Column, ColumnKind, LogicalType } from '../../format/types.ts';
 import type { SqlConnection } from './server.ts';
@@ -9,7 +10,7 @@ export interface TableInfo {
   readonly columns: readonly Column[];
   /** Per column, the SQL expression that reads it (aliased to its name) as the encoder expects it. */
   readonly selects: readonly string[];
-  /** Names of the key columns the snapshot pages by (the primary key, or a configured unique NOT NULL column). */
+  /** Names of the key columns the snapshot pages by (the primary key, or a configured unique NOT NULL column); empty for a table without either. */
   readonly key: readonly string[];
   /** Per key column: the SQL expression a cursor value is bound with, so comparison happens in SQL with the column's type. */
   readonly keyParams: readonly string[];
@@ -114,9 +115,10 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[]): Pro
 
 /**
  * Reads a table's columns, key and row estimate. `chunkColumn` replaces a missing primary key; it
- * must be unique and NOT NULL, or paging could skip or repeat rows.
+ * must be unique and NOT NULL, or paging could skip or repeat rows. A table with neither has no
+ * key (`key: []`).
  */
-export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string, options: { keyless?: 'allow' } = {}): Promise<TableInfo> {
+export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string): Promise<TableInfo> {
   const columnRows = await rows<ColumnRow>(
     conn,
     `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION
@@ -124,7 +126,10 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     [db, table],
   );
   if (!columnRows.length)
-    throw new SluiceError('TABLE_NOT_FOUND', `table ${db}.${table} does not exist or the sluice user cannot see it (GRANT SELECT ON ${db}.* TO ...)`);
+    throw new SluiceError(
+      'TABLE_NOT_FOUND',
+      `table ${formatTableRef({ db, table })} does not exist or the sluice user cannot see it (GRANT SELECT ON ${formatName(db)}.* TO ...)`,
+    );
   const primary = await rows<{ COLUMN_NAME: string }>(
     conn,
     `SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
@@ -132,16 +137,12 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     [db, table],
   );
   let key = primary.map((r) => r.COLUMN_NAME);
-  if (!key.length && !(options.keyless === 'allow' && !chunkColumn)) {
-    if (!chunkColumn) {
-      throw new SluiceError(
-        'SNAPSHOT_NO_KEY',
-        `table ${db}.${table} has no primary key, so it cannot be paged or merged with the binlog. Add a primary key, or name a unique NOT NULL column with SLUICE_KEY_COLUMNS=${db}.${table}:<column>, or exclude the table (SLUICE_EXCLUDE).`,
-      );
-    }
+  if (!key.length && chunkColumn) {
     await checkChunkColumn(conn, db, table, chunkColumn, columnRows);
     key = [chunkColumn];
   }
+  // No key at all: the table is a multiset of rows; the snapshot reads it whole at one point
+  // (lib/snapshot/worker.ts) and readers identify its rows by their full image.
   const [estimate] = await rows<{ TABLE_ROWS: string | number | null }>(
     conn,
     'SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
@@ -155,7 +156,7 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     if (selectOf(row) !== id(name))
       throw new SluiceError(
         ErrorCode.SNAPSHOT_BAD_KEY,
-        `table ${db}.${table} is keyed by ${name} (${row.COLUMN_TYPE}), which the snapshot cannot page by (MariaDB orders YEAR(2) by the full year but compares two digits; spatial values have no usable order). Change the key (e.g. to YEAR) or exclude the table (SLUICE_EXCLUDE).`,
+        `table ${formatTableRef({ db, table })} is keyed by ${formatName(name)} (${row.COLUMN_TYPE}), which the snapshot cannot page by (MariaDB orders YEAR(2) by the full year but compares two digits; spatial values have no usable order). Change the key (e.g. to YEAR) or exclude the table (SLUICE_EXCLUDE).`,
       );
   }
   return {
@@ -183,7 +184,7 @@ async function checkChunkColumn(conn: SqlConnection, db: string, table: string, 
   if (info?.IS_NULLABLE !== 'NO' || !unique.length) {
     throw new SluiceError(
       'SNAPSHOT_BAD_CHUNK_COLUMN',
-      `the chunk column ${db}.${table}.${column} must exist, be NOT NULL and carry a single-column UNIQUE index; otherwise paging could skip or repeat rows`,
+      `the chunk column ${formatName(column)} of ${formatTableRef({ db, table })} must exist, be NOT NULL and carry a single-column UNIQUE index; otherwise paging could skip or repeat rows`,
     );
   }
 }
@@ -201,7 +202,7 @@ export async function logicalTypes(conn: SqlConnection, db: string, table: strin
   return new Map(found.filter((r) => LOGICAL.has(r.DATA_TYPE.toLowerCase())).map((r) => [r.COLUMN_NAME, r.DATA_TYPE.toLowerCase() as LogicalType]));
 }
 
-/** Base tables passing `accept`, as `db.table` names. */
+/** Base tables passing `accept`, by their two names. */
 export async function listTables(conn: SqlConnection, accept: (db: string, table: string) => boolean): Promise<{ db: string; table: string }[]> {
   const all = await rows<{ TABLE_SCHEMA: string; TABLE_NAME: string }>(
     conn,

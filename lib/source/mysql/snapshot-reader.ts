@@ -43,9 +43,9 @@ function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | n
     where.push(tupleCompare(info, '<', true));
     values.push(...tupleValues(upTo));
   }
-  // A keyless table (verify reads it whole) has no order to page by.
-  const order = info.key.length ? ` ORDER BY ${info.key.map(id).join(', ')}` : '';
-  const sql = `SELECT ${info.selects.join(', ')} FROM ${id(info.db)}.${id(info.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order} LIMIT ${limit}`;
+  // A table without a key is read whole, in no particular order (inside one consistent snapshot).
+  const order = info.key.length ? ` ORDER BY ${info.key.map(id).join(', ')} LIMIT ${limit}` : '';
+  const sql = `SELECT ${info.selects.join(', ')} FROM ${id(info.db)}.${id(info.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
   return { sql, values };
 }
 

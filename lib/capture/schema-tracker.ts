@@ -1,0 +1,396 @@
+import type { BinlogPosition } from '../core/position.ts';
+import { ErrorCode, SluiceError } from '../errors.ts';
+import { type EncodedShape, encodeShape, type MarkerOp } from '../format/event.ts';
+import type { Column } from '../format/types.ts';
+import type { Log } from '../log.ts';
+import { type Catalog, type CatalogTable, tableKey } from '../schema/catalog.ts';
+import { normalizeType, type TableMapColumn, tableMapType, UnsupportedTypeError } from '../schema/column-type.ts';
+import type { TableChange, TableRef } from '../schema/definition.ts';
+import { evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
+import type { SqlModeFlags } from '../source/mysql/binlog-reader.ts';
+import { type ClassifyContext, classifyDdl, type DdlClassification } from '../source/mysql/ddl/classify.ts';
+import { lex } from '../source/mysql/ddl/lexer.ts';
+
+/*
+ * The capture side of the schema history (docs/FORMAT.md, "Schema history" and "Which DDL takes
+ * which path"). Every DDL statement the binlog carries is classified; for each captured table it
+ * touches, the tracker evolves the table's version in the catalog and says which control event to
+ * write at the statement's place in the feed:
+ *   - `t` (reset): every earlier row of the table is gone — DROP, TRUNCATE, a new table under the
+ *     name, RENAME away or in, and DDL whose new values the binlog does not carry (`resnapshot`:
+ *     a snapshot of the table is requested in the same commit);
+ *   - `s` (schema change keeping rows): readers project earlier rows through the new version.
+ * Rows are stamped with their table's version. A TABLE_MAP that disagrees with the version (a
+ * classifier gap) is caught here too: the table is reset and re-snapshotted, never written wrong.
+ * Statements are never logged or kept anywhere but in the schema history of captured tables.
+ */
+
+/** What the server tells about how it reads DDL (read once per run). */
+export interface ServerTraits {
+  /** 10.11.19 → 101119: decides which executable comments ran. */
+  readonly serverVersion: number;
+  readonly lowerCaseTableNames: boolean;
+  readonly explicitDefaultsForTimestamp: boolean;
+}
+
+/** A control event to write, in order. */
+export interface SchemaEvent {
+  readonly table: TableRef;
+  readonly op: MarkerOp;
+  readonly kind: string;
+  readonly version: SchemaVersion;
+  readonly seq: string;
+  /** Where the DDL (or the run's decision) sits in the binlog. */
+  readonly position: BinlogPosition;
+}
+
+export interface DdlOutcome {
+  readonly events: SchemaEvent[];
+  /** Tables to snapshot (in the commit that writes these events), with why. */
+  readonly snapshots: { readonly table: TableRef; readonly reason: string }[];
+}
+
+export interface TrackerDeps {
+  readonly traits: ServerTraits;
+  /** Whether the include/exclude filters capture the table. */
+  readonly accept: (db: string, table: string) => boolean;
+  /** The table's structure as the server describes it now, numbered after `previous` (undefined: it does not exist). */
+  readonly readVersion: (table: TableRef, previous: SchemaVersion | undefined) => Promise<SchemaVersion | undefined>;
+  /** Operator decisions for statements the classifier cannot read, by the statement's end position (`file:pos`). */
+  readonly overrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
+  readonly log: Log;
+  readonly classify?: (text: string, context: ClassifyContext) => Promise<DdlClassification>;
+}
+
+/** A statement as the binlog carries it. */
+export interface LoggedStatement {
+  readonly db: string;
+  readonly query: string;
+  readonly sqlMode: SqlModeFlags;
+  /** Right after the statement's event. */
+  readonly position: BinlogPosition;
+}
+
+const where = (p: BinlogPosition) => `${p.file}:${p.pos}`;
+const named = (t: TableRef) => `\`${t.db.replaceAll('`', '``')}\`.\`${t.table.replaceAll('`', '``')}\``;
+
+/** The columns a rows event of this version is encoded with (kind/type/fsp as the version says). */
+function columnOf(c: SchemaColumn): Column {
+  return { name: c.name, kind: c.kind, sqlType: c.type, ...(c.fsp !== undefined ? { fsp: c.fsp } : {}) };
+}
+
+/** A shape for a version's control events and manifest entry. */
+export function shapeOfVersion(version: SchemaVersion): EncodedShape {
+  const columns = version.columns.map(columnOf);
+  const key = version.key ? version.key.map((name) => columns.findIndex((c) => c.name === name)) : null;
+  return encodeShape({ db: version.db, table: version.table, columns, key, schema: version.version });
+}
+
+/** A version from a TABLE_MAP (first sight of a table, or the safety net): exact names, types and key; nullability unknown. */
+export function versionFromTableMap(
+  table: TableRef,
+  map: { readonly columns: readonly TableMapColumn[]; readonly key: readonly number[] | null },
+  previous: SchemaVersion | undefined,
+): SchemaVersion {
+  let id = previous?.lastColumnId ?? 0;
+  const columns: SchemaColumn[] = map.columns.map((c) => ({ id: ++id, name: c.name, ...normalizeType(tableMapType(c)), nullable: true }));
+  return {
+    db: table.db,
+    table: table.table,
+    version: (previous?.version ?? 0) + 1,
+    columns,
+    key: map.key?.length ? map.key.map((i) => columns[i]?.name as string) : null,
+    lastColumnId: id,
+    changes: [],
+    indexes: [],
+  };
+}
+
+export class SchemaTracker {
+  /** Stamped shapes by the reader's shape: the check against the catalog runs once per shape and version. */
+  private readonly stamped = new WeakMap<EncodedShape, { version: SchemaVersion; shape: EncodedShape }>();
+
+  constructor(
+    readonly catalog: Catalog,
+    private readonly deps: TrackerDeps,
+  ) {}
+
+  /** Whether a table is captured: the filters take it and it is no sequence. */
+  accepts(table: TableRef): boolean {
+    return this.deps.accept(table.db, table.table) && !this.catalog.isSequence(table);
+  }
+
+  /**
+   * One DDL statement: the control events to write (each takes the next seq of the statement's
+   * transaction from `seq`) and the snapshots to request. Throws DDL_UNKNOWN, with the statement's
+   * position and the way out, when a captured table is touched in a way it cannot classify.
+   */
+  async onDdl(statement: LoggedStatement, seq: () => string): Promise<DdlOutcome> {
+    const classify = this.deps.classify ?? classifyDdl;
+    const result = await classify(statement.query, {
+      defaultDb: statement.db,
+      serverVersion: this.deps.traits.serverVersion,
+      ansiQuotes: statement.sqlMode.ansiQuotes,
+      noBackslashEscapes: statement.sqlMode.noBackslashEscapes,
+      lowerCaseTableNames: this.deps.traits.lowerCaseTableNames,
+    });
+    const outcome: DdlOutcome = { events: [], snapshots: [] };
+    switch (result.kind) {
+      case 'ignore':
+        return outcome;
+      case 'database':
+        if (result.op === 'drop') {
+          for (const version of this.catalog.liveTables().filter((v) => v.db === result.db))
+            this.record(outcome, { db: version.db, table: version.table }, 't', 'drop', { ...version, dropped: true }, statement, seq, false);
+        } else if (result.collation || result.charset) this.catalog.setDatabaseCollation(result.db, result.collation ?? undefined);
+        return outcome;
+      case 'sequence':
+        for (const table of result.tables) if (result.op !== 'alter') this.catalog.setSequence(table, result.op === 'create');
+        return outcome;
+      case 'unknown': {
+        const touched = result.tables ?? this.catalog.liveTables();
+        const captured = touched.filter((t) => this.catalog.live(t) || this.accepts(t));
+        if (captured.length) return this.unclassified(statement, captured, result.reason, seq, outcome);
+        return outcome;
+      }
+      case 'tables':
+        break;
+    }
+    /** Versions of tables renamed away by this statement, by their new name, for the rename-in that follows. */
+    const moved = new Map<string, SchemaVersion | undefined>();
+    for (const { table, change } of result.effects) {
+      const entry = this.catalog.entry(table);
+      const live = this.catalog.live(table);
+      const accepted = this.accepts(table);
+      if (change.kind === 'rename-out') moved.set(tableKey(change.to), live);
+      if (!live && !accepted) continue;
+      const source = await this.sourceOf(table, change, moved);
+      const evolved = evolve(entry?.version, change, {
+        db: table.db,
+        table: table.table,
+        source,
+        databaseCollation: this.catalog.databaseCollation(table.db),
+        explicitDefaultsForTimestamp: this.deps.traits.explicitDefaultsForTimestamp,
+      });
+      switch (evolved.path) {
+        case 'unknown':
+          await this.unclassified(statement, [table], evolved.reason ?? 'not understood', seq, outcome);
+          break;
+        case 'create':
+          if (accepted && evolved.next) this.record(outcome, table, 't', 'create', evolved.next, statement, seq, true);
+          break;
+        case 'derive':
+          if (evolved.next) this.record(outcome, table, 's', 'alter', evolved.next, statement, seq, true);
+          break;
+        case 'noop':
+          // Index and option changes keep the version (catalog state only); the event records the DDL.
+          if (live && evolved.next) this.catalog.put({ ...(entry as CatalogTable), version: evolved.next }, false);
+          if (live) this.record(outcome, table, 's', 'noop', evolved.next ?? live, statement, seq, false);
+          break;
+        case 'reset': {
+          const kind = change.kind === 'truncate' ? 'truncate' : change.kind === 'drop' ? 'drop' : 'rename-out';
+          const next = evolved.next ?? { ...(live as SchemaVersion), dropped: true as const };
+          this.record(outcome, table, 't', kind, next, statement, seq, false);
+          break;
+        }
+        case 'resnapshot':
+          if (!accepted) {
+            // A captured table changed into one the filters no longer take: retract it.
+            if (live) this.record(outcome, table, 't', 'rename-out', { ...live, dropped: true }, statement, seq, false);
+            break;
+          }
+          await this.resnapshot(outcome, table, change, evolved.next, entry?.version, evolved.reason ?? change.kind, statement, seq);
+          break;
+      }
+    }
+    return outcome;
+  }
+
+  /**
+   * A rows event's shape, stamped with the table's version. First sight of a table (not known to
+   * the catalog) takes its version from the TABLE_MAP; a TABLE_MAP that disagrees with the version
+   * resets and re-snapshots the table, after a warning, so its output stays exact.
+   */
+  onRows(
+    shape: EncodedShape,
+    map: { readonly columns: readonly TableMapColumn[]; readonly key: readonly number[] | null },
+    seq: () => string,
+    position: BinlogPosition,
+  ): { shape: EncodedShape; outcome?: DdlOutcome } {
+    const known = this.stamped.get(shape);
+    const table = { db: shape.db, table: shape.table };
+    const live = this.catalog.live(table);
+    if (known && known.version === live) return { shape: known.shape };
+    let outcome: DdlOutcome | undefined;
+    let version = live;
+    let structure: string;
+    try {
+      structure = structureFromTableMap(map.columns, map.key);
+    } catch (error) {
+      // A column type the schema history cannot describe: rows are written exactly, without a version.
+      if (!(error instanceof UnsupportedTypeError)) throw error;
+      return { shape };
+    }
+    if (!version || !sameStructure(structure, structureOf(version))) {
+      const entry = this.catalog.entry(table);
+      version = versionFromTableMap(table, map, entry?.version);
+      const statement = { db: table.db, query: '', sqlMode: {}, position };
+      outcome = { events: [], snapshots: [] };
+      if (live) {
+        this.deps.log.warn('a table does not match its schema version; re-snapshotting it', { db: table.db, table: table.table, position: where(position) });
+        this.record(outcome, table, 't', 'resnapshot', version, statement, seq, true, 'table-map');
+        outcome.snapshots.push({ table, reason: 'schema mismatch' });
+      } else {
+        this.catalog.put({ version, seq: seq(), position, origin: 'table-map' });
+      }
+    }
+    const stamped = encodeShape({ ...shape, schema: version.version });
+    this.stamped.set(shape, { version, shape: stamped });
+    return { shape: stamped, outcome };
+  }
+
+  /**
+   * DML logged as a statement (a session with binlog_format STATEMENT or MIXED): its rows are not in
+   * the binlog. On a captured table that is lost data, so the run stops before it; elsewhere it is
+   * ignored. Tables are found by name anywhere in the statement, so a doubtful case stops too.
+   */
+  onStatement(statement: LoggedStatement): void {
+    const touched = namedTables(statement.query, statement.db, this.deps.traits.serverVersion, statement.sqlMode);
+    const captured = touched === null ? this.catalog.liveTables() : touched.filter((t) => this.catalog.live(t) || this.accepts(t));
+    if (!captured.length) return;
+    throw new SluiceError(
+      ErrorCode.STATEMENT_DML,
+      `a change to ${captured.map(named).join(', ')} was written to the binlog as a statement, without its rows, at ${where(statement.position)} ` +
+        '(a session ran with binlog_format=STATEMENT or MIXED). sluice stops before it: the output would miss those changes. ' +
+        'Fix the writer (SET SESSION binlog_format=ROW, and binlog_format=ROW globally), then see docs/RUNBOOK.md, "Statement-based changes", to move past it and re-snapshot the table.',
+    );
+  }
+
+  /** CREATE … LIKE and RENAME copy another table's structure: the version it had, or the server's. */
+  private async sourceOf(table: TableRef, change: TableChange, moved: Map<string, SchemaVersion | undefined>): Promise<SchemaVersion | undefined> {
+    if (change.kind === 'rename-in') return moved.get(tableKey(table));
+    if (change.kind !== 'create-like') return undefined;
+    return this.catalog.live(change.source) ?? (await this.deps.readVersion(change.source, undefined));
+  }
+
+  private async resnapshot(
+    outcome: DdlOutcome,
+    table: TableRef,
+    change: TableChange,
+    next: SchemaVersion | undefined,
+    previous: SchemaVersion | undefined,
+    reason: string,
+    statement: LoggedStatement,
+    seq: () => string,
+  ): Promise<void> {
+    // The structure the statement left: derived from it, else described by the server now (a later
+    // DDL on the table would then show as a TABLE_MAP mismatch, handled the same way again).
+    const version = next ?? (await this.deps.readVersion(table, previous));
+    if (!version) {
+      // Gone already (dropped later in the binlog): nothing to copy; the later DROP retracts it.
+      if (previous && !previous.dropped) this.record(outcome, table, 't', 'drop', { ...previous, dropped: true }, statement, seq, false);
+      return;
+    }
+    const kind = change.kind === 'rename-in' ? 'rename-in' : change.kind === 'create-select' ? 'create' : 'resnapshot';
+    this.record(outcome, table, 't', kind, version, statement, seq, true);
+    outcome.snapshots.push({ table, reason: kind === 'resnapshot' ? reason : kind });
+  }
+
+  /** A statement on a captured table that cannot be classified: stop, unless an operator decided. */
+  private async unclassified(
+    statement: LoggedStatement,
+    tables: readonly TableRef[],
+    reason: string,
+    seq: () => string,
+    outcome: DdlOutcome,
+  ): Promise<DdlOutcome> {
+    const decision = this.deps.overrides.get(where(statement.position));
+    if (decision === 'noop') {
+      for (const table of tables) {
+        const live = this.catalog.live(table);
+        if (live) this.record(outcome, table, 's', 'noop', live, statement, seq, false);
+      }
+      return outcome;
+    }
+    if (decision === 'resnapshot') {
+      for (const table of tables) {
+        if (!this.accepts(table)) continue;
+        const previous = this.catalog.entry(table)?.version;
+        await this.resnapshot(outcome, table, { kind: 'unknown', reason }, undefined, previous, `operator: ${reason}`, statement, seq);
+      }
+      return outcome;
+    }
+    throw new SluiceError(
+      ErrorCode.DDL_UNKNOWN,
+      `a DDL statement at ${where(statement.position)} touches ${tables.map(named).join(', ')} and sluice cannot tell what it does to the rows (${reason}). ` +
+        `Capture stopped before it. Decide, then restart: SLUICE_DDL_OVERRIDES=${where(statement.position)}=resnapshot (copy the table again) ` +
+        `or =noop (the statement changed no rows or columns). See docs/RUNBOOK.md, "DDL sluice cannot classify".`,
+    );
+  }
+
+  /** Adds a control event and, when the table's version changed, the new version to the catalog. */
+  private record(
+    outcome: DdlOutcome,
+    table: TableRef,
+    op: MarkerOp,
+    kind: string,
+    version: SchemaVersion,
+    statement: LoggedStatement,
+    seq: () => string,
+    newVersion: boolean,
+    origin: CatalogTable['origin'] = 'ddl',
+  ): void {
+    const at = seq();
+    const entry: CatalogTable = {
+      version,
+      seq: at,
+      position: statement.position,
+      origin,
+      ddl: { kind, ...(statement.query ? { statement: statement.query } : {}) },
+    };
+    if (newVersion) this.catalog.put(entry);
+    else if (version.dropped || this.catalog.entry(table)?.version !== version) this.catalog.put(entry, false);
+    outcome.events.push({ table, op, kind, version, seq: at, position: statement.position });
+    this.deps.log.info('schema change', { db: table.db, table: table.table, kind, schema: version.version, position: where(statement.position) });
+  }
+}
+
+/**
+ * Whether a TABLE_MAP's structure is a version's. Temporal columns in MariaDB's pre-10.0 storage
+ * format carry no fraction digits in the TABLE_MAP (`time(*)`): any fsp of the version matches.
+ */
+function sameStructure(map: string, version: string): boolean {
+  if (map === version) return true;
+  const a = JSON.parse(map) as { columns: [string, string, string | null][]; key: unknown };
+  const b = JSON.parse(version) as { columns: [string, string, string | null][]; key: unknown };
+  if (JSON.stringify(a.key) !== JSON.stringify(b.key) || a.columns.length !== b.columns.length) return false;
+  return a.columns.every(([name, type, charset], i) => {
+    const [otherName, otherType, otherCharset] = b.columns[i] as [string, string, string | null];
+    const base = type.endsWith('(*)') ? type.slice(0, -3) : undefined;
+    return name === otherName && charset === otherCharset && (type === otherType || (base !== undefined && otherType.replace(/\(\d\)$/, '') === base));
+  });
+}
+
+/**
+ * The tables a DML statement names, anywhere in it (targets, joins, subqueries): `db.t` and bare
+ * `t` (in the statement's default database). Null when the text cannot be read.
+ */
+function namedTables(text: string, defaultDb: string, serverVersion: number, sqlMode: SqlModeFlags): TableRef[] | null {
+  let tokens: ReturnType<typeof lex>;
+  try {
+    tokens = lex(text, { serverVersion, ansiQuotes: sqlMode.ansiQuotes, noBackslashEscapes: sqlMode.noBackslashEscapes });
+  } catch {
+    return null;
+  }
+  const names: TableRef[] = [];
+  const isName = (i: number) => tokens[i]?.kind === 'ident' || tokens[i]?.kind === 'word';
+  for (let i = 0; i < tokens.length; i++) {
+    if (!isName(i)) continue;
+    const value = tokens[i]?.value as string;
+    if (tokens[i + 1]?.raw === '.' && isName(i + 2)) {
+      names.push({ db: value, table: tokens[i + 2]?.value as string });
+      i += 2;
+    } else names.push({ db: defaultDb, table: value });
+  }
+  return names;
+}

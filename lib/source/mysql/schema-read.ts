@@ -1,0 +1,145 @@
+import type { ServerTraits } from '../../capture/schema-tracker.ts';
+import { type BinlogPosition, comparePositions } from '../../core/position.ts';
+import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema/column-type.ts';
+import type { TableRef } from '../../schema/definition.ts';
+import { type InformationSchemaIndexRow, type SchemaVersion, versionFromInformationSchema } from '../../schema/version.ts';
+import { listTables } from './schema.ts';
+import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
+
+/*
+ * Table structures as the server describes them now (information_schema), as schema versions:
+ * for the catalog a source starts with, for tables that enter the captured set, and for DDL whose
+ * resulting structure the statement alone does not give.
+ */
+
+async function rows<T>(conn: SqlConnection, sql: string, values: unknown[] = []): Promise<T[]> {
+  const [result] = await conn.query(sql, values);
+  return result as T[];
+}
+
+/** 10.11.19-MariaDB-… → 101119; 8.0.36 → 80036. */
+export function versionNumber(version: string): number {
+  const [major = 0, minor = 0, patch = 0] = (/^(\d+)\.(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
+  return major * 10_000 + minor * 100 + patch;
+}
+
+/** What decides how the server read a DDL statement (the binlog's statements are read by the same rules). */
+export async function serverTraits(conn: SqlConnection): Promise<ServerTraits> {
+  const [row] = await rows<{ version: string; lower: number | string; explicit: number | string | null }>(
+    conn,
+    'SELECT VERSION() AS version, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit',
+  );
+  return {
+    serverVersion: versionNumber(String(row?.version ?? '')),
+    lowerCaseTableNames: Number(row?.lower ?? 0) === 1,
+    explicitDefaultsForTimestamp: Number(row?.explicit ?? 1) === 1,
+  };
+}
+
+/** One table now, numbered after `previous` (its next version number, column ids after its last); undefined if it does not exist. */
+export async function readTableVersion(conn: SqlConnection, table: TableRef, previous: SchemaVersion | undefined): Promise<SchemaVersion | undefined> {
+  return (await readVersions(conn, [table], new Map(previous ? [[key(table), previous]] : [])))[0];
+}
+
+const key = (t: TableRef) => JSON.stringify([t.db, t.table]);
+
+/** The tables' versions now (those that exist), each numbered after its entry in `previous`. */
+export async function readVersions(conn: SqlConnection, tables: readonly TableRef[], previous: ReadonlyMap<string, SchemaVersion>): Promise<SchemaVersion[]> {
+  const out: SchemaVersion[] = [];
+  for (const table of tables) {
+    const columns = await rows<InformationSchemaColumn & { EXTRA?: string }>(
+      conn,
+      `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION,
+              CHARACTER_SET_NAME, COLLATION_NAME, EXTRA, COLUMN_DEFAULT
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
+      [table.db, table.table],
+    );
+    if (!columns.length) continue;
+    const statistics = await rows<InformationSchemaIndexRow>(
+      conn,
+      `SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, SUB_PART, INDEX_TYPE
+         FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME = 'PRIMARY' DESC, NON_UNIQUE, INDEX_NAME, SEQ_IN_INDEX`,
+      [table.db, table.table],
+    );
+    const [info] = await rows<{ TABLE_COLLATION: string | null }>(
+      conn,
+      'SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+      [table.db, table.table],
+    );
+    const before = previous.get(key(table));
+    try {
+      out.push(
+        versionFromInformationSchema(
+          { db: table.db, table: table.table, version: (before?.version ?? 0) + 1, firstId: (before?.lastColumnId ?? 0) + 1 },
+          columns,
+          statistics,
+          info?.TABLE_COLLATION ?? null,
+        ),
+      );
+    } catch (error) {
+      // A column type the schema history cannot describe: the table's rows are still captured
+      // (their values are exact), without a version; its DDL stops capture (DDL_UNKNOWN).
+      if (!(error instanceof UnsupportedTypeError)) throw error;
+    }
+  }
+  return out;
+}
+
+/** Default collations of the databases (for CREATE TABLE without a charset). */
+export async function databaseCollations(conn: SqlConnection): Promise<Map<string, string>> {
+  const all = await rows<{ SCHEMA_NAME: string; DEFAULT_COLLATION_NAME: string }>(
+    conn,
+    'SELECT SCHEMA_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA',
+  );
+  return new Map(all.map((r) => [r.SCHEMA_NAME, r.DEFAULT_COLLATION_NAME]));
+}
+
+/** The statements (not BEGIN/COMMIT/XA control) logged in [from, to): DDL, or DML in statement format. */
+export async function statementsBetween(conn: SqlConnection, from: BinlogPosition, to: BinlogPosition): Promise<{ db: string; query: string }[]> {
+  const found: { db: string; query: string }[] = [];
+  if (comparePositions(from, to) >= 0) return found;
+  const files = (await binaryLogs(conn)).map((l) => l.file).filter((f) => comparePositions({ file: f, pos: 0 }, { file: from.file, pos: 0 }) >= 0);
+  for (const file of files) {
+    let pos = file === from.file ? from.pos : 4;
+    for (;;) {
+      const events = await rows<{ Pos: number | string; End_log_pos: number | string; Event_type: string; Info: string }>(
+        conn,
+        'SHOW BINLOG EVENTS IN ? FROM ? LIMIT 1000',
+        [file, pos],
+      );
+      for (const e of events) {
+        if (comparePositions({ file, pos: Number(e.Pos) }, to) >= 0) return found;
+        if (e.Event_type !== 'Query') continue;
+        // Info is "use `db`; <statement>" when the session had a default database.
+        const m = /^use `((?:[^`]|``)*)`; ([\s\S]*)$/.exec(e.Info);
+        const query = (m ? m[2] : e.Info) ?? '';
+        if (/^(BEGIN|COMMIT|ROLLBACK|XA |SAVEPOINT)/i.test(query.trim())) continue;
+        found.push({ db: m ? (m[1] ?? '').replaceAll('``', '`') : '', query });
+      }
+      if (events.length < 1000) break;
+      pos = Number(events[events.length - 1]?.End_log_pos);
+    }
+    if (file === to.file) break;
+  }
+  return found;
+}
+
+/**
+ * Every included table's version at a binlog position P the server is at: the structures read with
+ * no statement logged between P and the end of the read (else read again), so no DDL can sit
+ * between the versions and P. Returns P with them.
+ */
+export async function versionsNow(
+  conn: SqlConnection,
+  accept: (db: string, table: string) => boolean,
+): Promise<{ position: BinlogPosition; versions: SchemaVersion[]; databases: Map<string, string> }> {
+  for (let attempt = 0; ; attempt++) {
+    const position = await masterPosition(conn);
+    const tables = await listTables(conn, accept);
+    const versions = await readVersions(conn, tables, new Map());
+    const databases = await databaseCollations(conn);
+    const after = await masterPosition(conn);
+    const statements = await statementsBetween(conn, position, after);
+    if (!statements.some((s) => !/^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(s.query)) || attempt >= 4) return { position, versions, databases };
+  }
+}

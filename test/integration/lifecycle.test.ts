@@ -1,0 +1,227 @@
+import { describe, expect, it } from 'vitest';
+import { ErrorCode, SluiceError } from '../../lib/errors.ts';
+import { mysqlTarget } from '../../lib/source/mysql/target.ts';
+import { fold, loadHistory, mysqlRows } from '../support/fold.ts';
+import { type TestSource, testSource } from '../support/source.ts';
+
+/*
+ * Table lifecycle against the real stack: each scenario's statements run once with a capture after
+ * every step (caught up) and once all before one capture (lagging: the DDL sits between events not
+ * yet read, and information_schema is already newer). Either way, the output materialized by the
+ * format's rule (test/support/fold.ts, written from docs/FORMAT.md) must equal MariaDB's table.
+ */
+
+/** The table's rows by the format's rule next to MySQL's, both as sluice encodes them. */
+async function compare(source: TestSource, table: string, db = source.db) {
+  const events = (await source.events()).filter((e) => e.db === db && e.table === table);
+  const history = await loadHistory(source.clients.s3, source.config.bucket, source.config.prefix, source.config.sourceId, db, table);
+  return { output: history.size ? fold(events, history) : [], mysql: await mysqlRows(await mysqlTarget(source.config), db, table), events };
+}
+
+/** The first run with `initial` startup: streaming from now, and the tables' existing rows copied. */
+async function start(source: TestSource, config = source.config): Promise<string> {
+  await source.capture({ config });
+  const { job, complete } = await source.snapshot({ config });
+  expect(complete).toBe(true);
+  return job.id;
+}
+
+/** Runs the steps caught up (a capture after each) or lagging (one capture after all). */
+async function play(source: TestSource, steps: string[], lagging: boolean) {
+  for (const step of steps) {
+    await source.sql(step);
+    if (!lagging) await source.capture();
+  }
+  await source.capture();
+}
+
+/** Captures, then copies what DDL asked to be copied again, then captures what changed meanwhile. */
+async function settle(source: TestSource) {
+  await source.capture();
+  const job = await source.clients.snapshots.latestJob(source.config.sourceId);
+  if (job && job.status !== 'done') expect((await source.snapshot()).complete).toBe(true);
+  await source.capture();
+}
+
+async function expectEqual(source: TestSource, tables: string[]) {
+  for (const table of tables) {
+    const { output, mysql } = await compare(source, table);
+    expect(output, `${table}: the output by the rule`).toEqual(mysql);
+  }
+}
+
+const SETUP = "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10), d DECIMAL(10,2)); INSERT INTO a VALUES (1,'one',1.5),(2,'two',2.25),(3,'three',3)";
+
+describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (lagging) => {
+  it('TRUNCATE retracts every earlier row; rows written after it stay', async () => {
+    await using source = await testSource('trunc', { SLUICE_STARTUP: 'initial' });
+    await source.sql(SETUP);
+    await start(source);
+    await play(source, ["INSERT INTO a VALUES (4,'four',4)", 'TRUNCATE TABLE a', "INSERT INTO a VALUES (5,'five',5)"], lagging);
+    await expectEqual(source, ['a']);
+    const { events } = await compare(source, 'a');
+    expect(events.filter((e) => e.op === 't').map((e) => e.ddl?.kind)).toEqual(['truncate']);
+  });
+
+  it('DROP then CREATE with other columns: the old rows are gone, the new table is exact', async () => {
+    await using source = await testSource('dropcreate', { SLUICE_STARTUP: 'initial' });
+    await source.sql(SETUP);
+    await start(source);
+    await play(
+      source,
+      [
+        'DROP TABLE a',
+        "CREATE TABLE a (k VARCHAR(5) PRIMARY KEY, n INT NOT NULL); INSERT INTO a VALUES ('x', 1), ('y', 2)",
+        "UPDATE a SET n = 7 WHERE k = 'x'",
+      ],
+      lagging,
+    );
+    await expectEqual(source, ['a']);
+    const { events } = await compare(source, 'a');
+    expect(events.filter((e) => e.op === 't').map((e) => e.ddl?.kind)).toEqual(['drop', 'create']);
+  });
+
+  it('ADD COLUMN with a default, DROP COLUMN, RENAME COLUMN and a DECIMAL widening are derived, not copied', async () => {
+    await using source = await testSource('alter', { SLUICE_STARTUP: 'initial' });
+    await source.sql(SETUP);
+    const initial = await start(source);
+    await play(
+      source,
+      [
+        "ALTER TABLE a ADD COLUMN w VARCHAR(5) DEFAULT 'x'",
+        "INSERT INTO a VALUES (4,'four',4,'w4')",
+        'ALTER TABLE a ADD COLUMN n INT NOT NULL',
+        'ALTER TABLE a DROP COLUMN v',
+        'ALTER TABLE a MODIFY d DECIMAL(12,4)',
+        'ALTER TABLE a RENAME COLUMN w TO w2',
+        "UPDATE a SET w2 = 'upd' WHERE id = 2",
+      ],
+      lagging,
+    );
+    await expectEqual(source, ['a']);
+    // Derived: no snapshot besides the initial one was requested, so no row was copied again.
+    expect((await source.clients.snapshots.latestJob(source.config.sourceId))?.id).toBe(initial);
+    expect((await source.events()).filter((e) => e.op === 'r')).toHaveLength(3);
+  });
+
+  it('a primary-key change re-keys the rows: old keys are retracted, no row twice', async () => {
+    await using source = await testSource('pk', { SLUICE_STARTUP: 'initial' });
+    await source.sql("CREATE TABLE a (id INT PRIMARY KEY, code VARCHAR(5) NOT NULL, v INT); INSERT INTO a VALUES (1,'a',1),(2,'b',2),(3,'c',3)");
+    await start(source);
+    await play(
+      source,
+      [
+        "UPDATE a SET code = 'z' WHERE id = 3",
+        'ALTER TABLE a DROP PRIMARY KEY, ADD PRIMARY KEY (code)',
+        "UPDATE a SET v = 20 WHERE code = 'b'",
+        "DELETE FROM a WHERE code = 'a'",
+      ],
+      lagging,
+    );
+    await expectEqual(source, ['a']);
+  });
+
+  it('a table without a key is a multiset: a delete or update touches one copy of identical rows', async () => {
+    await using source = await testSource('keyless', { SLUICE_STARTUP: 'initial' });
+    await source.sql("CREATE TABLE k (v VARCHAR(5), n INT); INSERT INTO k VALUES ('x',1),('x',1),('x',1),('y',2)");
+    await start(source);
+    await play(source, ["DELETE FROM k WHERE v = 'x' LIMIT 1", "UPDATE k SET n = 5 WHERE v = 'x' LIMIT 1", "INSERT INTO k VALUES ('y',2)"], lagging);
+    await expectEqual(source, ['k']);
+  });
+
+  it('CREATE TABLE … SELECT: its rows arrive with it', async () => {
+    await using source = await testSource('ctas', { SLUICE_STARTUP: 'initial' });
+    await source.sql(SETUP);
+    await start(source);
+    await play(source, ['CREATE TABLE b AS SELECT id, v FROM a WHERE id < 3', "INSERT INTO b VALUES (9, 'nine')"], lagging);
+    await expectEqual(source, ['a', 'b']);
+  });
+
+  it('a change the binlog cannot carry (narrowing, charset) resets the table and copies it again', async () => {
+    await using source = await testSource('lossy', { SLUICE_STARTUP: 'initial' });
+    await source.sql(SETUP);
+    await start(source);
+    await play(
+      source,
+      [
+        "SET SESSION sql_mode = ''; ALTER TABLE a MODIFY v VARCHAR(3); SET SESSION sql_mode = DEFAULT",
+        "INSERT INTO a VALUES (7,'sev',7)",
+        'ALTER TABLE a CONVERT TO CHARACTER SET latin1',
+      ],
+      lagging,
+    );
+    await settle(source);
+    await expectEqual(source, ['a']);
+    const { events } = await compare(source, 'a');
+    expect(events.filter((e) => e.op === 't').map((e) => e.ddl?.kind)).toContain('resnapshot');
+  });
+
+  it('RENAME out of the captured set retracts; RENAME into it copies the table', async () => {
+    await using source = await testSource('rename', { SLUICE_STARTUP: 'initial' });
+    const db = source.db;
+    const config = source.configWith({ SLUICE_INCLUDE: `${db}\\.(a|b|c)` });
+    await source.sql(`${SETUP}; CREATE TABLE outside (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO outside VALUES (1,'o1'),(2,'o2')`);
+    await start(source, config);
+    const steps = ['RENAME TABLE a TO gone', 'RENAME TABLE outside TO b', "INSERT INTO b VALUES (3,'o3')", 'CREATE TABLE c LIKE b'];
+    for (const step of steps) {
+      await source.sql(step);
+      if (!lagging) await source.capture({ config });
+    }
+    await source.capture({ config });
+    const job = await source.clients.snapshots.latestJob(source.config.sourceId);
+    if (job && job.status !== 'done') await source.snapshot({ config });
+    await source.capture({ config });
+    for (const table of ['a', 'b', 'c']) {
+      const { output, mysql } = await compare(source, table);
+      expect(output, table).toEqual(mysql);
+    }
+  });
+
+  it('DROP DATABASE retracts every table of it', async () => {
+    await using source = await testSource('dropdb', { SLUICE_STARTUP: 'initial' });
+    const other = await source.database('other');
+    await source.sql(`CREATE TABLE \`${other}\`.t (id INT PRIMARY KEY); INSERT INTO \`${other}\`.t VALUES (1),(2)`);
+    await start(source);
+    await play(source, [`INSERT INTO \`${other}\`.t VALUES (3)`, `DROP DATABASE \`${other}\``], lagging);
+    const { output } = await compare(source, 't', other);
+    expect(output).toEqual([]);
+  });
+});
+
+describe('DDL sluice cannot classify, and DML logged as a statement (real stack)', () => {
+  it('stops before an unclassifiable DDL on a captured table, keeps the position, and continues as the operator decides', async () => {
+    await using source = await testSource('unknown', { SLUICE_STARTUP: 'initial' });
+    await source.sql(SETUP);
+    await start(source);
+    const before = (await source.state())?.position;
+    await source.sql('ALTER TABLE a ADD COLUMN note LONG VARCHAR'); // a column attribute the parser does not read
+    const error = await source.capture().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SluiceError);
+    expect((error as SluiceError).code).toBe(ErrorCode.DDL_UNKNOWN);
+    const position = /at (\S+:\d+)/.exec((error as Error).message)?.[1];
+    expect((await source.state())?.position).toEqual(before);
+    expect((await source.state())?.error?.code).toBe(ErrorCode.DDL_UNKNOWN);
+    // The operator says: copy it again.
+    const config = source.configWith({ SLUICE_DDL_OVERRIDES: `${position}=resnapshot` });
+    await source.capture({ config });
+    const job = await source.clients.snapshots.latestJob(source.config.sourceId);
+    if (job && job.status !== 'done') await source.snapshot({ config });
+    await expectEqual(source, ['a']);
+  });
+
+  it('stops before DML logged as a statement on a captured table; ignores it on other tables', async () => {
+    await using source = await testSource('stmt', { SLUICE_STARTUP: 'initial' });
+    await source.sql(`${SETUP}; CREATE TABLE other (id INT PRIMARY KEY)`);
+    const config = source.configWith({ SLUICE_INCLUDE: `${source.db}\\.a` });
+    await start(source, config);
+    await source.sql("SET SESSION binlog_format = 'STATEMENT'; INSERT INTO other VALUES (1); SET SESSION binlog_format = 'ROW'");
+    await source.capture({ config });
+    expect((await source.state())?.error).toBeUndefined();
+    const before = (await source.state())?.position;
+    await source.sql("SET SESSION binlog_format = 'STATEMENT'; UPDATE a SET v = 'stmt' WHERE id = 1; SET SESSION binlog_format = 'ROW'");
+    const error = await source.capture({ config }).catch((e: unknown) => e);
+    expect((error as SluiceError).code).toBe(ErrorCode.STATEMENT_DML);
+    expect((error as Error).message).toMatch(/binlog_format=STATEMENT or MIXED/);
+    expect((await source.state())?.position).toEqual(before);
+  });
+});
