@@ -23,14 +23,15 @@ afterAll(() => {
 const sorted = (rows: string[]) => [...rows].sort();
 
 /** An event line as sluice writes it (format v2). */
-function line(op: string, seq: number, schema: number, images: { before?: string; after?: string; kind?: string } = {}): string {
+function line(op: string, seq: number, schema: number | null, images: { before?: string; after?: string; kind?: string } = {}): string {
   const ddl = images.kind ? `,"ddl":{"kind":"${images.kind}","position":{"file":"binlog.000001","pos":${seq}}}` : '';
-  return `{"op":"${op}","db":"shop","table":"t","key":null,"before":${images.before ?? 'null'},"after":${images.after ?? 'null'},"source":{"file":"binlog.000001","pos":${seq},"gtid":null,"server_id":1,"ts_ms":0,"txn":"x","snapshot":false},"seq":"0000000001.${String(seq).padStart(12, '0')}.0000000000","schema":${schema}${ddl}}`;
+  return `{"op":"${op}","db":"shop","table":"t","key":null,"before":${images.before ?? 'null'},"after":${images.after ?? 'null'},"source":{"file":"binlog.000001","pos":${seq},"gtid":null,"server_id":1,"ts_ms":0,"txn":"x","snapshot":false},"seq":"0000000001.${String(seq).padStart(12, '0')}.0000000000"${schema === null ? '' : `,"schema":${schema}`}${ddl}}`;
 }
 
-/** Materializes `lines` (one object) with the history of `statements`. */
-async function run(statements: string[], lines: string[], name: string) {
-  const versions = (await versionsFrom(statements)).map((v) => v.version);
+/** Materializes `lines` (one object) with the history of `statements`; `starts`: each version's seq in the history. */
+async function run(statements: string[], lines: string[], name: string, starts: number[] = []) {
+  const seqOf = (n: number) => `0000000001.${String(n).padStart(12, '0')}.0000000000`;
+  const versions = (await versionsFrom(statements)).map((v, i) => (starts[i] === undefined ? v.version : { ...v.version, seq: seqOf(starts[i]) }));
   await duck.run(loadEventsSql('ev', await eventFiles(lines, join(work, name), 1, 1)));
   return materializeRule(duck, new TableHistory({ db: 'shop', table: 't' }, versions, true), 'ev', 'm');
 }
@@ -140,6 +141,22 @@ describe('the materialization rule (DuckDB) against an independent fold and the 
     const documented = local.getRowObjects().map((r) => JSON.stringify(JSON.parse(String(r.after))));
     expect(documented.sort()).toEqual([...values.values()].sort());
     expect((await stateRows(result.state)).sort()).toEqual([...values.values()].sort());
+  });
+
+  it('reads an event without `schema` (a snapshot page the poller had not stamped) in the version in effect at its seq', async () => {
+    const result = await run(
+      ['CREATE TABLE t (id INT PRIMARY KEY, d DECIMAL(6,1))', 'ALTER TABLE t ADD COLUMN c INT NOT NULL, MODIFY d DECIMAL(8,3)'],
+      [
+        line('t', 1, 1, { kind: 'create' }),
+        line('r', 5, null, { after: '{"id":1,"d":"2.5"}' }),
+        line('s', 10, 2, { kind: 'alter' }),
+        line('r', 12, null, { after: '{"id":2,"d":"3.000","c":4}' }),
+      ],
+      'unstamped',
+      [1, 10],
+    );
+    expect((await stateRows(result.state)).sort()).toEqual(['{"id":1,"d":"2.500","c":0}', '{"id":2,"d":"3.000","c":4}']);
+    expect(result.statements[0]).toMatch(/^UPDATE ev SET v = CASE WHEN seq >= '0000000001\.000000000010\.0000000000' THEN 2/);
   });
 
   it('reports a table whose last reset dropped it as gone, with no rows; a truncate leaves it present and empty', async () => {
