@@ -78,7 +78,7 @@ export const tableFails = (t: TableVerdict) =>
 
 export async function verify(
   deps: { config: Config; s3: S3Client; store: StateStore; snapshots?: SnapshotStore },
-  options: { tables?: TableRef[]; examples?: number; workDir?: string } = {},
+  options: { tables?: readonly TableRef[]; examples?: number; workDir?: string } = {},
 ): Promise<Verdict> {
   const { config, s3 } = deps;
   const running = await deps.snapshots?.latestJob(config.sourceId);
@@ -105,7 +105,7 @@ export async function verify(
     const included = tableFilter(config);
     const existing = new Set((await listTables(reader.sql, () => true)).map(tableKey));
     const live = new Set((await listTables(reader.sql, included)).map(tableKey));
-    const names: TableRef[] = options.tables?.length ? options.tables : [...new Set([...live, ...output.keys()])].map(fromTableKey);
+    const names: readonly TableRef[] = options.tables?.length ? options.tables : [...new Set([...live, ...output.keys()])].map(fromTableKey);
 
     // 3. What changed between the output's position and S: keys and rows to skip, tables a DDL touched.
     const changesFile = join(work, 'changes.txt');
@@ -127,11 +127,8 @@ export async function verify(
       const inFlux = changing.all || changing.ddl.has(key);
       const dir = tableDir(work, n);
       const materialized = inFlux ? undefined : await materialize(duck, source, output.get(key), dir, mysqlPosition);
-      if (materialized === 'ahead') {
-        tables.push(changingVerdict(ref, 'the output holds events after the MySQL read'));
-        continue;
-      }
-      if (!live.has(key)) {
+      if (materialized === 'ahead') tables.push(changingVerdict(ref, 'the output holds events after the MySQL read'));
+      else if (!live.has(key)) {
         if (inFlux) unjudged.push(formatTableRef(ref));
         else if (materialized && !materialized.gone && materialized.rows > 0)
           orphans.push({ table: formatTableRef(ref), ref, rows: materialized.rows, reason: existing.has(key) ? 'not included' : 'does not exist' });
