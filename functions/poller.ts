@@ -6,7 +6,7 @@ import { runCapture } from '../lib/capture/run.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { createLogger } from '../lib/log.ts';
 import { sourceStatus } from '../lib/ops/status.ts';
-import { restartStalledSnapshot } from '../lib/snapshot/progress.ts';
+import { restartStalledSnapshots } from '../lib/snapshot/progress.ts';
 
 // Built once per container: config errors fail the cold start loudly, clients keep their connections.
 const config = loadConfig();
@@ -25,13 +25,14 @@ async function startSnapshot(job: { id: string }): Promise<void> {
 export const handler = async (_event: unknown, context: Context) => {
   logger.addContext(context);
   try {
-    await restartStalledSnapshot({ snapshots: clients.snapshots, sourceId: config.sourceId, log: logger }, startSnapshot);
+    await restartStalledSnapshots({ snapshots: clients.snapshots, sourceId: config.sourceId, log: logger }, startSnapshot);
     const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: logger, metrics, onSnapshotRequested: startSnapshot };
     const result = await runCapture(deps, { budgetMs: context.getRemainingTimeInMillis(), runId: context.awsRequestId });
     const health = await sourceStatus(config, clients.store);
     if (result.lagSeconds !== undefined) metrics.addMetric('LagSeconds', 'Seconds', result.lagSeconds);
     if (health.lagBytes !== undefined) metrics.addMetric('LagBytes', 'Bytes', health.lagBytes);
     if (typeof health.timeToPurgeSeconds === 'number') metrics.addMetric('TimeToPurgeSeconds', 'Seconds', health.timeToPurgeSeconds);
+    for (const warning of health.warnings ?? []) logger.warn(warning);
     logger.info('capture run finished', { ...result, lagBytes: health.lagBytes, timeToPurgeSeconds: health.timeToPurgeSeconds });
     return result;
   } finally {

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from './config/config.ts';
+import { ErrorCode, SluiceError } from './errors.ts';
 import { profileClient } from './profile.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
@@ -34,7 +35,43 @@ export function createClients(config: Config, env: Env = process.env) {
   const dynamo = new DynamoDBClient({ ...sdkSettings(env, 'DYNAMODB'), maxAttempts: 5 });
   profileClient(s3, 's3');
   profileClient(dynamo, 'dynamodb');
+  nameMissingResources(s3, dynamo);
   return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable) };
+}
+
+/**
+ * Turns the SDK's bare "does not exist" for the state table and the bucket into an error naming
+ * them and `sluice init`, whichever command ran into it. DescribeTable and HeadBucket are left alone:
+ * `init` asks them to find out what to create.
+ */
+function nameMissingResources(s3: S3Client, dynamo: DynamoDBClient): void {
+  const fix = 'create it with `sluice init` (or deploy serverless.yml, which creates it), or fix the name';
+  const wrap = (
+    client: S3Client | DynamoDBClient,
+    missing: (error: { name?: string }, input: Record<string, unknown>, command?: string) => SluiceError | undefined,
+  ) =>
+    (client as S3Client).middlewareStack.add(
+      (next, context) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          throw missing(error as { name?: string }, args.input as Record<string, unknown>, context.commandName) ?? error;
+        }
+      },
+      { step: 'initialize', name: 'sluiceMissingResources' },
+    );
+  wrap(dynamo, (error, input, command) =>
+    error.name === 'ResourceNotFoundException' && command !== 'DescribeTableCommand'
+      ? new SluiceError(ErrorCode.STATE_TABLE_MISSING, `the DynamoDB table ${String(input.TableName)} (SLUICE_STATE_TABLE) does not exist: ${fix}`, {
+          cause: error,
+        })
+      : undefined,
+  );
+  wrap(s3, (error, input) =>
+    error.name === 'NoSuchBucket'
+      ? new SluiceError(ErrorCode.BUCKET_MISSING, `the S3 bucket ${String(input.Bucket)} (SLUICE_BUCKET) does not exist: ${fix}`, { cause: error })
+      : undefined,
+  );
 }
 
 /** Creates the bucket and state table if missing (local and dev use; serverless.yml owns them in AWS). */

@@ -27,16 +27,41 @@ export const ErrorCode = {
   PREFLIGHT_BINLOG_ROW_METADATA: 'PREFLIGHT_BINLOG_ROW_METADATA',
   /** The MySQL user lacks REPLICATION SLAVE, REPLICATION CLIENT or SELECT. */
   PREFLIGHT_GRANTS: 'PREFLIGHT_GRANTS',
+  /** MySQL 8 `binlog_transaction_compression` is ON: transactions arrive compressed, which the binlog reader cannot unwrap. */
+  PREFLIGHT_BINLOG_COMPRESSION: 'PREFLIGHT_BINLOG_COMPRESSION',
+  /** MySQL 8 `binlog_row_value_options` is PARTIAL_JSON: JSON updates arrive as diffs, which the binlog reader cannot apply. */
+  PREFLIGHT_BINLOG_ROW_VALUE_OPTIONS: 'PREFLIGHT_BINLOG_ROW_VALUE_OPTIONS',
   /** `SHOW BINARY LOGS` is empty, so `earliest` has nowhere to start. */
   NO_BINLOG: 'NO_BINLOG',
   /** The stored (or requested) binlog position is no longer on the server: purged, or the server was replaced. Fatal. */
   POSITION_LOST: 'POSITION_LOST',
+  /**
+   * The stored position belongs to another binlog history: the file it names was re-created (RESET
+   * MASTER, a restore) or the server is another one (failover, Blue/Green). Fatal.
+   */
+  POSITION_FOREIGN: 'POSITION_FOREIGN',
+  /** A position given to sluice (`SLUICE_STARTUP=position:…`, `state reset --to position:…`) is not where a transaction starts. */
+  POSITION_INVALID: 'POSITION_INVALID',
   /** The binlog connection failed mid-stream. Retriable: the next run resumes at the stored position. */
   BINLOG_STREAM: 'BINLOG_STREAM',
+  /** A rows event of a captured table holds a partial row image (a session with binlog_row_image MINIMAL or NOBLOB). Fatal. */
+  ROW_IMAGE_PARTIAL: 'ROW_IMAGE_PARTIAL',
+  /** Rows of a captured table in an XA transaction prepared in two phases, whose outcome comes later in the binlog. Fatal. */
+  XA_PREPARED: 'XA_PREPARED',
+  /** A compressed transaction (MySQL 8 TRANSACTION_PAYLOAD event), which the binlog reader cannot read. Fatal. */
+  BINLOG_COMPRESSED: 'BINLOG_COMPRESSED',
+  /** A partial JSON update (MySQL 8 PARTIAL_UPDATE_ROWS event), which the binlog reader cannot apply. Fatal. */
+  BINLOG_PARTIAL_JSON: 'BINLOG_PARTIAL_JSON',
   /** A table named for a snapshot does not exist, or the sluice user cannot see it. */
   TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
   /** A table in a flag or setting (`--tables`, `--table`, `SLUICE_KEY_COLUMNS`) is not `db.table` or its backtick-quoted form; the message says where. */
   TABLE_NAME: 'TABLE_NAME',
+
+  // AWS resources
+  /** The DynamoDB state table does not exist (`sluice init` or the deployment creates it). */
+  STATE_TABLE_MISSING: 'STATE_TABLE_MISSING',
+  /** The S3 bucket does not exist (`sluice init` or the deployment creates it). */
+  BUCKET_MISSING: 'BUCKET_MISSING',
 
   // Capture and commits
   /** A DDL statement touches a captured table and sluice cannot tell what it does to the rows. Fatal: the position stays before it. */
@@ -55,8 +80,6 @@ export const ErrorCode = {
   S3_DELETE: 'S3_DELETE',
 
   // Snapshots
-  /** A snapshot is still copying; a new request would strand it. */
-  SNAPSHOT_RUNNING: 'SNAPSHOT_RUNNING',
   /** Some tables cannot be snapshotted (listed in the message); nothing was copied. */
   SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
   /** The source has no snapshot request to work on. */
@@ -73,7 +96,7 @@ export const ErrorCode = {
   STATE_BUSY: 'STATE_BUSY',
   /** State import/reset while a committed batch is still being renamed. Run one capture first. */
   STATE_PENDING: 'STATE_PENDING',
-  /** The file given to `state import` is not a `sluice-state/v1` savepoint with a position. */
+  /** The file given to `state import` is not a `sluice-state/v1` savepoint with a position; the message names the file and the field. */
   STATE_FILE: 'STATE_FILE',
   /** The savepoint belongs to another source (`--force` imports it anyway). */
   STATE_SOURCE: 'STATE_SOURCE',

@@ -20,9 +20,10 @@ import { getJson } from '../sink/s3/objects.ts';
 import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
+import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables } from '../source/mysql/schema.ts';
 import { readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
-import { checkPositionReadable, connect, masterPosition, preflight, type SqlConnection } from '../source/mysql/server.ts';
+import { connect, masterPosition, preflight, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
@@ -71,8 +72,6 @@ export interface CaptureResult {
   lagSeconds?: number;
 }
 
-let preflightDone: string | undefined;
-
 /** Where a run starts and what it knows of the tables there. */
 interface RunStart {
   start: BinlogPosition;
@@ -84,19 +83,15 @@ interface RunStart {
   opening: DdlOutcome;
 }
 
-async function startPosition(deps: CaptureDeps, state: SourceState): Promise<RunStart> {
+async function startPosition(deps: CaptureDeps, state: SourceState, history: BinlogHistories): Promise<RunStart> {
   const { config, log } = deps;
-  const mysql = await mysqlTarget(config);
-  const conn = await connect(mysql);
+  const conn = await connect(await mysqlTarget(config));
   try {
-    if (preflightDone !== mysql.uri) {
-      await preflight(conn);
-      preflightDone = mysql.uri; // cached per container: settings do not change between ticks
-    }
+    await preflight(conn); // every run: one query, and a setting may change between two ticks
     const traits = await serverTraits(conn);
     const target = await masterPosition(conn);
+    await history.checkStored(conn);
     if (state.position) {
-      await checkPositionReadable(conn, state.position);
       return { start: state.position, target, traits, ...(await openCatalog(deps, conn, state, state.position)) };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
@@ -232,6 +227,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   }
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
   const snapshots = deps.snapshots;
+  const history = new BinlogHistories(state);
   const ledger = sourceLedger(
     store,
     runId,
@@ -241,12 +237,13 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
         const job = await requestJob({ ...deps, snapshots }, request);
         if (job) await deps.onSnapshotRequested?.(job);
       }),
+    history.of,
   );
 
   let stream: CaptureStream | undefined;
   try {
     state = await recover(ctx, ledger, state, binlogStaging(config.prefix, config.sourceId));
-    const { start, target, requested, traits, catalog, opening } = await startPosition(deps, state);
+    const { start, target, requested, traits, catalog, opening } = await startPosition(deps, state, history);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {
       log.info('initial-only: the snapshot copies the tables; the poller does not stream');
@@ -269,7 +266,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       ctx,
       ledger,
       state,
-      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp },
+      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history },
       result,
       tracker,
     );
@@ -310,7 +307,14 @@ class CaptureStream {
     private readonly ctx: CommitContext,
     private readonly ledger: Ledger<SourceState, SourceAdvance>,
     private state: SourceState,
-    private readonly spec: { runId: string; start: BinlogPosition; target: BinlogPosition; limits: Deadlines; stopWhenCaughtUp: boolean },
+    private readonly spec: {
+      runId: string;
+      start: BinlogPosition;
+      target: BinlogPosition;
+      limits: Deadlines;
+      stopWhenCaughtUp: boolean;
+      history: BinlogHistories;
+    },
     private readonly result: CaptureResult,
     private readonly tracker: SchemaTracker,
   ) {
@@ -362,7 +366,12 @@ class CaptureStream {
       return;
     }
     const { config } = this.deps;
-    this.reader = new BinlogReader({ target: await mysqlTarget(config), start: this.spec.start, filter: tableFilter(config) });
+    this.reader = new BinlogReader({
+      target: await mysqlTarget(config),
+      start: this.spec.start,
+      filter: tableFilter(config),
+      capture: { history: this.spec.history },
+    });
     for await (const item of this.reader) {
       if (await this.onItem(item)) break;
     }

@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { Env } from '../aws.ts';
@@ -8,7 +7,6 @@ import { formatPosition } from '../core/position.ts';
 import { formatTableRef, parseTableRef, parseTableRefs } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { StackInfo } from '../local/stack.ts';
-import type { StateFile } from '../ops/state-admin.ts';
 import { profilePhase, reportProfileAtExit } from '../profile.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 
@@ -175,6 +173,7 @@ function commands(cli: Cli): Command {
     .description('check configuration, MySQL settings and grants, DynamoDB and S3 access')
     .action(async () => {
       const { connect, preflight } = await import('../source/mysql/server.ts');
+      const { filterWarnings } = await import('../source/mysql/filter-check.ts');
       const { mysqlTarget, redact } = await import('../source/mysql/target.ts');
       const { config, clients } = await cli.configure(program.opts());
       let failed = false;
@@ -187,18 +186,25 @@ function commands(cli: Cli): Command {
           cli.out(`FAIL  ${name}: ${(error as Error).message}`);
         }
       };
+      const warnings: string[] = [];
       await check(`MySQL ${config.mysqlSecretId ? `secret ${config.mysqlSecretId}` : redact(config.mysqlUrl ?? '')}: binlog settings and grants`, async () => {
         const conn = await connect(await mysqlTarget(config));
         try {
           await preflight(conn);
+          warnings.push(...(await filterWarnings(conn, config)));
         } finally {
           await conn.end();
         }
       });
       await check(`DynamoDB table ${config.stateTable}`, () => clients.store.get(config.sourceId));
-      await check(`S3 bucket ${config.bucket}`, () =>
-        import('@aws-sdk/client-s3').then(({ HeadBucketCommand }) => clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }))),
-      );
+      await check(`S3 bucket ${config.bucket}`, async () => {
+        const { HeadBucketCommand } = await import('@aws-sdk/client-s3');
+        await clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket })).catch((error: { $metadata?: { httpStatusCode?: number } }) => {
+          if (error.$metadata?.httpStatusCode !== 404) throw error;
+          throw new Error('it does not exist: create it with `sluice init` (or deploy serverless.yml, which creates it), or fix the name');
+        });
+      });
+      for (const warning of warnings) cli.out(`WARN  ${warning}`);
       if (failed) cli.fail();
     });
 
@@ -211,6 +217,7 @@ function commands(cli: Cli): Command {
       const { runCapture } = await import('../capture/run.ts');
       const { createLogger } = await import('../log.ts');
       const { config, clients } = await cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined });
+      for (const warning of await filterWarningsOf(config)) cli.err(`sluice: warning: ${warning}`);
       const result = await runCapture(
         {
           config,
@@ -240,29 +247,36 @@ function commands(cli: Cli): Command {
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
     .action(async (options: { tables?: string; workers: number; seconds: number }) => {
       const { createLogger } = await import('../log.ts');
-      const { snapshotToRun, planSnapshot } = await import('../snapshot/plan.ts');
+      const { snapshotsToRun, planSnapshot } = await import('../snapshot/plan.ts');
       const { runSnapshotWorker } = await import('../snapshot/worker.ts');
       const tables = options.tables === undefined ? null : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
       const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
-      const job = await snapshotToRun(deps, tables?.length ? tables : null);
-      const planned = await planSnapshot(deps, job);
-      const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
-      try {
-        const results = await Promise.all(
-          Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
-            runSnapshotWorker(deps, { budgetMs: options.seconds * 1000, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
-          ),
-        );
-        clearInterval(timer);
-        await printProgress(cli.io.stderr, clients.snapshots, planned, false);
-        const rows = results.reduce((a, r) => a + r.rows, 0);
-        cli.out(
-          `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${results.some((r) => r.complete) ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
-        );
-      } finally {
-        clearInterval(timer);
+      const started = Date.now();
+      let complete = true;
+      for (const job of await snapshotsToRun(deps, tables?.length ? tables : null)) {
+        const planned = await planSnapshot(deps, job);
+        const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
+        try {
+          const budgetMs = Math.max(1000, options.seconds * 1000 - (Date.now() - started));
+          const results = await Promise.all(
+            Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
+              runSnapshotWorker(deps, { budgetMs, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
+            ),
+          );
+          clearInterval(timer);
+          await printProgress(cli.io.stderr, clients.snapshots, planned, false);
+          const rows = results.reduce((a, r) => a + r.rows, 0);
+          const done = results.some((r) => r.complete);
+          complete &&= done;
+          cli.out(
+            `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${done ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
+          );
+        } finally {
+          clearInterval(timer);
+        }
       }
+      if (!complete) cli.fail();
     });
 
   program
@@ -298,6 +312,7 @@ function commands(cli: Cli): Command {
         rows.push(['WARNING', 'the binlog sluice still needs is close to being purged: check that the poller runs and keeps up (docs/RUNBOOK.md)']);
       }
       if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
+      for (const warning of status.warnings ?? []) rows.push(['WARNING', warning]);
       if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
       if (snapshot) {
         rows.push(['snapshot', `${snapshot.id} (${snapshot.status})`]);
@@ -387,10 +402,10 @@ function commands(cli: Cli): Command {
     .option('--force', 'roll back on purpose (changes after the saved position are captured again, with the same seq)')
     .action(async (file: string, options: { force?: boolean }) => {
       const { createLogger } = await import('../log.ts');
-      const { importState } = await import('../ops/state-admin.ts');
+      const { importState, readStateFile } = await import('../ops/state-admin.ts');
       const { config, clients } = await cli.configure(program.opts());
-      const saved = JSON.parse(await readFile(file, 'utf8')) as StateFile;
-      const result = await importState(config, clients.store, saved, { force: options.force, log: createLogger('WARN', cli.io.env) });
+      const saved = await readStateFile(file);
+      const result = await importState(config, clients.store, saved, { force: options.force, log: createLogger('WARN', cli.io.env), origin: file });
       cli.out(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
     });
   state
@@ -415,6 +430,21 @@ function commands(cli: Cli): Command {
       if (!(await runDemo(options.rounds, { env: cli.io.env, say: (line) => cli.out(line) }))) cli.fail();
     });
   return program;
+}
+
+/** The filter warnings for `config`'s server (lib/source/mysql/filter-check.ts). */
+async function filterWarningsOf(config: Config): Promise<string[]> {
+  const [{ connect }, { mysqlTarget }, { filterWarnings }] = await Promise.all([
+    import('../source/mysql/server.ts'),
+    import('../source/mysql/target.ts'),
+    import('../source/mysql/filter-check.ts'),
+  ]);
+  const conn = await connect(await mysqlTarget(config));
+  try {
+    return await filterWarnings(conn, config);
+  } finally {
+    await conn.end();
+  }
 }
 
 /** The snapshot progress bar: redrawn in place on a terminal, printed once at the end otherwise. */

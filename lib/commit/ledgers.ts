@@ -1,3 +1,5 @@
+import type { BinlogHistory } from '../core/history.ts';
+import type { BinlogPosition } from '../core/position.ts';
 import { AssertionError } from '../errors.ts';
 import type { ChunkState, PageCommit, SnapshotStore } from '../state/snapshot-store.ts';
 import type { Fence, SnapshotRequest, SourceChange, SourceState, StateStore } from '../state/store.ts';
@@ -9,10 +11,11 @@ import type { Ledger } from './protocol.ts';
  */
 
 /** What a poller commit moves: the binlog position, and the catalog when the commit saved one. */
-export type SourceAdvance = Omit<SourceChange, 'pending'>;
+export type SourceAdvance = Omit<SourceChange, 'pending' | 'history'>;
 
 /**
- * The poller's: the source's item. A commit moves the binlog position (and the catalog pointer); a
+ * The poller's: the source's item. A commit moves the binlog position (and the catalog pointer),
+ * with the history the position belongs to (`history`, when known: lib/source/mysql/history.ts); a
  * data commit also counts one more `commitSeq`. Settling a commit creates the snapshot jobs its DDL
  * asked for (`createJob` must be a no-op for a job id that exists).
  */
@@ -21,10 +24,11 @@ export function sourceLedger(
   owner: string,
   clock: () => number,
   createJob?: (request: SnapshotRequest) => Promise<void>,
+  history: (position: BinlogPosition) => BinlogHistory | undefined = () => undefined,
 ): Ledger<SourceState, SourceAdvance> {
   const fence = (state: SourceState): Fence => ({ sourceId: state.sourceId, owner, expectVersion: state.version, now: clock() });
   return {
-    commit: (state, advance, pending) => store.commit(fence(state), { ...advance, pending }),
+    commit: (state, advance, pending) => store.commit(fence(state), { ...advance, history: history(advance.position), pending }),
     async settle(state) {
       for (const request of state.pending?.snapshots ?? []) {
         if (!createJob) throw new AssertionError(`commit asks for snapshot ${request.id}, but this writer cannot create snapshot jobs`);

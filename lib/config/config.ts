@@ -86,6 +86,26 @@ function parsePatterns(text: string, ctx: z.RefinementCtx): RegExp[] {
   return patterns;
 }
 
+/**
+ * A MySQL URL whose credentials a URL parser reads as written. A `/`, `?` or `#` in the password
+ * ends the host part early (the driver would then try to reach part of the password as a host),
+ * and a `%` not followed by two hex digits cannot be decoded. The messages never repeat the URL.
+ */
+function checkMysqlUrl(url: string, ctx: z.RefinementCtx): void {
+  const at = url.lastIndexOf('@');
+  const credentials = at < 0 ? '' : url.slice('mysql://'.length, at);
+  const encode = 'percent-encode the user name and password (/ as %2F, ? as %3F, # as %23, @ as %40, : as %3A, % as %25)';
+  if (/[/?#]/.test(credentials) || /%(?![0-9a-fA-F]{2})/.test(credentials)) {
+    ctx.addIssue({ code: 'custom', message: `the credentials hold a character a URL cannot carry as written: ${encode}` });
+    return;
+  }
+  try {
+    if (!new URL(url).hostname) ctx.addIssue({ code: 'custom', message: 'expected mysql://user:password@host:port/ (no host found)' });
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `not a URL: expected mysql://user:password@host:port/; ${encode}` });
+  }
+}
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 const schema = z.object({
@@ -93,6 +113,7 @@ const schema = z.object({
   SLUICE_MYSQL_URL: z
     .string()
     .regex(/^mysql:\/\//, 'expected mysql://user:password@host:port/')
+    .superRefine(checkMysqlUrl)
     .optional(),
   /** AWS Secrets Manager secret holding {"username","password","host","port"}; replaces SLUICE_MYSQL_URL. */
   SLUICE_MYSQL_SECRET_ID: z.string().min(1).optional(),

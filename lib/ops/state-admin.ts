@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
 import type { Config, Startup } from '../config/config.ts';
+import type { BinlogHistory } from '../core/history.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
@@ -14,7 +17,51 @@ export interface StateFile {
   source: string;
   exportedAt: string;
   position: BinlogPosition | null;
+  /** The binlog history the position belongs to (absent in files from before it was recorded). */
+  history?: BinlogHistory;
   commitSeq: number;
+}
+
+/** What `state import` accepts: the shape `state export` writes, every field checked (zod, like the config). */
+const stateFileSchema = z.object({
+  format: z.literal('sluice-state/v1'),
+  source: z.string().min(1),
+  exportedAt: z.string().optional(),
+  position: z
+    .object({
+      file: z.string().regex(/^[^:\s]+\.\d+$/, 'expected a binlog file name such as binlog.000042'),
+      pos: z.number().int().min(4, 'a binlog position is at least 4'),
+      gtid: z.string().min(1).optional(),
+    })
+    .nullable(),
+  history: z
+    .object({ file: z.string().min(1), created: z.number().int().positive(), serverId: z.number().int().optional(), serverUuid: z.string().optional() })
+    .optional(),
+  commitSeq: z.number().int().min(0),
+});
+
+/** Checks a savepoint; errors name `origin` (the file) and each bad field. */
+export function parseStateFile(value: unknown, origin: string): StateFile {
+  const result = stateFileSchema.safeParse(value);
+  if (!result.success) {
+    const fields = result.error.issues.map((issue) => `${issue.path.join('.') || '(the whole file)'}: ${issue.message}`);
+    throw new SluiceError(
+      ErrorCode.STATE_FILE,
+      `${origin} is not a sluice state file (the output of \`sluice state export\`): ${fields.join('; ')}. Nothing was imported.`,
+    );
+  }
+  return { exportedAt: '', ...result.data } as StateFile;
+}
+
+/** Reads and checks a savepoint file. */
+export async function readStateFile(path: string): Promise<StateFile> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    throw new SluiceError(ErrorCode.STATE_FILE, `cannot read ${path} as JSON: ${(error as Error).message}. Nothing was imported.`, { cause: error });
+  }
+  return parseStateFile(value, path);
 }
 
 export async function exportState(config: Config, store: StateStore): Promise<StateFile> {
@@ -24,6 +71,7 @@ export async function exportState(config: Config, store: StateStore): Promise<St
     source: config.sourceId,
     exportedAt: new Date().toISOString(),
     position: state?.position ?? null,
+    ...(state?.history ? { history: state.history } : {}),
     commitSeq: state?.commitSeq ?? 0,
   };
 }
@@ -66,9 +114,19 @@ async function underLease(
  * unless forced. The commit sequence never decreases even when forced: reusing a number would
  * overwrite committed output objects.
  */
-export async function importState(config: Config, store: StateStore, file: StateFile, options: { force?: boolean; log: Log }): Promise<SourceState> {
-  if (file.format !== 'sluice-state/v1' || !file.position)
-    throw new SluiceError(ErrorCode.STATE_FILE, 'not a sluice state file with a position (expected format sluice-state/v1, from `sluice state export`)');
+export async function importState(
+  config: Config,
+  store: StateStore,
+  saved: unknown,
+  options: { force?: boolean; log: Log; origin?: string },
+): Promise<SourceState> {
+  const origin = options.origin ?? 'the state file';
+  const file = parseStateFile(saved, origin);
+  if (!file.position)
+    throw new SluiceError(
+      ErrorCode.STATE_FILE,
+      `${origin} holds no position (its source had never run): position: expected a position, got null. Nothing was imported.`,
+    );
   if (file.source !== config.sourceId && !options.force) {
     throw new SluiceError(ErrorCode.STATE_SOURCE, `the file is for source ${file.source}, not ${config.sourceId}; pass --force to import it anyway`);
   }
@@ -84,7 +142,7 @@ export async function importState(config: Config, store: StateStore, file: State
     options.log.info('importing state', { source: config.sourceId, position, commitSeq: file.commitSeq });
     return store.overwrite(
       { sourceId: config.sourceId, owner, expectVersion: state.version, now },
-      { position, commitSeq: Math.max(state.commitSeq, file.commitSeq) },
+      { position, history: file.history?.file === position.file ? file.history : undefined, commitSeq: Math.max(state.commitSeq, file.commitSeq) },
     );
   });
 }

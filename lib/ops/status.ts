@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, fileNumber } from '../core/position.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
+import { filterWarnings } from '../source/mysql/filter-check.ts';
 import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
@@ -22,6 +23,8 @@ export interface SourceStatus {
   retentionSeconds?: number | null;
   /** How long until the binlog holding the stored position may be purged; null = no automatic purge. */
   timeToPurgeSeconds?: number | null;
+  /** SLUICE_INCLUDE / SLUICE_EXCLUDE patterns that match no table (lib/source/mysql/filter-check.ts). */
+  warnings?: string[];
 }
 
 /** Start times of binlog files already looked up: a file's start never changes, the poller asks every run. */
@@ -92,6 +95,8 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     const conn = await connect(await mysqlTarget(config));
     try {
       status.master = await masterPosition(conn);
+      const warnings = await filterWarnings(conn, config);
+      if (warnings.length) status.warnings = warnings;
       const logs = await binaryLogs(conn);
       const stored = status.stored;
       if (stored) {

@@ -1,5 +1,5 @@
 import { parseTableRef } from '../core/table-ref.ts';
-import { planSnapshot, type SnapshotDeps, snapshotToRun } from './plan.ts';
+import { planSnapshot, type SnapshotDeps, snapshotsToRun } from './plan.ts';
 import { runSnapshotWorker, type WorkerResult } from './worker.ts';
 
 /** What the snapshot Lambda is invoked with: no `worker` = plan and fan out; `worker` = copy. */
@@ -24,12 +24,14 @@ export async function snapshotInvocation(
 ): Promise<WorkerResult | { snapshot: string; workers: number }> {
   if (event.worker === undefined) {
     const named = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : undefined;
-    const job =
-      named && named.status !== 'done' ? named : await snapshotToRun(deps, event.tables?.map((t) => parseTableRef(t, 'snapshot event table')) ?? null);
-    await planSnapshot(deps, job);
+    const jobs =
+      named && named.status !== 'done' ? [named] : await snapshotsToRun(deps, event.tables?.map((t) => parseTableRef(t, 'snapshot event table')) ?? null);
     const workers = Math.max(1, event.workers ?? 2);
-    for (let worker = 0; worker < workers; worker++) await invoke({ snapshotId: job.id, worker });
-    return { snapshot: job.id, workers };
+    for (const job of jobs) {
+      await planSnapshot(deps, job);
+      for (let worker = 0; worker < workers; worker++) await invoke({ snapshotId: job.id, worker });
+    }
+    return { snapshot: jobs.map((j) => j.id).join(','), workers };
   }
   const result = await runSnapshotWorker(deps, { budgetMs: options.budgetMs, snapshotId: event.snapshotId, workerId: options.workerId });
   if (result.timedOut && !result.complete) await invoke(event);

@@ -39,15 +39,8 @@ export async function requestSnapshot(
   startPosition?: BinlogPosition,
 ): Promise<SnapshotJob> {
   const now = (deps.clock ?? Date.now)();
-  // One snapshot at a time: a second request would make the first one unreachable (its workers
-  // follow the latest request), leaving its chunks unfinished and their staging behind.
-  const running = await deps.snapshots.latestJob(deps.config.sourceId);
-  if (running && running.status !== 'done') {
-    throw new SluiceError(
-      ErrorCode.SNAPSHOT_RUNNING,
-      `snapshot ${running.id} is still copying; run \`sluice snapshot\` (without --tables) to continue it, then request the new one`,
-    );
-  }
+  // Jobs may run side by side (each worker carries its job's id): rows of a table copied twice
+  // merge by seq, the later copy's rows winning.
   let position = startPosition;
   if (!position) {
     const conn = await connect(await mysqlTarget(deps.config));
@@ -82,13 +75,13 @@ export async function requestJob(
 }
 
 /**
- * The snapshot to work on: the unfinished one if there is one (asking for specific tables then is
- * refused by requestSnapshot), else a new request for `tables` (null = every included table).
+ * The snapshots to work on: with `tables`, a new one of just those; else every unfinished one
+ * (the initial copy, re-snapshots DDL asked for), or a new one of every included table when none is.
  */
-export async function snapshotToRun(deps: SnapshotDeps, tables: readonly TableRef[] | null): Promise<SnapshotJob> {
-  const latest = await deps.snapshots.latestJob(deps.config.sourceId);
-  if (latest && latest.status !== 'done' && !tables) return latest;
-  return requestSnapshot(deps, tables);
+export async function snapshotsToRun(deps: SnapshotDeps, tables: readonly TableRef[] | null): Promise<SnapshotJob[]> {
+  if (tables) return [await requestSnapshot(deps, tables)];
+  const active = await deps.snapshots.activeJobs(deps.config.sourceId);
+  return active.length ? active : [await requestSnapshot(deps, null)];
 }
 
 /** The column that replaces a missing primary key (`SLUICE_KEY_COLUMNS`), if one is configured. */

@@ -67,17 +67,20 @@ export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob
 }
 
 /**
- * The poller's safety net for a snapshot whose workers all died: each tick, if the source's latest
- * snapshot is unfinished and nobody works on it, `start` it again (planning and claiming are
- * idempotent, so starting it twice only wastes an invocation). Returns the restarted job's id.
+ * The poller's safety net for snapshots whose workers all died: each tick, every unfinished job
+ * nobody works on is `start`ed again (planning and claiming are idempotent, so starting one twice
+ * only wastes an invocation). Returns the restarted jobs' ids.
  */
-export async function restartStalledSnapshot(
+export async function restartStalledSnapshots(
   deps: { readonly snapshots: SnapshotStore; readonly sourceId: string; readonly log: Log; readonly clock?: () => number },
   start: (job: SnapshotJob) => Promise<void>,
-): Promise<string | undefined> {
-  const job = await deps.snapshots.latestJob(deps.sourceId);
-  if (!job || !(await snapshotStalled(deps.snapshots, job, (deps.clock ?? Date.now)()))) return undefined;
-  deps.log.info('snapshot has no live worker: restarting it', { snapshot: job.id });
-  await start(job);
-  return job.id;
+): Promise<string[]> {
+  const restarted: string[] = [];
+  for (const job of await deps.snapshots.activeJobs(deps.sourceId)) {
+    if (!(await snapshotStalled(deps.snapshots, job, (deps.clock ?? Date.now)()))) continue;
+    deps.log.info('snapshot has no live worker: restarting it', { snapshot: job.id });
+    await start(job);
+    restarted.push(job.id);
+  }
+  return restarted;
 }

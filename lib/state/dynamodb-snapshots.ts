@@ -72,8 +72,25 @@ export class DynamoDbSnapshotStore implements SnapshotStore {
       if (error instanceof ConditionalCheckFailedException) return false;
       throw error;
     }
-    await this.client.send(new PutItemCommand({ TableName: this.table, Item: marshall({ pk: latestKey(job.sourceId), id: job.id }) }));
+    await this.client.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: latestKey(job.sourceId) } },
+        UpdateExpression: 'SET #id = :id ADD #active :ids',
+        ExpressionAttributeNames: { '#id': 'id', '#active': 'active' },
+        ExpressionAttributeValues: { ':id': { S: job.id }, ':ids': { SS: [job.id] } },
+      }),
+    );
     return true;
+  }
+
+  async activeJobs(sourceId: string): Promise<SnapshotJob[]> {
+    const pointer = await this.getItem(latestKey(sourceId));
+    if (!pointer) return [];
+    // A pointer written before jobs could run side by side names only the latest.
+    const ids = pointer.active instanceof Set ? [...(pointer.active as Set<string>)].sort() : [String(pointer.id)];
+    const jobs = await Promise.all(ids.map((id) => this.job(sourceId, id)));
+    return jobs.filter((job): job is SnapshotJob => job !== undefined && job.status !== 'done');
   }
 
   async job(sourceId: string, id: string): Promise<SnapshotJob | undefined> {
@@ -106,6 +123,15 @@ export class DynamoDbSnapshotStore implements SnapshotStore {
 
   async markDone(sourceId: string, id: string, now: number): Promise<void> {
     await this.updateJob(sourceId, id, 'SET #status = :done, #finished = :now REMOVE #error', { ':done': 'done', ':now': now });
+    await this.client.send(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: latestKey(sourceId) } },
+        UpdateExpression: 'DELETE #active :ids',
+        ExpressionAttributeNames: { '#active': 'active' },
+        ExpressionAttributeValues: { ':ids': { SS: [id] } },
+      }),
+    );
   }
 
   async recordError(sourceId: string, id: string, error: { code: string; message: string }, now: number): Promise<void> {

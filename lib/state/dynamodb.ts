@@ -19,6 +19,7 @@ function toState(sourceId: string, item: Item): SourceState {
     sourceId,
     version: item.version ?? 0,
     position: item.position as SourceState['position'],
+    history: item.history as SourceState['history'],
     commitSeq: (item.commit_seq as number | undefined) ?? 0,
     pending: item.pending as PendingCommit | undefined,
     catalog: item.catalog as number | undefined,
@@ -46,17 +47,19 @@ export class DynamoDbStateStore implements StateStore {
   }
 
   async commit(fence: Fence, change: SourceChange): Promise<SourceState> {
-    const { pending, catalog } = change;
+    const { pending, catalog, history } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
       set: [
         '#position = :position',
+        ...(history ? ['#history = :history'] : []),
         ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : []),
         ...(catalog !== undefined ? ['#catalog = :catalog'] : []),
       ],
-      remove: ['#error'],
+      remove: ['#error', ...(history ? [] : ['#history'])],
       condition: 'attribute_not_exists(#pending)',
       names: {
         '#position': 'position',
+        '#history': 'history',
         '#pending': 'pending',
         '#error': 'error',
         ...(pending ? { '#seq': 'commit_seq', '#last': 'last_commit_at' } : {}),
@@ -64,6 +67,7 @@ export class DynamoDbStateStore implements StateStore {
       },
       values: {
         ':position': change.position,
+        ...(history ? { ':history': history } : {}),
         ...(pending ? { ':pending': pending, ':zero': 0 } : {}),
         ...(catalog !== undefined ? { ':catalog': catalog } : {}),
       },
@@ -71,13 +75,14 @@ export class DynamoDbStateStore implements StateStore {
     return toState(fence.sourceId, item);
   }
 
-  async overwrite(fence: Fence, change: { position: SourceState['position']; commitSeq: number }): Promise<SourceState> {
+  async overwrite(fence: Fence, change: { position: SourceState['position']; history?: SourceState['history']; commitSeq: number }): Promise<SourceState> {
+    const { history } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
-      set: ['#position = :position', '#seq = :seq'],
-      remove: ['#error'],
+      set: ['#position = :position', '#seq = :seq', ...(history ? ['#history = :history'] : [])],
+      remove: ['#error', ...(history ? [] : ['#history'])],
       condition: 'attribute_not_exists(#pending)',
-      names: { '#position': 'position', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
-      values: { ':position': change.position, ':seq': change.commitSeq },
+      names: { '#position': 'position', '#history': 'history', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
+      values: { ':position': change.position, ':seq': change.commitSeq, ...(history ? { ':history': history } : {}) },
     });
     return toState(fence.sourceId, item);
   }

@@ -34,6 +34,7 @@ export class InMemoryStateStore implements StateStore {
       ...data,
       ...catalog,
       position: change.position,
+      history: change.history,
       error: undefined,
       version: item.version + 1,
       updatedAt: fence.now,
@@ -45,9 +46,12 @@ export class InMemoryStateStore implements StateStore {
     return this.write(fence.sourceId, { ...item, pending: undefined, version: item.version + 1, updatedAt: fence.now });
   }
 
-  async overwrite(fence: Fence, change: { position: NonNullable<SourceState['position']>; commitSeq: number }): Promise<SourceState> {
+  async overwrite(
+    fence: Fence,
+    change: { position: NonNullable<SourceState['position']>; history?: SourceState['history']; commitSeq: number },
+  ): Promise<SourceState> {
     const item = this.fenced(fence, { noPending: true });
-    return this.write(fence.sourceId, { ...item, ...change, error: undefined, version: item.version + 1, updatedAt: fence.now });
+    return this.write(fence.sourceId, { ...item, history: undefined, ...change, error: undefined, version: item.version + 1, updatedAt: fence.now });
   }
 
   async recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void> {

@@ -66,10 +66,12 @@ export const chunkId = (table: string, n: number) => `${table}#${n}`;
  * version); adapters translate a failed condition into LeaseLostError / OffsetConflictError.
  */
 export interface SnapshotStore {
-  /** Records a new job and makes it the source's latest; returns false if the id exists. */
+  /** Records a new job, makes it the source's latest and one of its active jobs; returns false if the id exists. */
   createJob(job: SnapshotJob): Promise<boolean>;
   job(sourceId: string, id: string): Promise<SnapshotJob | undefined>;
   latestJob(sourceId: string): Promise<SnapshotJob | undefined>;
+  /** Every job not done yet, oldest first (several run at once: the initial copy, re-snapshots DDL asked for, on-demand ones). */
+  activeJobs(sourceId: string): Promise<SnapshotJob[]>;
   /** Stores the plan once; a concurrent planner that loses keeps the winner's plan. */
   markPlanned(sourceId: string, id: string, tables: readonly PlannedTable[]): Promise<SnapshotJob>;
   markDone(sourceId: string, id: string, now: number): Promise<void>;

@@ -1,3 +1,4 @@
+import type { BinlogHistory } from '../core/history.ts';
 import type { BinlogPosition } from '../core/position.ts';
 
 /**
@@ -9,6 +10,8 @@ export interface SourceState {
   /** Bumped by every write; each write names the version it read (optimistic concurrency). */
   readonly version: number;
   readonly position?: BinlogPosition;
+  /** The binlog history `position` belongs to (lib/core/history.ts); absent on items written before it was recorded. */
+  readonly history?: BinlogHistory;
   /** How many data commits the source has made; final object keys are derived from it. */
   readonly commitSeq: number;
   readonly pending?: PendingCommit;
@@ -67,6 +70,8 @@ export interface Fence {
 /** What one source commit writes. */
 export interface SourceChange {
   readonly position: BinlogPosition;
+  /** The binlog history `position` belongs to; a commit without it removes the stored one. */
+  readonly history?: BinlogHistory;
   readonly pending?: PendingCommit;
   readonly catalog?: number;
 }
@@ -80,15 +85,15 @@ export interface StateStore {
   /** Takes the lease if it is free, expired or already ours; throws LeaseLostError when a live other holds it. */
   acquireLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<SourceState>;
   /**
-   * Moves the position; with `pending`, also counts the commit (commitSeq + 1) and records its
-   * renames; with `catalog`, points the source at the catalog the commit saved. One write, refused
-   * while a commit is pending.
+   * Moves the position and sets its history (removes it when not given); with `pending`, also
+   * counts the commit (commitSeq + 1) and records its renames; with `catalog`, points the source at
+   * the catalog the commit saved. One write, refused while a commit is pending.
    */
   commit(fence: Fence, change: SourceChange): Promise<SourceState>;
   /** Clears a pending record once its renames are done. */
   clearPending(fence: Fence): Promise<SourceState>;
-  /** Replaces position and commit sequence (state import / reset), refused while a commit is pending. */
-  overwrite(fence: Fence, change: { position: BinlogPosition; commitSeq: number }): Promise<SourceState>;
+  /** Replaces position (with its history, removed when not given) and commit sequence (state import / reset), refused while a commit is pending. */
+  overwrite(fence: Fence, change: { position: BinlogPosition; history?: BinlogHistory; commitSeq: number }): Promise<SourceState>;
   /** Records a fatal error for `status`; cleared by the next successful commit. */
   recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void>;
   releaseLease(sourceId: string, owner: string): Promise<void>;

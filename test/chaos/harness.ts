@@ -16,7 +16,7 @@ import { silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
-import { snapshotToRun } from '../../lib/snapshot/plan.ts';
+import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
@@ -235,13 +235,12 @@ export async function runChaos(options: {
     'crash in a snapshot page commit': () =>
       tolerate(async () => {
         const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
-        const running = await snapshots.latestJob(sourceId);
-        const job = await snapshotToRun(deps0, running && running.status !== 'done' ? null : [{ db: 'shop', table: pick(['orders', 'items', 'blobs']) }]);
-        await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
+        const running = await snapshots.activeJobs(sourceId);
+        const [job] = running.length ? running : await snapshotsToRun(deps0, [{ db: 'shop', table: pick(['orders', 'items', 'blobs']) }]);
+        if (job) await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
       }),
     'SIGKILL of sluice snapshot': async () => {
-      const latest = await snapshots.latestJob(sourceId);
-      const request = latest && latest.status !== 'done' ? [] : ['--tables', `shop.${pick(['orders', 'items'])}`];
+      const request = (await snapshots.activeJobs(sourceId)).length ? [] : ['--tables', `shop.${pick(['orders', 'items'])}`];
       await killed(['snapshot', ...request, '--workers', '2']);
     },
   };
@@ -260,18 +259,17 @@ export async function runChaos(options: {
   /** Clean runs until the poller is caught up and every snapshot is complete (leases of killed runs expire first). */
   async function recover(): Promise<BinlogPosition> {
     for (let attempt = 0; attempt < 40; attempt++) {
-      const job = await snapshots.latestJob(sourceId);
-      if (job && job.status !== 'done') {
+      const [job] = await snapshots.activeJobs(sourceId);
+      if (job) {
         const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(
           () => undefined,
         );
-        if (!result?.complete) {
-          await sleep(500);
-          continue;
-        }
+        if (!result?.complete) await sleep(500);
+        continue;
       }
       const result = await runCapture(...deps(undefined, 30_000)).catch(() => undefined);
-      if (result?.status === 'captured' && result.caughtUp && (await snapshots.latestJob(sourceId))?.status === 'done') {
+      // A capture may have asked for snapshots (DDL): caught up means nothing is left to copy either.
+      if (result?.status === 'captured' && result.caughtUp && !(await snapshots.activeJobs(sourceId)).length) {
         const position = (await store.get(sourceId))?.position;
         if (position) return position;
       }

@@ -9,7 +9,7 @@ import { SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
 import { tablePath } from '../../lib/sink/s3/keys.ts';
 import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/invocation.ts';
-import { restartStalledSnapshot } from '../../lib/snapshot/progress.ts';
+import { restartStalledSnapshots } from '../../lib/snapshot/progress.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
 
 /** Random inserts/updates/deletes on `table` (int id, v, n) until `stop()`; returns how many it made. */
@@ -269,7 +269,7 @@ describe('snapshot function orchestration (Lambda invocations simulated in-proce
     const start = async (job: { id: string }) => void started.push(job.id);
     // What the poller handler does each tick: supervise the snapshot, then capture.
     const poll = async () => {
-      await restartStalledSnapshot({ snapshots: source.clients.snapshots, sourceId: source.db, log: silentLog }, start);
+      await restartStalledSnapshots({ snapshots: source.clients.snapshots, sourceId: source.db, log: silentLog }, start);
       return runCapture(
         {
           config: source.config,

@@ -93,4 +93,23 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     expect(state).toMatchObject({ commitSeq: 42 });
     expect(state.error).toBeUndefined();
   });
+
+  it('stores the position’s binlog history with every commit and overwrite, and drops it when a write has none', async () => {
+    const id = source();
+    const history = { file: 'binlog.000001', created: 1_796_052_560_000, serverId: 1 };
+    let state = await store.acquireLease(id, 'a', 10_000, 1_000);
+    const fence = (now: number) => ({ sourceId: id, owner: 'a', expectVersion: state.version, now });
+    state = await store.commit(fence(1_100), { position: position(100), history });
+    expect(state.history).toEqual(history);
+    state = await store.commit(fence(1_200), { position: position(200), history: { ...history, serverUuid: 'u-1' }, pending });
+    expect((await store.get(id))?.history).toEqual({ ...history, serverUuid: 'u-1' });
+    state = await store.clearPending(fence(1_300));
+    expect(state.history).toEqual({ ...history, serverUuid: 'u-1' }); // clearing renames keeps it
+    state = await store.commit(fence(1_400), { position: { file: 'binlog.000002', pos: 4 } });
+    expect(state.history).toBeUndefined(); // a position whose history is not known has none, never another file's
+    state = await store.overwrite(fence(1_500), { position: position(7), history, commitSeq: 5 });
+    expect((await store.get(id))?.history).toEqual(history);
+    state = await store.overwrite(fence(1_600), { position: position(8), commitSeq: 5 });
+    expect((await store.get(id))?.history).toBeUndefined();
+  });
 });

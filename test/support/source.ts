@@ -11,8 +11,9 @@ import { silentLog } from '../../lib/log.ts';
 import { eventLines, manifests } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
-import { snapshotToRun } from '../../lib/snapshot/plan.ts';
-import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
+import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
+import { runSnapshotWorker, type WorkerResult } from '../../lib/snapshot/worker.ts';
+import type { SnapshotJob } from '../../lib/state/snapshot-store.ts';
 
 export interface ChangeEvent {
   op: 'c' | 'u' | 'd' | 'r' | 't' | 's';
@@ -99,16 +100,22 @@ export async function testSource(name: string, overrides: Record<string, string>
     capture(options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config } = {}): Promise<CaptureResult> {
       return runCapture({ ...deps(options), clock: options.clock }, { budgetMs: 30_000, stopWhenCaughtUp: true, ...options });
     },
-    /** Requests (unless one is pending) and runs a snapshot with `workers` in-process workers; `tables` as refs or in their text form. */
+    /**
+     * Runs the unfinished snapshots (or requests one of `tables`, or of every table when none is
+     * unfinished) with `workers` in-process workers each; `tables` as refs or in their text form.
+     */
     async snapshot(options: { tables?: readonly (TableRef | string)[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config } = {}) {
       const tables = options.tables?.map((t) => (typeof t === 'string' ? parseTableRef(t) : t));
-      const job = await snapshotToRun(deps(options), tables ?? null);
-      const results = await Promise.all(
-        Array.from({ length: options.workers ?? 1 }, (_, i) =>
+      const jobs = await snapshotsToRun(deps(options), tables ?? null);
+      const results: WorkerResult[] = [];
+      for (const job of jobs) {
+        const workers = Array.from({ length: options.workers ?? 1 }, (_, i) =>
           runSnapshotWorker(deps(options), { budgetMs: options.budgetMs ?? 60_000, snapshotId: job.id, workerId: `w${i}-${randomBytes(2).toString('hex')}` }),
-        ),
-      );
-      return { job, results, rows: results.reduce((a, r) => a + r.rows, 0), complete: results.some((r) => r.complete) };
+        );
+        results.push(...(await Promise.all(workers)));
+      }
+      const complete = jobs.every((job) => results.some((r) => r.snapshot === job.id && r.complete));
+      return { job: jobs[jobs.length - 1] as SnapshotJob, jobs, results, rows: results.reduce((a, r) => a + r.rows, 0), complete };
     },
     async state() {
       return clients.store.get(config.sourceId);

@@ -19,9 +19,11 @@ import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts'
 import { profiling, timed } from '../../profile.ts';
 import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
+import { StreamGuard } from './guards.ts';
+import { type BinlogHistories, unreadablePositionReason } from './history.ts';
 import { logicalTypes } from './schema.ts';
 import { connect, type SqlConnection } from './server.ts';
-import type { MysqlTarget } from './target.ts';
+import { type MysqlTarget, scrub } from './target.ts';
 
 /**
  * What the reader emits, strictly in binlog order. Only `commit` and `progress` carry a position,
@@ -84,6 +86,11 @@ export interface BinlogReaderOptions {
   highWaterRows?: number;
   /** Emit an `idle` item after this long without events. */
   idleMs?: number;
+  /**
+   * A capture run's stream: every event is checked against what decoding assumes (guards.ts) and
+   * against the stored position's binlog history, which records each file's. Scans go without.
+   */
+  capture?: { history: BinlogHistories };
 }
 
 const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete' } as const;
@@ -119,7 +126,9 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private queuedRows = 0;
   private paused = false;
   private wake: (() => void) | undefined;
-  private failure: Error | undefined;
+  private failure: Error | Promise<Error> | undefined;
+  /** Per-event checks of the stream's assumptions (lib/source/mysql/guards.ts). */
+  private readonly guard: StreamGuard | undefined;
   private stopped = false;
   private readonly shapes = new Map<number, TableState>();
   /** Shapes with BINARY(4|16) columns, to be resolved to UUID/INET4/INET6 (see `resolve`), with zongji's descriptors. */
@@ -144,6 +153,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.file = options.start.file;
     this.gtid = options.start.gtid ?? null;
     this.highWater = options.highWaterRows ?? 20_000;
+    this.guard = options.capture && new StreamGuard(options.start, { history: { check: options.capture.history, sql: () => this.sql() } });
     // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
     // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
     // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).
@@ -159,6 +169,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
     // TableMap, so rows of filtered tables are never decoded.
     (this.zongji as unknown as { _skipSchema: (db: string, table: string) => boolean })._skipSchema = (db, table) => !options.filter(db, table);
+    // zongji reports events it cannot decode as a stream error; the guard stops on them with the position and the fix.
+    (this.zongji as unknown as { _warnUnsupportedEvent: () => void })._warnUnsupportedEvent = () => undefined;
     // SLUICE_PROFILE=1: time parsing binlog packets (mysql2 + zongji) as decoding.
     if (profiling) this.zongji.once('ready', () => this.profileDecoding());
     this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
@@ -182,15 +194,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   }
 
   private fail(error: Error & { errno?: number }): void {
-    if (this.stopped) return;
+    if (this.stopped || this.failure) return; // the first failure is the cause; what follows is its echo
     this.failure =
       error.errno === ER_SOURCE_FATAL_ERROR_READING_BINLOG
         ? new PositionLostError(
-            `the binlog position ${this.file}:${this.options.start.pos} is no longer readable on the server (${error.message}). ` +
-              'The binlog was purged or the position is invalid; nothing was skipped. Re-snapshot the source or reset its position (see docs/RUNBOOK.md), and raise binlog retention.',
-            error,
+            `the binlog position ${this.file}:${this.options.start.pos} cannot be read from the server: ${unreadablePositionReason(error.message)}. ` +
+              'Nothing was skipped. Re-snapshot the source or reset its position (see docs/RUNBOOK.md), and raise binlog retention.',
           )
-        : new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${error.message}`, { cause: error, retriable: true });
+        : new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${scrub(error.message, this.options.target.uri)}`, { cause: error, retriable: true });
     this.wake?.();
   }
 
@@ -350,6 +361,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
 
   private onEvent(ev: Ev): void {
     const type: string = ev.getTypeName();
+    const verdict = this.failure ? 'drop' : this.guard?.check(ev, type, this.file);
+    if (verdict === 'drop') return;
+    if (verdict) {
+      this.failure = verdict;
+      this.wake?.();
+      return;
+    }
     switch (type) {
       case 'MariadbGtid':
         this.begin(ev, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
@@ -383,8 +401,9 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         return;
       case 'Rotate':
         // The new file starts at ev.position; the rotate's own nextPosition belongs to the old file.
+        // No progress here: the new file's Format_description follows, and a position in a file is
+        // exposed only once its creation time (its history, see history.ts) is known.
         this.file = ev.binlogName;
-        if (!this.inTxn) this.boundary('progress', Number(ev.position), ev.timestamp);
         return;
       default:
         if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
@@ -393,7 +412,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
 
   async *[Symbol.asyncIterator](): AsyncIterator<BinlogItem> {
     while (true) {
-      if (this.failure) throw this.failure;
+      if (this.failure) throw await this.failure;
       if (this.head < this.queue.length) {
         const item = this.queue[this.head] as BinlogItem;
         this.queue[this.head++] = undefined as unknown as BinlogItem;

@@ -3,7 +3,8 @@ import { type BinlogPosition, comparePositions } from '../../core/position.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
-import { binaryLogs, checkPositionReadable, masterPosition, type SqlConnection } from './server.ts';
+import { checkStartPosition } from './history.ts';
+import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';
 
 /**
@@ -111,7 +112,7 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
       break;
     }
     case 'position':
-      await checkPositionReadable(conn, startup.position);
+      await checkStartPosition(conn, startup.position);
       start = startup.position;
       break;
     case 'timestamp':

@@ -1,7 +1,7 @@
 import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
-import type { MysqlTarget } from './target.ts';
+import { type MysqlTarget, scrub } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
 export interface SqlConnection {
@@ -22,7 +22,7 @@ export async function connect(target: MysqlTarget): Promise<SqlConnection> {
       connectTimeout: 10_000,
     });
   } catch (error) {
-    throw new SluiceError(ErrorCode.MYSQL_CONNECT, `cannot connect to MySQL at ${target.label}: ${(error as Error).message}`, {
+    throw new SluiceError(ErrorCode.MYSQL_CONNECT, `cannot connect to MySQL at ${target.label}: ${scrub((error as Error).message, target.uri)}`, {
       cause: error,
       retriable: true,
     });
@@ -50,8 +50,8 @@ export async function binaryLogs(conn: SqlConnection): Promise<{ file: string; s
   return list.map((r) => ({ file: r.Log_name, size: Number(r.File_size) }));
 }
 
-/** Fails fast with a PositionLostError if the stored position's file was purged or lies beyond the server's binlog. */
-export async function checkPositionReadable(conn: SqlConnection, position: BinlogPosition): Promise<void> {
+/** Fails fast with a PositionLostError if the position's file was purged or lies beyond the server's binlog. */
+export async function checkPositionReadable(conn: SqlConnection, position: BinlogPosition, what = 'the stored position'): Promise<void> {
   const logs = await binaryLogs(conn);
   const first = logs[0];
   const last = logs[logs.length - 1];
@@ -59,54 +59,79 @@ export async function checkPositionReadable(conn: SqlConnection, position: Binlo
   const here = logs.find((l) => l.file === position.file);
   if (!here || (last && comparePositions(position, { file: last.file, pos: last.size }) > 0) || (first && fileNumber(position.file) < fileNumber(first.file))) {
     throw new PositionLostError(
-      `the stored position ${formatPosition(position)} is not on the server (oldest binlog: ${oldest}). ` +
+      `${what} ${formatPosition(position)} is not on the server (oldest binlog: ${oldest}). ` +
         'It was purged while sluice was not reading, or the server was replaced. Nothing was skipped silently: ' +
         're-snapshot the source or reset its position (docs/RUNBOOK.md), and keep binlogs longer than your longest outage.',
     );
   }
 }
 
-/** Checks the settings and grants CDC needs; each failure says the statement that fixes it. */
-export async function preflight(conn: SqlConnection): Promise<void> {
-  let vars: Record<string, string | null>;
-  try {
-    const [row] = await rows<Record<string, string | null>>(
-      conn,
-      'SELECT @@log_bin AS log_bin, @@binlog_format AS binlog_format, @@binlog_row_image AS binlog_row_image, @@binlog_row_metadata AS binlog_row_metadata',
-    );
-    vars = row ?? {};
-  } catch (error) {
-    if (/binlog_row_metadata/.test((error as Error).message)) {
-      throw new PreflightError(
-        ErrorCode.PREFLIGHT_VERSION,
-        'the server has no binlog_row_metadata variable; sluice needs MySQL 8.0.14+ or MariaDB 10.5+ so that row events carry column names.',
-      );
-    }
-    throw error;
-  }
+/** The server variables preflight reads; a server lacks those it does not know (MariaDB the MySQL 8 ones). */
+const PREFLIGHT_VARIABLES = [
+  'log_bin',
+  'binlog_format',
+  'binlog_row_image',
+  'binlog_row_metadata',
+  'binlog_transaction_compression',
+  'binlog_row_value_options',
+] as const;
+
+/**
+ * Checks the server's binlog settings (its global variables, as `SHOW GLOBAL VARIABLES` lists them)
+ * and returns what is wrong, naming the statement that fixes it. These are the defaults every
+ * session starts with; a session may change its own, which the binlog reader checks event by event
+ * (lib/source/mysql/guards.ts).
+ */
+export function settingsProblem(vars: Readonly<Record<string, string | undefined>>): PreflightError | undefined {
   const setting = (name: string, want: string) =>
     `SET GLOBAL ${name} = '${want}' (and ${name}=${want} in the server configuration / RDS parameter group so it survives a restart)`;
-  if (String(vars.log_bin) !== '1')
-    throw new PreflightError(
+  const value = (name: (typeof PREFLIGHT_VARIABLES)[number]) => vars[name]?.toUpperCase();
+  if (value('log_bin') !== 'ON' && value('log_bin') !== '1')
+    return new PreflightError(
       ErrorCode.PREFLIGHT_LOG_BIN,
       'binary logging is off. Start the server with --log-bin (RDS/Aurora: backup retention > 0 enables it).',
     );
-  if (vars.binlog_format !== 'ROW')
-    throw new PreflightError(
+  if (value('binlog_row_metadata') === undefined)
+    return new PreflightError(
+      ErrorCode.PREFLIGHT_VERSION,
+      'the server has no binlog_row_metadata variable; sluice needs MySQL 8.0.14+ or MariaDB 10.5+ so that row events carry column names.',
+    );
+  if (value('binlog_format') !== 'ROW')
+    return new PreflightError(
       ErrorCode.PREFLIGHT_BINLOG_FORMAT,
       `binlog_format is ${vars.binlog_format}; CDC needs ROW. Fix: ${setting('binlog_format', 'ROW')}.`,
     );
-  if (vars.binlog_row_image !== 'FULL')
-    throw new PreflightError(
+  if (value('binlog_row_image') !== 'FULL')
+    return new PreflightError(
       ErrorCode.PREFLIGHT_BINLOG_ROW_IMAGE,
       `binlog_row_image is ${vars.binlog_row_image}; sluice needs FULL before/after images. Fix: ${setting('binlog_row_image', 'FULL')}.`,
     );
-  if (vars.binlog_row_metadata !== 'FULL') {
-    throw new PreflightError(
+  if (value('binlog_row_metadata') !== 'FULL')
+    return new PreflightError(
       ErrorCode.PREFLIGHT_BINLOG_ROW_METADATA,
       `binlog_row_metadata is ${vars.binlog_row_metadata}; without FULL, rows written before an ALTER TABLE are decoded with the wrong columns. Fix: ${setting('binlog_row_metadata', 'FULL')}.`,
     );
-  }
+  if (value('binlog_transaction_compression') === 'ON' || value('binlog_transaction_compression') === '1')
+    return new PreflightError(
+      ErrorCode.PREFLIGHT_BINLOG_COMPRESSION,
+      `binlog_transaction_compression is ON: transactions are logged compressed (TRANSACTION_PAYLOAD events), which the binlog reader cannot unwrap, so their rows would be lost. Fix: ${setting('binlog_transaction_compression', 'OFF')}.`,
+    );
+  if (value('binlog_row_value_options')?.includes('PARTIAL_JSON'))
+    return new PreflightError(
+      ErrorCode.PREFLIGHT_BINLOG_ROW_VALUE_OPTIONS,
+      `binlog_row_value_options is ${vars.binlog_row_value_options}: JSON updates are logged as partial diffs, which the binlog reader cannot apply, so those updates would be lost. Fix: ${setting('binlog_row_value_options', '')}.`,
+    );
+  return undefined;
+}
+
+/** Checks the settings and grants CDC needs; each failure says the statement that fixes it. */
+export async function preflight(conn: SqlConnection): Promise<void> {
+  const list = await rows<{ Variable_name: string; Value: string }>(
+    conn,
+    `SHOW GLOBAL VARIABLES WHERE Variable_name IN (${PREFLIGHT_VARIABLES.map((v) => `'${v}'`).join(', ')})`,
+  );
+  const problem = settingsProblem(Object.fromEntries(list.map((r) => [r.Variable_name, r.Value])));
+  if (problem) throw problem;
   const grants = (await rows<Record<string, string>>(conn, 'SHOW GRANTS'))
     .map((r) => Object.values(r)[0] ?? '')
     .join('\n')

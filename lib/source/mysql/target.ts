@@ -11,7 +11,45 @@ export interface MysqlTarget {
   readonly label: string;
 }
 
-export const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+/**
+ * The URL with its password replaced by `***`, however the password is written: percent-encoded,
+ * or raw with `@`, `/`, `:` or `%` in it. The credentials end at the URL's last `@`, so anything
+ * between the user name and it is hidden (with an `@` after the host, more is hidden, never less).
+ */
+export function redact(url: string): string {
+  const scheme = url.indexOf('://');
+  const at = url.lastIndexOf('@');
+  if (scheme < 0 || at < scheme) return url;
+  const credentials = url.slice(scheme + 3, at);
+  const colon = credentials.indexOf(':');
+  const user = colon < 0 ? credentials : credentials.slice(0, colon);
+  return `${url.slice(0, scheme + 3)}${user}${colon < 0 ? '' : ':***'}${url.slice(at)}`;
+}
+
+/** The secret parts of a MySQL URL as they may appear in text: the password raw, decoded and encoded. */
+function secretsOf(uri: string): string[] {
+  const scheme = uri.indexOf('://');
+  const at = uri.lastIndexOf('@');
+  if (scheme < 0 || at < scheme) return [];
+  const credentials = uri.slice(scheme + 3, at);
+  const colon = credentials.indexOf(':');
+  if (colon < 0) return [];
+  const raw = credentials.slice(colon + 1);
+  let decoded = raw;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    // a raw `%` in the password: the raw form is all there is
+  }
+  return [...new Set([raw, decoded, encodeURIComponent(decoded)])].filter((secret) => secret.length > 0).sort((a, b) => b.length - a.length);
+}
+
+/** `text` (an error message from the driver or the network) with the target's password hidden wherever it appears. */
+export function scrub(text: string, uri: string): string {
+  let out = text;
+  for (const secret of secretsOf(uri)) out = out.split(secret).join('***');
+  return out;
+}
 
 /** An RDS-style secret: {"username", "password", "host", "port", "dbname"?}. */
 function uriFromSecret(secretId: string, text: string | undefined): string {

@@ -1,0 +1,222 @@
+import { type BinlogPosition, formatPosition } from '../../core/position.ts';
+import { formatTableRef, type TableRef, tableKey } from '../../core/table-ref.ts';
+import { type ErrorCode, SluiceError } from '../../errors.ts';
+import type { BinlogHistories } from './history.ts';
+import type { SqlConnection } from './server.ts';
+
+/*
+ * Per-event guards on what the binlog reader assumes, checked for every event of the stream
+ * (a session can change its own settings at any time; the server's, checked by preflight, are only
+ * the defaults):
+ *
+ *   - every rows event of a captured table carries full row images (binlog_row_image=FULL);
+ *     MINIMAL and NOBLOB leave columns out, which zongji reports as NULL;
+ *   - no captured rows sit in an XA transaction prepared in two phases (its outcome comes later, in
+ *     another event group);
+ *   - no transaction is compressed (MySQL 8 TRANSACTION_PAYLOAD) and no JSON update is partial
+ *     (MySQL 8 PARTIAL_UPDATE_ROWS): zongji cannot read either;
+ *   - the stream reads the binlog history the stored position belongs to (lib/source/mysql/history.ts).
+ *
+ * A violation stops the stream with a fatal error before the transaction's commit item is
+ * emitted, so the stored position never moves past it. To name the exact skip position and every
+ * captured table the transaction changed, the rest of the transaction is read (and dropped) first.
+ */
+
+// biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
+type Ev = any;
+
+/** What the reader does with an event: handle it (undefined), drop it, or stop with the error. */
+export type Verdict = undefined | 'drop' | SluiceError | Promise<SluiceError>;
+
+/** MySQL column types whose values binlog_row_image=NOBLOB leaves out when unchanged. */
+const BLOB_TYPES = new Set([245 /* JSON */, 249, 250, 251, 252 /* (TINY|MEDIUM|LONG)BLOB/TEXT */, 255 /* GEOMETRY */]);
+
+/** How long to keep reading a violating transaction to find its end before stopping without it. */
+const DRAIN_MS = 10_000;
+
+interface Group {
+  /** Where the group starts: the boundary before its first event, where the stored position stays. */
+  start: BinlogPosition;
+  gtid?: string;
+  /** MariaDB GTID flag PREPARED_XA, or (MySQL) an `XA START` statement. */
+  xa: boolean;
+  /** Captured tables the group changes, by tableKey (their TABLE_MAPs: zongji drops other tables' maps). */
+  tables: Map<string, TableRef>;
+}
+
+/** A violation found inside a transaction: reported once the transaction's end is known. */
+interface Violation {
+  code: ErrorCode;
+  /** What is wrong, as the sentence's subject. */
+  what: string;
+  /** How to keep it from happening again. */
+  fix: string;
+  /** Shown instead of the tables the group changed, when they cannot be known. */
+  tablesUnknown?: boolean;
+  since: number;
+}
+
+export class StreamGuard {
+  private group: Group | undefined;
+  private violation: Violation | undefined;
+  /** The end of the last event with a position: where the next group starts. */
+  private last: BinlogPosition;
+  private stopped = false;
+
+  constructor(
+    start: BinlogPosition,
+    private readonly options: {
+      /** The history check, with a connection to explain a mismatch (the reader's helper connection). */
+      history?: { check: BinlogHistories; sql: () => Promise<SqlConnection> };
+      clock?: () => number;
+    } = {},
+  ) {
+    this.last = { file: start.file, pos: start.pos };
+  }
+
+  private get now(): number {
+    return (this.options.clock ?? Date.now)();
+  }
+
+  /** Checks one event before the reader handles it; `file` is the binlog file the event is in. */
+  check(ev: Ev, type: string, file: string): Verdict {
+    if (this.stopped) return 'drop';
+    const verdict = this.inspect(ev, type, file);
+    if (ev.nextPosition > 0 && type !== 'Rotate') this.last = { file, pos: ev.nextPosition };
+    if (verdict && verdict !== 'drop') this.stopped = true;
+    return verdict;
+  }
+
+  private inspect(ev: Ev, type: string, file: string): Verdict {
+    const history = this.options.history;
+    const mismatch = history?.check.onEvent(ev, type, file);
+    if (history && mismatch) return history.check.explain(history.sql, mismatch);
+    if (this.violation) return this.drain(ev, type, file);
+    switch (type) {
+      case 'MariadbGtid':
+      case 'Gtid':
+      case 'AnonymousGtid':
+        this.group = { start: this.last, gtid: typeof ev.gtid === 'string' ? ev.gtid : undefined, xa: ev.preparedXa === true, tables: new Map() };
+        return undefined;
+      case 'Query':
+        if (this.group && /^\s*XA\s+START\b/i.test(String(ev.query))) this.group.xa = true;
+        return undefined;
+      case 'TableMap':
+        this.mapped(ev);
+        return undefined;
+      case 'WriteRows':
+      case 'UpdateRows':
+      case 'DeleteRows':
+        return this.rows(ev, type, file);
+      case 'PartialUpdateRows':
+        // zongji does not parse this event's table; it changes one of the group's tables. With
+        // none of them captured, it changes a filtered table.
+        if (!this.group?.tables.size) return 'drop';
+        return this.violate(ev, type, file, {
+          code: 'BINLOG_PARTIAL_JSON',
+          what: 'a JSON column update logged as a partial diff (MySQL binlog_row_value_options=PARTIAL_JSON in the writing session)',
+          fix: "SET GLOBAL binlog_row_value_options = '' (and in the parameter group), and remove it from the writers' sessions",
+        });
+      case 'TransactionPayload':
+        // The whole transaction is inside, compressed: this event is also its end.
+        this.violation = {
+          code: 'BINLOG_COMPRESSED',
+          what: 'a compressed transaction (MySQL binlog_transaction_compression=ON in the writing session or server), which sluice cannot read',
+          fix: 'SET GLOBAL binlog_transaction_compression = OFF (and in the parameter group), and remove it from the writers’ sessions',
+          tablesUnknown: true,
+          since: this.now,
+        };
+        this.group ??= { start: this.last, xa: false, tables: new Map() };
+        return this.stop(file, ev.nextPosition);
+      default:
+        return undefined;
+    }
+  }
+
+  private mapped(ev: Ev): void {
+    const ref: TableRef = { db: ev.schemaName, table: ev.tableName };
+    this.group?.tables.set(tableKey(ref), ref);
+  }
+
+  private rows(ev: Ev, type: string, file: string): Verdict {
+    const map = ev.tableMap?.[ev.tableId];
+    const table = map ? formatTableRef({ db: map.parentSchema, table: map.tableName }) : `table id ${ev.tableId}`;
+    if (this.group?.xa) {
+      return this.violate(ev, type, file, {
+        code: 'XA_PREPARED',
+        what: `changes to ${table} in an XA transaction prepared in two phases (XA PREPARE), whose commit or rollback comes later in the binlog`,
+        fix: 'use plain transactions (or XA COMMIT … ONE PHASE) for captured tables; skip this one only after it was committed or rolled back (XA RECOVER no longer lists it)',
+      });
+    }
+    const missing = missingColumns(ev, type);
+    if (!missing.length) return undefined;
+    const columns: { name: string; type: number }[] = map?.columns ?? [];
+    const noblob = missing.every((i) => BLOB_TYPES.has(columns[i]?.type ?? -1));
+    const setting = noblob ? 'NOBLOB' : 'MINIMAL (or FULL_NODUP)';
+    const names = missing.map((i) => columns[i]?.name ?? `#${i + 1}`).join(', ');
+    const op = type === 'WriteRows' ? 'an insert' : type === 'UpdateRows' ? 'an update' : 'a delete';
+    return this.violate(ev, type, file, {
+      code: 'ROW_IMAGE_PARTIAL',
+      what: `${op} of ${table} logged with a partial row image, without column(s) ${names} (binlog_row_image=${setting} in the session that wrote it), which sluice would write as NULL`,
+      fix: "have the writer use binlog_row_image=FULL (SET SESSION binlog_row_image = 'FULL', or drop the setting from its connection options)",
+    });
+  }
+
+  private violate(ev: Ev, _type: string, file: string, violation: Omit<Violation, 'since'>): Verdict {
+    this.violation = { ...violation, since: this.now };
+    return this.drain(ev, 'violation', file);
+  }
+
+  /** Inside a violating transaction: drop its events until it ends, then stop naming its end. */
+  private drain(ev: Ev, type: string, file: string): Verdict {
+    switch (type) {
+      case 'TableMap':
+        this.mapped(ev);
+        break;
+      case 'Xid':
+      case 'XaPrepare':
+        return this.stop(file, ev.nextPosition);
+      case 'Query':
+        if (/^\s*(COMMIT|ROLLBACK)\s*$/i.test(String(ev.query))) return this.stop(file, ev.nextPosition);
+        break;
+      case 'MariadbGtid':
+      case 'Gtid':
+      case 'AnonymousGtid':
+      case 'Rotate':
+        // Another group begins: this one ended without an end event we know.
+        return this.stop(file, undefined);
+    }
+    return this.now - (this.violation?.since ?? 0) > DRAIN_MS ? this.stop(file, undefined) : 'drop';
+  }
+
+  private stop(file: string, end: number | undefined): SluiceError {
+    const violation = this.violation as Violation;
+    const group = this.group ?? { start: this.last, xa: false, tables: new Map<string, TableRef>() };
+    const at = formatPosition({ file: group.start.file, pos: group.start.pos, gtid: group.gtid });
+    const tables = [...group.tables.values()].map(formatTableRef).sort();
+    const copy = violation.tablesUnknown
+      ? 'sluice snapshot --tables <every captured table it may have changed: sluice cannot see inside it>'
+      : `sluice snapshot --tables ${tables.join(',')}`;
+    const skip =
+      end && end > 0
+        ? `\`sluice state reset --to position:${file}:${end}\` (the transaction's end), then \`${copy}\``
+        : `\`sluice state reset --to position:<the transaction's end: SHOW BINLOG EVENTS IN '${group.start.file}' FROM ${group.start.pos}>\`, then \`${copy}\``;
+    return new SluiceError(
+      violation.code,
+      `the transaction at ${at} holds ${violation.what}. Nothing of it was written and the position stays at ${group.start.file}:${group.start.pos}. ` +
+        `Fix: ${violation.fix}. Then skip the transaction and copy the tables it changed again: ${skip} (docs/RUNBOOK.md, ${violation.code}).`,
+    );
+  }
+}
+
+/** Indexes of the columns a rows event leaves out of a row image (its bitmaps: bit i = column i). */
+export function missingColumns(ev: { numberOfColumns?: number; columns_present_bitmap?: Buffer; columns_present_bitmap2?: Buffer }, type: string): number[] {
+  const n = ev.numberOfColumns ?? 0;
+  const bitmaps = [ev.columns_present_bitmap, type === 'UpdateRows' ? ev.columns_present_bitmap2 : undefined];
+  const missing = new Set<number>();
+  for (const bitmap of bitmaps) {
+    if (!bitmap) continue;
+    for (let i = 0; i < n; i++) if (((bitmap[i >> 3] ?? 0) & (1 << (i & 7))) === 0) missing.add(i);
+  }
+  return [...missing].sort((a, b) => a - b);
+}

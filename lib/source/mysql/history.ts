@@ -1,0 +1,261 @@
+import type { BinlogHistory } from '../../core/history.ts';
+import { type BinlogPosition, fileNumber, formatPosition } from '../../core/position.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
+import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.ts';
+
+/*
+ * Resuming only on the binlog history a stored position belongs to.
+ *
+ * A stored position is `file:pos`. After RESET MASTER, a restore, a Blue/Green switchover or a
+ * failover, a file of that name can exist with unrelated content: read from there, the stream
+ * either fails by luck (the offset falls inside an event) or silently reads another history (it
+ * falls on a boundary, e.g. the first transaction of a fresh file). Server id and file names do not
+ * tell the histories apart (both are the same after RESET MASTER or on a second fresh server); what
+ * does:
+ *
+ *   - the file's creation time: its Format_description timestamp, which the server sends at every
+ *     stream start before anything else, also when starting mid-file and before its own error for
+ *     a bad offset. Stored with every commit and heartbeat (`BinlogHistory`), compared with the
+ *     stream's first Format_description;
+ *   - the position's last GTID (`position.gtid`, MariaDB `d-s-n`): the first later GTID of the
+ *     same domain and server must have a higher sequence number (sequence numbers restart at 1
+ *     after RESET MASTER and on a fresh server);
+ *   - the offset itself: it must be an event boundary (`SHOW BINLOG EVENTS … FROM pos`, one seek).
+ *
+ * Items written before the history was stored have none: they are checked once by GTID
+ * (`BINLOG_GTID_POS(file, pos)`, which reads the file up to `pos`) and get it at the next commit.
+ */
+
+const MARIADB_GTID = /^(\d+)-(\d+)-(\d+)$/;
+
+/** A MariaDB GTID `d-s-n` as its parts; undefined for other shapes (MySQL `uuid:n`). */
+function mariadbGtid(gtid: string | undefined): { domain: string; server: string; seq: bigint } | undefined {
+  const match = MARIADB_GTID.exec(gtid ?? '');
+  return match?.[1] && match[2] && match[3] ? { domain: match[1], server: match[2], seq: BigInt(match[3]) } : undefined;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+interface ServerIdentity {
+  serverId?: number;
+  serverUuid?: string;
+}
+
+/** What was found wrong with the history, before the server is asked how to recover. */
+interface Mismatch {
+  position: BinlogPosition;
+  /** What differs, as a sentence part. */
+  evidence: string;
+}
+
+/**
+ * The binlog history of one capture run: checks the stored position's before and while reading,
+ * and gives every position the run stores its history (`of`).
+ */
+export class BinlogHistories {
+  /** Creation time of each binlog file the stream has entered. */
+  private readonly created = new Map<string, number>();
+  private server: ServerIdentity = {};
+  private gtidChecked = false;
+
+  constructor(
+    /** The stored state: the position to resume from and its history, if recorded. */
+    private readonly stored: { readonly position?: BinlogPosition; readonly history?: BinlogHistory } = {},
+  ) {}
+
+  /** The history to store with `position`: known once the stream has entered its file. */
+  readonly of = (position: BinlogPosition): BinlogHistory | undefined => {
+    const created = this.created.get(position.file);
+    if (created === undefined) return this.stored.history?.file === position.file ? this.stored.history : undefined;
+    return { file: position.file, created, ...this.server };
+  };
+
+  /**
+   * Before reading: the stored position's file is on the server and `pos` is an event boundary in
+   * it; a position stored without its history is checked by GTID. Throws POSITION_LOST or
+   * POSITION_FOREIGN.
+   */
+  async checkStored(conn: SqlConnection): Promise<void> {
+    const { position, history } = this.stored;
+    this.server = await serverIdentity(conn);
+    if (!position) return;
+    const logs = await binaryLogs(conn);
+    const last = logs[logs.length - 1];
+    // Purging removes old files, never the newest: a position beyond the last file's end was never written here.
+    if (last && fileNumber(position.file) > fileNumber(last.file)) {
+      throw await foreignError(async () => conn, { position, evidence: `this server's binlog ends with ${last.file}, before ${position.file}` });
+    }
+    if (last?.file === position.file && position.pos > last.size) {
+      throw await foreignError(async () => conn, { position, evidence: `this server's ${last.file} ends at ${last.size}, before the position` });
+    }
+    await checkPositionReadable(conn, position);
+    if (!(await isEventBoundary(conn, position))) {
+      throw await foreignError(async () => conn, {
+        position,
+        evidence: `offset ${position.pos} is not the start of an event in this server's ${position.file}`,
+      });
+    }
+    const gtid = mariadbGtid(position.gtid);
+    if (history || !gtid) return;
+    const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, ?) AS pos', [position.file, position.pos]);
+    const here = String((rows as { pos: string | null }[])[0]?.pos ?? '');
+    const same = here.split(',').some((part) => part.trim() === position.gtid);
+    if (!same) {
+      throw await foreignError(async () => conn, {
+        position,
+        evidence: `this server's GTID position at ${formatPosition({ ...position, gtid: undefined })} is ${here ? `"${here}"` : 'empty'}, not ${position.gtid}`,
+      });
+    }
+  }
+
+  /**
+   * A stream event: records a file's creation time and compares it, and the first GTID of the
+   * stored GTID's domain and server, with the stored position's. Returns the mismatch, if any.
+   */
+  onEvent(ev: { timestamp: number; gtid?: string }, type: string, file: string): Mismatch | undefined {
+    const { position, history } = this.stored;
+    if (type === 'Format') {
+      if (this.created.has(file)) return undefined;
+      this.created.set(file, ev.timestamp);
+      if (position && history?.file === file && file === position.file && history.created !== ev.timestamp) {
+        const server = history.serverId === undefined ? '' : `, on server_id ${history.serverId}`;
+        const now = this.server.serverId === undefined ? '' : ` (server_id ${this.server.serverId})`;
+        return {
+          position,
+          evidence: `the position was recorded in a ${file} created at ${iso(history.created)}${server}; this server's${now} ${file} was created at ${iso(ev.timestamp)}`,
+        };
+      }
+      return undefined;
+    }
+    if (type !== 'MariadbGtid' || this.gtidChecked || !position) return undefined;
+    const stored = mariadbGtid(position.gtid);
+    const seen = mariadbGtid(ev.gtid);
+    if (!stored || !seen) {
+      this.gtidChecked = !stored;
+      return undefined;
+    }
+    if (seen.domain !== stored.domain || seen.server !== stored.server) return undefined;
+    this.gtidChecked = true;
+    if (seen.seq > stored.seq) return undefined;
+    return { position, evidence: `the first transaction after it is ${ev.gtid}, which is not later than the position's ${position.gtid}` };
+  }
+
+  /** The POSITION_FOREIGN error for a mismatch the stream found, with the recovery the server allows. */
+  explain(sql: () => Promise<SqlConnection>, mismatch: Mismatch): Promise<SluiceError> {
+    return foreignError(sql, mismatch);
+  }
+}
+
+async function serverIdentity(conn: SqlConnection): Promise<ServerIdentity> {
+  const [rows] = await conn.query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('server_id', 'server_uuid')");
+  const vars = Object.fromEntries((rows as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name, r.Value]));
+  return { ...(vars.server_id ? { serverId: Number(vars.server_id) } : {}), ...(vars.server_uuid ? { serverUuid: vars.server_uuid } : {}) };
+}
+
+/** Binlog events a transaction (event group) can start with, as SHOW BINLOG EVENTS names them. */
+const GROUP_STARTS = new Set(['Gtid', 'Anonymous_Gtid', 'Format_desc', 'Gtid_list', 'Previous_gtids', 'Binlog_checkpoint', 'Rotate', 'Stop']);
+
+/** The type of the event at `position` (SHOW BINLOG EVENTS names), null at the file's end, undefined when `pos` is not an event boundary. */
+async function eventAt(conn: SqlConnection, position: BinlogPosition): Promise<string | null | undefined> {
+  if (position.pos < 4) return undefined;
+  try {
+    const [rows] = await conn.query(`SHOW BINLOG EVENTS IN ${quote(position.file)} FROM ${Math.trunc(position.pos)} LIMIT 1`);
+    const [event] = rows as { Event_type: string }[];
+    return event ? event.Event_type : null;
+  } catch (error) {
+    // 1220 ER_ERROR_WHEN_EXECUTING_COMMAND: "Wrong offset or I/O error" (not a boundary) or "Invalid pos".
+    if ((error as { errno?: number }).errno === 1220) return undefined;
+    throw error;
+  }
+}
+
+const quote = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+async function isEventBoundary(conn: SqlConnection, position: BinlogPosition): Promise<boolean> {
+  return (await eventAt(conn, position)) !== undefined;
+}
+
+/**
+ * Validates a position given by a person (`SLUICE_STARTUP=position:…`, `state reset --to
+ * position:…`) before anything is stored: its file is on the server, and a transaction starts at
+ * `pos` (or the file ends there). Resuming inside a transaction would silently drop its rows.
+ */
+export async function checkStartPosition(conn: SqlConnection, position: BinlogPosition): Promise<void> {
+  await checkPositionReadable(conn, position, 'the requested position');
+  const at = formatPosition(position);
+  const event = await eventAt(conn, position);
+  const fix = `Take a position from \`SHOW BINLOG EVENTS IN '${position.file}'\` (the Pos of a Gtid event, or the End_log_pos of an Xid), or use gtid:/timestamp: instead.`;
+  if (event === undefined) {
+    throw new SluiceError(
+      ErrorCode.POSITION_INVALID,
+      `${at} is not the start of an event in ${position.file}${position.pos < 4 ? ' (a binlog file starts at 4)' : ''}; nothing was stored. ${fix}`,
+    );
+  }
+  if (event !== null && !GROUP_STARTS.has(event)) {
+    throw new SluiceError(
+      ErrorCode.POSITION_INVALID,
+      `${at} is inside a transaction (a ${event} event starts there): resuming there would lose the transaction's first rows; nothing was stored. ${fix}`,
+    );
+  }
+}
+
+/**
+ * POSITION_FOREIGN with its recovery. MariaDB can reposition by GTID when this server's binlogs
+ * still hold the position's last GTID (a promoted replica, a Blue/Green target, a restore that kept
+ * its binlogs carry the same transactions); otherwise the tables must be copied again.
+ */
+async function foreignError(sql: () => Promise<SqlConnection>, mismatch: Mismatch): Promise<SluiceError> {
+  const { position, evidence } = mismatch;
+  const gtid = mariadbGtid(position.gtid);
+  const snapshot = 're-snapshot: `sluice state reset --to latest`, then `sluice snapshot`';
+  let recovery = `Recover by copying the tables again — ${snapshot}.`;
+  if (gtid) {
+    const held = await sql()
+      .then((conn) => holdsGtid(conn, gtid))
+      .catch(() => false);
+    recovery = held
+      ? `If this server carries the old one's transactions (a promoted replica, a Blue/Green target, a restore with its binlogs), reposition by GTID: \`sluice state reset --to gtid:${position.gtid}\` (this server's binlogs hold ${position.gtid}). If its binlog was reset or it is another server, ${snapshot}.`
+      : `This server's binlogs do not hold the position's last GTID ${position.gtid}, so it cannot be repositioned by GTID: ${snapshot}.`;
+  }
+  return new SluiceError(
+    ErrorCode.POSITION_FOREIGN,
+    `the stored position ${formatPosition(position)} belongs to another binlog history: ${evidence}. The binlog was reset (RESET MASTER), restored, or this is another server (failover, Blue/Green); nothing was read. ${recovery} (docs/RUNBOOK.md, POSITION_FOREIGN)`,
+  );
+}
+
+/** Whether one of the server's binlog files holds the transaction `gtid` (MariaDB). */
+async function holdsGtid(conn: SqlConnection, gtid: { domain: string; server: string; seq: bigint }): Promise<boolean> {
+  const [state] = await conn.query('SELECT @@gtid_binlog_state AS state');
+  const last = String((state as { state: string | null }[])[0]?.state ?? '')
+    .split(',')
+    .map((part) => mariadbGtid(part.trim()))
+    .find((g) => g?.domain === gtid.domain && g.server === gtid.server);
+  if (!last || last.seq < gtid.seq) return false;
+  const [oldest] = await binaryLogs(conn);
+  if (!oldest) return false;
+  const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, 4) AS pos', [oldest.file]);
+  const before = String((rows as { pos: string | null }[])[0]?.pos ?? '')
+    .split(',')
+    .map((part) => mariadbGtid(part.trim()))
+    .find((g) => g?.domain === gtid.domain);
+  return !before || before.seq < gtid.seq;
+}
+
+/**
+ * What a server's "cannot read the binlog here" error (errno 1236) means, in words: its text can
+ * carry raw bytes of the binlog, and for an offset inside an event it blames max_allowed_packet.
+ */
+export function unreadablePositionReason(message: string): string {
+  if (/could not find first log file/i.test(message)) return 'its file is not on the server (purged, or another server)';
+  if (/impossible position|greater than|beyond/i.test(message)) return 'the offset lies beyond the end of its file';
+  if (/max_allowed_packet|bogus data|truncated in the middle|wrong offset|event entry|checksum/i.test(message))
+    return 'the offset is not the start of an event (another binlog history, or a mistyped position)';
+  if (/purged|gtid/i.test(message)) return 'the binlog it needs was purged';
+  // Anything else: the server's words, without control characters or bytes that are not text.
+  const readable = message
+    .replace(/[^\x20-\x7e]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 200);
+  return `the server says: ${readable}`;
+}
