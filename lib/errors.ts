@@ -112,6 +112,10 @@ export const ErrorCode = {
   MATERIALIZE_FORMAT: 'MATERIALIZE_FORMAT',
   /** The output has no events for the table to materialize. */
   MATERIALIZE_EMPTY: 'MATERIALIZE_EMPTY',
+  /** Events are written in a schema version the history lacks, or contradict it (rows of one version on both sides of a key change). */
+  MATERIALIZE_HISTORY: 'MATERIALIZE_HISTORY',
+  /** An event line is not laid out as sluice writes it (no `source`, `before`/`after` out of place). */
+  MATERIALIZE_EVENTS: 'MATERIALIZE_EVENTS',
 
   // Iceberg tables
   /** A column's type changed in a way Iceberg cannot promote; the table must be rewritten. */
@@ -141,6 +145,14 @@ export class SluiceError extends Error {
     super(message, { cause: options.cause });
     this.code = code;
     this.retriable = options.retriable ?? false;
+  }
+}
+
+/** The output cannot be materialized as written: the schema history and the events disagree, or a line is malformed. */
+export class MaterializeError extends SluiceError {
+  override readonly name = 'MaterializeError';
+  constructor(message: string, code: Extract<ErrorCode, 'MATERIALIZE_HISTORY' | 'MATERIALIZE_EVENTS'> = ErrorCode.MATERIALIZE_HISTORY) {
+    super(code, message);
   }
 }
 

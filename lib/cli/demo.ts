@@ -4,9 +4,9 @@ import { loadConfig } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
 import { adminConnection, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
+import { eventLines } from '../materialize/feed.ts';
 import { sourceStatus } from '../ops/status.ts';
 import { runSnapshotWorker } from '../snapshot/worker.ts';
-import { eventLines } from '../verify/feed.ts';
 
 const SCHEMA = `
 DROP DATABASE IF EXISTS shop; CREATE DATABASE shop; USE shop;

@@ -341,29 +341,50 @@ function commands(cli: Cli): Command {
       else {
         cli.out(`MySQL read at ${formatPosition(verdict.mysqlPosition)}; output at ${verdict.outputPosition ? formatPosition(verdict.outputPosition) : '-'}`);
         for (const t of verdict.tables) {
-          const bad = t.missing + t.extra + t.differing;
+          if (t.status === 'changing') {
+            cli.out(`skip  ${t.table}: changing (${t.note})`);
+            continue;
+          }
+          const bad = t.missing + t.extra + t.differing + t.missingColumns.length + t.extraColumns.length + (t.columnOrderDiffers ? 1 : 0);
+          const what = t.keyed ? 'rows compared' : 'rows compared as a multiset (no key)';
           cli.out(
-            `${bad ? 'DIFF' : 'ok  '}  ${t.table}: ${t.compared} rows compared, ${t.skipped} changing keys skipped; ${t.missing} missing, ${t.extra} extra, ${t.differing} differing`,
+            `${bad ? 'DIFF' : 'ok  '}  ${t.table}: ${t.compared} ${what}, ${t.skipped} changing ${t.keyed ? 'keys' : 'rows'} skipped; ${t.missing} missing, ${t.extra} extra, ${t.differing} differing`,
           );
+          if (t.missingColumns.length) cli.out(`        columns missing in S3: ${t.missingColumns.join(', ')}`);
+          if (t.extraColumns.length) cli.out(`        columns in S3 but not in MySQL: ${t.extraColumns.join(', ')}`);
+          if (t.columnOrderDiffers) cli.out('        the columns are in another order in S3');
+          if (t.note) cli.out(`        note: ${t.note}`);
           for (const k of t.examples.missing) cli.out(`        missing in S3: ${k}`);
           for (const k of t.examples.extra) cli.out(`        extra in S3:   ${k}`);
           for (const d of t.examples.differing) cli.out(`        differs ${d.key} in ${d.columns.join(', ')}: mysql ${d.mysql} s3 ${d.output}`);
         }
+        for (const o of verdict.orphans)
+          cli.out(`DIFF  ${o.table}: ${o.rows} rows in S3, but the table ${o.reason === 'does not exist' ? 'no longer exists' : 'is no longer included'}`);
+        for (const t of verdict.changing) cli.out(`skip  ${t}: only in S3, changing (a DDL between the output position and the MySQL read)`);
       }
       if (!verdict.ok) cli.fail();
     });
 
   program
     .command('materialize')
-    .description("write a table's current state from the output (greatest seq per key) as Parquet or JSON Lines")
+    .description("write a table's current rows from the output, by the materialization rule (docs/FORMAT.md), as Parquet or JSON Lines")
     .requiredOption('--table <db.table>', 'the table, backtick-quoted where needed (`a.b`.`c/d`)')
-    .requiredOption('--out <file>', 'a .parquet or .jsonl file')
-    .action(async (options: { table: string; out: string }) => {
-      const { materialize } = await import('../verify/materialize.ts');
+    .option('--out <file>', 'a .parquet or .jsonl file')
+    .option('--sql', 'print the DuckDB statements it runs for the table (load the events, the rule, the export)')
+    .action(async (options: { table: string; out?: string; sql?: boolean }) => {
+      const { materialize } = await import('../materialize/write.ts');
       const table = parseTableRef(options.table, '--table');
+      if (!options.out && !options.sql) throw new SluiceError(ErrorCode.MATERIALIZE_FORMAT, 'give --out <file.parquet|file.jsonl>, --sql, or both');
       const { config, clients } = await cli.configure(program.opts());
-      const rows = await materialize({ config, s3: clients.s3 }, table, options.out);
-      cli.out(`${rows} rows of ${formatTableRef(table)} written to ${options.out}`);
+      const result = await materialize({ config, s3: clients.s3 }, table, { out: options.out });
+      const name = formatTableRef(table);
+      if (options.sql)
+        cli.out(
+          `-- ${name}: the statements sluice materialize runs (DuckDB), reading the table's objects in place (INSTALL httpfs; LOAD httpfs; and S3 credentials)\n${result.printable.join(';\n\n')};`,
+        );
+      if (result.gone)
+        cli.out(`${name} no longer exists in the captured set (dropped, renamed away or excluded): 0 rows${options.out ? ` written to ${options.out}` : ''}`);
+      else if (options.out) cli.out(`${result.rows} rows of ${name} written to ${options.out}`);
     });
 
   const state = program.command('state').description('the source state as a savepoint: export, import, reset');

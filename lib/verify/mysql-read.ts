@@ -1,13 +1,14 @@
-import { type Config, keyColumn } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
-import { formatTableRef, tableKey } from '../core/table-ref.ts';
+import { type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
+import { classifyDdl } from '../source/mysql/ddl/classify.ts';
 import { tableInfo } from '../source/mysql/schema.ts';
+import type { serverTraits } from '../source/mysql/schema-read.ts';
 import type { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import type { MysqlTarget } from '../source/mysql/target.ts';
-import { jsonLine, lineFile } from './files.ts';
+import { lineFile } from './files.ts';
 
 type Reader = ReturnType<typeof pagingConnection>;
 
@@ -24,25 +25,61 @@ export async function readAtKnownPosition(reader: Reader): Promise<BinlogPositio
   return { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
 }
 
-/** Writes `{tbl, k}` lines (`tbl` = the `tableKey`) for every key of `tables` (a set of `tableKey`s) changed between `from` (the output's position) and `to` (the MySQL read's): keys the two sides cannot both reflect. */
-export async function writeChangedKeys(
+/** What changed between the output's position and the MySQL read. */
+export interface Changing {
+  /** Tables (tableKey) a DDL touched, or every table when a statement could not be attributed. */
+  readonly ddl: Set<string>;
+  readonly all: boolean;
+  /** Longest line written to the changes file. */
+  readonly longest: number;
+}
+
+/**
+ * Writes, for every row of `tables` changed between `from` (the output's position) and `to` (the
+ * MySQL read's), a line `tbl \x01 key \x01 row` (the table as tableKey, the key as the binlog's
+ * shape names it, the full row): rows and keys the two sides cannot both reflect. DDL in the
+ * window is classified to the tables it touches: their structure differs between the two sides.
+ */
+export async function writeChanges(
   target: MysqlTarget,
-  from: BinlogPosition | undefined,
-  to: BinlogPosition,
+  range: { from: BinlogPosition | undefined; to: BinlogPosition },
   tables: Set<string>,
   file: string,
-): Promise<void> {
+  traits: Awaited<ReturnType<typeof serverTraits>>,
+): Promise<Changing> {
   const out = lineFile(file);
-  await out.write(jsonLine({ tbl: '""', k: 'null' }));
-  if (from && comparePositions(from, to) < 0) {
-    const scan = new BinlogReader({ target, start: from, filter: (db, table) => tables.has(tableKey({ db, table })), idleMs: 500 });
+  const ddl = new Set<string>();
+  let all = false;
+  let longest = 0;
+  const write = async (line: string) => {
+    longest = Math.max(longest, Buffer.byteLength(line));
+    await out.write(line);
+  };
+  await write('\x01null\x01null\n'); // never empty: read_csv wants a line
+  if (range.from && comparePositions(range.from, range.to) < 0) {
+    const scan = new BinlogReader({ target, start: range.from, filter: (d, t) => tables.has(tableKey({ db: d, table: t })), idleMs: 500 });
     try {
       for await (const item of scan) {
         if (item.kind === 'rows') {
           const rows = item.op === 'update' ? item.rows.flatMap((r) => [r.before, r.after]) : item.rows;
-          for (const row of rows) await out.write(jsonLine({ tbl: JSON.stringify(tableKey(item.shape)), k: encodeKey(item.shape, row) }));
+          const tbl = tableKey(item.shape);
+          for (const row of rows) await write(`${tbl}\x01${encodeKey(item.shape, row)}\x01${encodeRow(item.shape, row)}\n`);
         }
-        if ((item.kind === 'commit' || item.kind === 'progress') && comparePositions(item.position, to) >= 0) break;
+        if (item.kind === 'query' && item.ddl) {
+          const c = await classifyDdl(item.query, {
+            defaultDb: item.db,
+            serverVersion: traits.serverVersion,
+            lowerCaseTableNames: traits.lowerCaseTableNames,
+            ...item.sqlMode,
+          });
+          if (c.kind === 'tables') for (const e of c.effects) if (e.change.kind !== 'noop') ddl.add(tableKey(e.table));
+          if (c.kind === 'database' && c.op === 'drop') for (const t of tables) if ((JSON.parse(t) as string[])[0] === c.db) ddl.add(t);
+          if (c.kind === 'unknown') {
+            if (c.tables) for (const t of c.tables) ddl.add(tableKey(t));
+            else all = true;
+          }
+        }
+        if ((item.kind === 'commit' || item.kind === 'progress') && comparePositions(item.position, range.to) >= 0) break;
         if (item.kind === 'idle') break;
       }
     } finally {
@@ -50,22 +87,38 @@ export async function writeChangedKeys(
     }
   }
   await out.close();
+  return { ddl, all, longest };
 }
 
-/** Writes a table's rows as `{k, a}` lines in the format's exact encoding (inside the snapshot transaction); returns how many. */
-export async function writeTableRows(reader: Reader, config: Config, db: string, table: string, file: string): Promise<number> {
-  const info = await tableInfo(reader.sql, db, table, keyColumn(config, { db, table }));
-  if (!info.key.length)
-    throw new SluiceError(ErrorCode.SNAPSHOT_NO_KEY, `table ${formatTableRef({ db, table })} has no primary key; verify compares keyed tables only (yet)`);
-  const shape = encodeShape({ db, table, columns: info.columns, key: info.key.map((k) => info.columns.findIndex((c) => c.name === k)) });
+/** A table as MySQL holds it inside the snapshot transaction. */
+export interface MysqlTable {
+  readonly rows: number;
+  readonly columns: readonly string[];
+  /** The key columns the lines' keys are made of; null when compared as a multiset. */
+  readonly key: readonly string[] | null;
+  readonly longest: number;
+}
+
+/**
+ * Writes a table's rows as `key \x01 row` lines in the format's exact encoding (the snapshot's own
+ * code), keyed by `key` (the output's key columns) when MySQL has them all; returns what it wrote.
+ */
+export async function writeTableRows(reader: Reader, table: TableRef, key: readonly string[] | null, file: string): Promise<MysqlTable> {
+  const info = await tableInfo(reader.sql, table.db, table.table);
+  const names = info.columns.map((c) => c.name);
+  const ownKey = key?.every((k) => names.includes(k)) ? key : null;
+  const shape = encodeShape({ ...table, columns: info.columns, key: ownKey?.map((k) => names.indexOf(k)) ?? null });
   const out = lineFile(file);
   let rows = 0;
-  for await (const page of reader.page(info, null, null, 1_000_000_000)) {
+  let longest = 0;
+  for await (const page of reader.page(info, null, null, Number.MAX_SAFE_INTEGER)) {
     for (const row of page) {
-      await out.write(jsonLine({ k: encodeKey(shape, row), a: encodeRow(shape, row) }));
+      const line = `${encodeKey(shape, row)}\x01${encodeRow(shape, row)}\n`;
+      longest = Math.max(longest, Buffer.byteLength(line));
+      await out.write(line);
       rows++;
     }
   }
   await out.close();
-  return rows;
+  return { rows, columns: names, key: ownKey, longest };
 }

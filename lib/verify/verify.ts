@@ -2,48 +2,79 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { type Config, tableFilter } from '../config/config.ts';
 import type { BinlogPosition } from '../core/position.ts';
-import { type TableRef, tableKey } from '../core/table-ref.ts';
+import { formatTableRef, fromTableKey, type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { seqAfter } from '../format/seq.ts';
+import { sqlString } from '../materialize/projection.ts';
+import { type Materialized, materializeRule } from '../materialize/rule.ts';
+import { loadTable, type OutputSource, type OutputTable, outputTables, tableDir } from '../materialize/table.ts';
 import { listTables } from '../source/mysql/schema.ts';
+import { serverTraits } from '../source/mysql/schema-read.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
-import { compareTable, loadEvents, loadSkipped, type TableVerdict } from './compare.ts';
-import { downloadOutput } from './files.ts';
-import { readAtKnownPosition, writeChangedKeys, writeTableRows } from './mysql-read.ts';
+import { compareTable, loadSkipped, type TableVerdict } from './compare.ts';
+import { readAtKnownPosition, writeChanges, writeTableRows } from './mysql-read.ts';
 
 /*
  * `sluice verify`: does S3 hold exactly what MySQL holds?
  *
- * Method, safe on a live source. MySQL is read inside one consistent-snapshot transaction whose
- * binlog position S the server reports (MariaDB: binlog_snapshot_file/position). The output is
- * materialized by the format's rule (greatest seq per key; `d` = absent). A key is compared only
- * if both sides reflect the same point in its history:
- *   - keys with output events after S are skipped (the output is ahead of the MySQL read);
- *   - keys changed between the output's stored position O and S are skipped (the output has not
- *     caught up with them yet): found by scanning the binlog from O to S.
- * Every other key's last change is before min(O, S) on both sides, so they must agree exactly.
- * Values are compared as JSON normalized by DuckDB on both sides, so encoding is compared exactly.
- * Columns an output row does not have (added by a later ALTER TABLE, never written since) are not
- * compared. Both sides are spilled to disk in DuckDB, so tables larger than memory work.
+ * Method, safe on a live source. The output's stored position O is read first, then the committed
+ * manifests are listed (so the output holds at least every change up to O), then MySQL is read
+ * inside one consistent-snapshot transaction whose binlog position S the server reports (MariaDB:
+ * binlog_snapshot_file/position; S is after every listed commit). The output is materialized by
+ * the format's rule (lib/materialize). A key is compared only if both sides reflect the same point
+ * in its history: keys changed between O and S (found by scanning the binlog from O to S) are
+ * skipped — the output has not caught up with them; every other key's last change lies before both
+ * points, so the two sides must agree exactly.
  *
- *   files.ts       download the output        mysql-read.ts   read MySQL at S, the keys changing
- *   compare.ts     the per-table comparison   verify.ts       the steps, in order
+ * Keyless tables are multisets of rows: a row value (all copies) that a change between O and S
+ * wrote or removed is skipped on both sides. Any other row value v had no change in the window, so
+ * its count at O (the output) equals its count at S (MySQL), and the multisets must agree on it.
+ *
+ * A DDL between O and S that touches a table (other than index/comment-like ones) changes what
+ * MySQL's structure or rows mean relative to the output's current version: that table is reported
+ * as `changing` and not compared (run verify again once the output has caught up). A statement
+ * the classifier cannot attribute makes every table `changing`.
+ *
+ * Findings beyond rows: a column MySQL has that the output's current version lacks (or the
+ * reverse, or another column order); output rows for a table that no longer exists or is no
+ * longer included (`orphans`). A truncated or dropped table still holding rows shows as extra
+ * rows or an orphan, by the rule. Only the objects of the tables checked are read, each table in
+ * turn, spilled to disk by DuckDB.
+ *
+ *   compare.ts     the per-table comparison   mysql-read.ts   read MySQL at S, what changed from O to S
+ *   verify.ts      the steps, in order
  */
 
 export type { TableVerdict } from './compare.ts';
+
+/** Output rows for a table that MySQL no longer has, or that is no longer included. */
+export interface Orphan {
+  /** The table as text (`formatTableRef`), for people. */
+  table: string;
+  ref: TableRef;
+  rows: number;
+  reason: 'does not exist' | 'not included';
+}
 
 export interface Verdict {
   ok: boolean;
   mysqlPosition: BinlogPosition;
   outputPosition?: BinlogPosition;
   tables: TableVerdict[];
+  orphans: Orphan[];
+  /** Tables found only in the output that could not be judged (a DDL between O and S touched them). */
+  changing: string[];
 }
+
+/** A table with a difference of any kind. */
+export const tableFails = (t: TableVerdict) =>
+  t.status === 'compared' && (t.missing + t.extra + t.differing > 0 || t.missingColumns.length > 0 || t.extraColumns.length > 0 || t.columnOrderDiffers);
 
 export async function verify(
   deps: { config: Config; s3: S3Client; store: StateStore; snapshots?: SnapshotStore },
@@ -64,33 +95,115 @@ export async function verify(
   const reader = pagingConnection(target);
   try {
     await reader.init();
-    // 1. The output: every committed object (binlog and snapshot), downloaded once.
-    const files = await downloadOutput({ s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId }, work, 'out');
+    // 1. The output's position, then what it holds (every change up to O is listed).
     const outputPosition = (await deps.store.get(config.sourceId))?.position;
-    await loadEvents(duck, files === 0 ? undefined : join(work, 'out-*.jsonl.gz'));
+    const source: OutputSource = { s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId };
+    const output = await outputTables(source);
 
     // 2. MySQL, inside one consistent snapshot whose binlog position the server reports.
     const mysqlPosition = await readAtKnownPosition(reader);
-    const names = options.tables?.length ? options.tables : await listTables(reader.sql, tableFilter(config));
+    const included = tableFilter(config);
+    const existing = new Set((await listTables(reader.sql, () => true)).map(tableKey));
+    const live = new Set((await listTables(reader.sql, included)).map(tableKey));
+    const names: readonly TableRef[] = options.tables?.length ? options.tables : [...new Set([...live, ...output.keys()])].map(fromTableKey);
 
-    // 3. Keys the two sides cannot both reflect: changed between the output's position and S.
-    const changing = join(work, 'skipped.jsonl');
-    await writeChangedKeys(target, outputPosition, mysqlPosition, new Set(names.map(tableKey)), changing);
-    await loadSkipped(duck, changing);
+    // 3. What changed between the output's position and S: keys and rows to skip, tables a DDL touched.
+    const changesFile = join(work, 'changes.txt');
+    const changing = await writeChanges(
+      target,
+      { from: outputPosition, to: mysqlPosition },
+      new Set(names.map(tableKey)),
+      changesFile,
+      await serverTraits(reader.sql),
+    );
+    await loadSkipped(duck, changesFile, changing.longest);
 
-    // 4. Table by table.
+    // 4. Table by table: only its own objects are read.
     const tables: TableVerdict[] = [];
-    for (const { db: dbName, table } of names) {
-      const liveFile = join(work, `mysql-${tables.length}.jsonl`);
-      const mysqlRows = await writeTableRows(reader, config, dbName, table, liveFile);
-      tables.push(await compareTable(duck, { db: dbName, table, mysqlRows, liveFile, after: seqAfter(mysqlPosition), examples: options.examples ?? 5 }));
+    const orphans: Orphan[] = [];
+    const unjudged: string[] = [];
+    for (const [n, ref] of names.entries()) {
+      const key = tableKey(ref);
+      const inFlux = changing.all || changing.ddl.has(key);
+      const dir = tableDir(work, n);
+      const materialized = inFlux ? undefined : await materialize(duck, source, output.get(key), dir, mysqlPosition);
+      if (materialized === 'ahead') tables.push(changingVerdict(ref, 'the output holds events after the MySQL read'));
+      else if (!live.has(key)) {
+        if (inFlux) unjudged.push(formatTableRef(ref));
+        else if (materialized && !materialized.gone && materialized.rows > 0)
+          orphans.push({ table: formatTableRef(ref), ref, rows: materialized.rows, reason: existing.has(key) ? 'not included' : 'does not exist' });
+      } else if (inFlux) {
+        tables.push(changingVerdict(ref, 'a DDL between the output position and the MySQL read touched it; verify again once the output has caught up'));
+      } else {
+        const mysqlFile = join(work, `mysql-${n}.txt`);
+        const version = materialized?.version;
+        const mysql = await writeTableRows(reader, ref, version ? version.key : null, mysqlFile);
+        tables.push(
+          await compareTable(duck, {
+            ref,
+            mysql: { file: mysqlFile, ...mysql },
+            output:
+              materialized && version
+                ? {
+                    state: materialized.state,
+                    version: version.version,
+                    columns: version.columns.map((c) => c.name),
+                    key: version.key,
+                    versioned: materialized.versioned,
+                    rows: materialized.rows,
+                  }
+                : undefined,
+            examples: options.examples ?? 5,
+          }),
+        );
+        rmSync(mysqlFile, { force: true });
+      }
+      rmSync(dir, { recursive: true, force: true });
     }
     await reader.sql.query('COMMIT');
-    return { ok: tables.every((t) => t.missing + t.extra + t.differing === 0), mysqlPosition, outputPosition, tables };
+    return { ok: !tables.some(tableFails) && orphans.length === 0, mysqlPosition, outputPosition, tables, orphans, changing: unjudged };
   } finally {
     await reader.end();
     duck.closeSync();
     db.closeSync();
     if (!options.workDir) rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The output of one table by the rule, or 'ahead' when it holds events after the MySQL read (cannot happen when O is read first). */
+async function materialize(
+  duck: DuckDBConnection,
+  source: OutputSource,
+  entry: OutputTable | undefined,
+  dir: string,
+  at: BinlogPosition,
+): Promise<(Materialized & { versioned: boolean }) | 'ahead' | undefined> {
+  if (!entry) return undefined;
+  const loaded = await loadTable(source, entry, duck, dir, 'o');
+  if (!loaded) return undefined;
+  const [late] = (await duck.runAndReadAll(`SELECT count(*) AS n FROM o_ev WHERE seq > ${sqlString(seqAfter(at))}`)).getRowObjects();
+  if (Number(late?.n)) return 'ahead';
+  return { ...(await materializeRule(duck, loaded.history, 'o_ev', 'o')), versioned: loaded.history.versioned };
+}
+
+function changingVerdict(ref: TableRef, note: string): TableVerdict {
+  return {
+    table: formatTableRef(ref),
+    ref,
+    status: 'changing',
+    keyed: false,
+    schemaVersion: null,
+    mysqlRows: 0,
+    outputRows: 0,
+    compared: 0,
+    skipped: 0,
+    missing: 0,
+    extra: 0,
+    differing: 0,
+    missingColumns: [],
+    extraColumns: [],
+    columnOrderDiffers: false,
+    note,
+    examples: { missing: [], extra: [], differing: [] },
+  };
 }

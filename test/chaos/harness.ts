@@ -13,13 +13,13 @@ import { type BinlogPosition, comparePositions, formatPosition } from '../../lib
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
+import { eventLines } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
-import { eventLines } from '../../lib/verify/feed.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { FaultyHttpHandler } from './faulty-http.ts';
 
@@ -325,7 +325,8 @@ export async function runChaos(options: {
       }
       const staging: string[] = [];
       for await (const key of listKeys(s3, config.bucket, stagingRoot(config.prefix, sourceId))) staging.push(key);
-      const roundDifferences = verdict.tables.reduce((a, t) => a + t.missing + t.extra + t.differing, 0);
+      const roundDifferences =
+        verdict.tables.reduce((a, t) => a + t.missing + t.extra + t.differing + t.missingColumns.length + t.extraColumns.length, 0) + verdict.orphans.length;
       differences += roundDifferences + (events - seqs.size) + staging.length;
       eventsChecked = events;
       say(
@@ -333,7 +334,7 @@ export async function runChaos(options: {
       );
       if (roundDifferences || events !== seqs.size || staging.length) {
         throw new Error(
-          `chaos round ${round} (seed ${options.seed}) failed: ${JSON.stringify(verdict.tables.map((t) => ({ table: t.table, missing: t.examples.missing, extra: t.examples.extra, differing: t.examples.differing })))}; duplicates ${events - seqs.size}; staging ${staging.slice(0, 3)}`,
+          `chaos round ${round} (seed ${options.seed}) failed: ${JSON.stringify(verdict.tables.map((t) => ({ table: t.table, missing: t.examples.missing, extra: t.examples.extra, differing: t.examples.differing, columns: [t.missingColumns, t.extraColumns] })))}, orphans ${JSON.stringify(verdict.orphans)}; duplicates ${events - seqs.size}; staging ${staging.slice(0, 3)}`,
         );
       }
     }

@@ -13,10 +13,10 @@ import type { TableRef } from '../../lib/core/table-ref.ts';
 import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
+import { eventLines } from '../../lib/materialize/feed.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
-import { eventLines } from '../../lib/verify/feed.ts';
 
 /*
  * Resuming only on the right binlog history, against private MariaDB servers: RESET MASTER and

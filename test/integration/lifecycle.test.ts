@@ -1,6 +1,12 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Config } from '../../lib/config/config.ts';
 import { ErrorCode, SluiceError } from '../../lib/errors.ts';
+import { materialize } from '../../lib/materialize/write.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
+import { verify } from '../../lib/verify/verify.ts';
 import { fold, loadHistory, mysqlRows } from '../support/fold.ts';
 import { type TestSource, testSource } from '../support/source.ts';
 
@@ -16,6 +22,28 @@ async function compare(source: TestSource, table: string, db = source.db) {
   const events = (await source.events()).filter((e) => e.db === db && e.table === table);
   const history = await loadHistory(source.clients.s3, source.config.bucket, source.config.prefix, source.config.sourceId, db, table);
   return { output: history.size ? fold(events, history) : [], mysql: await mysqlRows(await mysqlTarget(source.config), db, table), events };
+}
+
+/** The table's rows as lib/materialize gives them (`sluice materialize`), normalized like mysqlRows. */
+async function materialized(source: TestSource, table: string, db = source.db, config: Config = source.config): Promise<{ rows: string[]; gone: boolean }> {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-lifecycle-'));
+  try {
+    const result = await materialize({ config, s3: source.clients.s3 }, { db, table }, { out: join(dir, 'rows.jsonl') });
+    const rows = readFileSync(join(dir, 'rows.jsonl'), 'utf8').split('\n').filter(Boolean);
+    return { rows: rows.map((r) => JSON.stringify(JSON.parse(r))).sort(), gone: result.gone };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `sluice verify` over the source's tables finds no difference (the output is caught up). */
+async function expectVerified(source: TestSource, config: Config = source.config) {
+  const verdict = await verify({ config, s3: source.clients.s3, store: source.clients.store, snapshots: source.clients.snapshots });
+  expect(verdict.tables.filter((t) => t.status !== 'compared')).toEqual([]);
+  expect(verdict, JSON.stringify(verdict.tables.map((t) => ({ t: t.table, m: t.examples, c: [t.missingColumns, t.extraColumns] })))).toMatchObject({
+    ok: true,
+    orphans: [],
+  });
 }
 
 /** The first run with `initial` startup: streaming from now, and the tables' existing rows copied. */
@@ -47,7 +75,9 @@ async function expectEqual(source: TestSource, tables: string[]) {
   for (const table of tables) {
     const { output, mysql } = await compare(source, table);
     expect(output, `${table}: the output by the rule`).toEqual(mysql);
+    expect((await materialized(source, table)).rows, `${table}: sluice materialize`).toEqual(mysql);
   }
+  await expectVerified(source);
 }
 
 const SETUP = "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10), d DECIMAL(10,2)); INSERT INTO a VALUES (1,'one',1.5),(2,'two',2.25),(3,'three',3)";
@@ -174,7 +204,10 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
     for (const table of ['a', 'b', 'c']) {
       const { output, mysql } = await compare(source, table);
       expect(output, table).toEqual(mysql);
+      expect((await materialized(source, table, db, config)).rows, `${table}: sluice materialize`).toEqual(mysql);
     }
+    expect((await materialized(source, 'a', db, config)).gone).toBe(true);
+    await expectVerified(source, config);
   });
 
   it('DROP DATABASE retracts every table of it', async () => {
@@ -185,6 +218,8 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
     await play(source, [`INSERT INTO \`${other}\`.t VALUES (3)`, `DROP DATABASE \`${other}\``], lagging);
     const { output } = await compare(source, 't', other);
     expect(output).toEqual([]);
+    expect(await materialized(source, 't', other)).toEqual({ rows: [], gone: true });
+    await expectVerified(source);
   });
 });
 

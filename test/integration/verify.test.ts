@@ -6,7 +6,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { materialize } from '../../lib/verify/materialize.ts';
+import { materialize } from '../../lib/materialize/write.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { cliEnv, sluice } from '../support/cli.ts';
 import { testSource } from '../support/source.ts';
@@ -93,8 +93,9 @@ describe('sluice verify / materialize (real stack, DuckDB)', () => {
     await source.capture();
     const dir = mkdtempSync(join(tmpdir(), 'sluice-mat-'));
     const deps = { config: source.config, s3: source.clients.s3 };
-    expect(await materialize(deps, { db: source.db, table: 'a' }, join(dir, 'a.parquet'))).toBe(2);
-    expect(await materialize(deps, { db: source.db, table: 'a' }, join(dir, 'a.jsonl'))).toBe(2);
+    const table = { db: source.db, table: 'a' };
+    expect((await materialize(deps, table, { out: join(dir, 'a.parquet') })).rows).toBe(2);
+    expect((await materialize(deps, table, { out: join(dir, 'a.jsonl') })).rows).toBe(2);
     const duck = await (await DuckDBInstance.create(':memory:')).connect();
     for (const from of [`'${join(dir, 'a.parquet')}'`, `read_json('${join(dir, 'a.jsonl')}', columns = {id: 'UBIGINT', v: 'VARCHAR', d: 'VARCHAR'})`]) {
       const rows = (await duck.runAndReadAll(`SELECT id::VARCHAR AS id, v, d::VARCHAR AS d FROM ${from} ORDER BY v`)).getRowObjects();
@@ -103,7 +104,7 @@ describe('sluice verify / materialize (real stack, DuckDB)', () => {
         ['1', 'uno', '1.50'],
       ]);
     }
-    await expect(materialize(deps, { db: source.db, table: 'a' }, join(dir, 'a.csv'))).rejects.toThrow(/\.parquet or \.jsonl/);
+    await expect(materialize(deps, table, { out: join(dir, 'a.csv') })).rejects.toThrow(/\.parquet or \.jsonl/);
   });
 });
 

@@ -8,12 +8,12 @@ import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { formatTableRef, parseTableRef, type TableRef } from '../../lib/core/table-ref.ts';
 import type { Manifest, ManifestTable } from '../../lib/format/manifest.ts';
 import { silentLog } from '../../lib/log.ts';
+import { eventLines, manifests } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker, type WorkerResult } from '../../lib/snapshot/worker.ts';
 import type { SnapshotJob } from '../../lib/state/snapshot-store.ts';
-import { eventLines, manifests } from '../../lib/verify/feed.ts';
 
 export interface ChangeEvent {
   op: 'c' | 'u' | 'd' | 'r' | 't' | 's';

@@ -95,6 +95,11 @@ export function snapshotManifestKey(prefix: string, sourceId: string, snapshotId
   return `${prefix}manifests/${sourceId}/snapshots/${snapshotId}/${tablePath({ db, table })}/${pad(chunk, 4)}-${pad(page, 8)}.json`;
 }
 
+/** Where a table's schema versions live: `<prefix>schema/<source>/<db-seg>/<table-seg>/`. */
+export function schemaPrefix(prefix: string, sourceId: string, db: string, table: string): string {
+  return `${prefix}schema/${sourceId}/${tablePath({ db, table })}/`;
+}
+
 /** One version of a table's schema (the schema history). */
 export function schemaKey(prefix: string, sourceId: string, db: string, table: string, version: number): string {
   return `${prefix}schema/${sourceId}/${tablePath({ db, table })}/${pad(version, 6)}.json`;
