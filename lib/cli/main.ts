@@ -288,9 +288,18 @@ function commands(cli: Cli): Command {
       const { sourceStatus } = await import('../ops/status.ts');
       const { config, clients } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store);
-      const job = await clients.snapshots.latestJob(config.sourceId);
-      const snapshot = job ? { id: job.id, status: job.status, error: job.error, tables: await snapshotProgress(clients.snapshots, job) } : undefined;
-      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot }, null, 2));
+      // The unfinished snapshots (several may run: the initial copy, re-snapshots DDL asked for), else the last one.
+      const active = await clients.snapshots.activeJobs(config.sourceId);
+      const latest = active.length ? [] : [await clients.snapshots.latestJob(config.sourceId)].filter((j) => j !== undefined);
+      const snapshots = await Promise.all(
+        [...active, ...latest].map(async (job) => ({
+          id: job.id,
+          status: job.status,
+          error: job.error,
+          tables: await snapshotProgress(clients.snapshots, job),
+        })),
+      );
+      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots }, null, 2));
       const rows: [string, string][] = [
         ['source', status.source],
         ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
@@ -314,7 +323,7 @@ function commands(cli: Cli): Command {
       if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
       for (const warning of status.warnings ?? []) rows.push(['WARNING', warning]);
       if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
-      if (snapshot) {
+      for (const snapshot of snapshots) {
         rows.push(['snapshot', `${snapshot.id} (${snapshot.status})`]);
         if (snapshot.error) rows.push(['  error', `${snapshot.error.code}: ${snapshot.error.message}`]);
         for (const t of snapshot.tables) {

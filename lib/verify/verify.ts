@@ -81,11 +81,11 @@ export async function verify(
   options: { tables?: readonly TableRef[]; examples?: number; workDir?: string } = {},
 ): Promise<Verdict> {
   const { config, s3 } = deps;
-  const running = await deps.snapshots?.latestJob(config.sourceId);
-  if (running && running.status !== 'done') {
+  const running = (await deps.snapshots?.activeJobs(config.sourceId)) ?? [];
+  if (running.length) {
     throw new SluiceError(
       ErrorCode.VERIFY_SNAPSHOT_RUNNING,
-      `snapshot ${running.id} is still copying; verify once it completes (sluice status shows its progress), because its pages may see changes newer than the comparison point`,
+      `snapshot ${running.map((j) => j.id).join(', ')} is still copying; verify once it completes (sluice status shows its progress), because its pages may see changes newer than the comparison point`,
     );
   }
   const work = options.workDir ?? mkdtempSync(join(tmpdir(), 'sluice-verify-'));
