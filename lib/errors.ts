@@ -84,7 +84,7 @@ export const ErrorCode = {
   SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
   /** The source has no snapshot request to work on. */
   SNAPSHOT_NONE: 'SNAPSHOT_NONE',
-  /** A table has no primary key and no `SLUICE_KEY_COLUMNS` entry. */
+  /** A table without a key on a server that cannot report where a consistent snapshot starts (MySQL): it cannot be read whole at a known point. */
   SNAPSHOT_NO_KEY: 'SNAPSHOT_NO_KEY',
   /** A table's key cannot be paged exactly (YEAR(2) or spatial key columns compare differently from how they sort). */
   SNAPSHOT_BAD_KEY: 'SNAPSHOT_BAD_KEY',

@@ -9,7 +9,8 @@ import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import { tablePath } from '../sink/s3/keys.ts';
 import { listTables, type TableInfo, tableInfo } from '../source/mysql/schema.ts';
-import { connect, masterPosition } from '../source/mysql/server.ts';
+import { readTableVersion } from '../source/mysql/schema-read.ts';
+import { connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { keyAtOffset, lastKey } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { PlannedTable, SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -84,9 +85,17 @@ export async function snapshotsToRun(deps: SnapshotDeps, tables: readonly TableR
   return active.length ? active : [await requestSnapshot(deps, null)];
 }
 
-/** The column that replaces a missing primary key (`SLUICE_KEY_COLUMNS`), if one is configured. */
-export function chunkColumn(config: Config, table: TableRef): string | undefined {
-  return keyColumn(config, table);
+/**
+ * A table as the snapshot reads it, paged by its row identity: the primary key, else the
+ * `SLUICE_KEY_COLUMNS` column, else the UNIQUE NOT NULL key MariaDB identifies rows by (the key the
+ * binlog events carry, from the table's schema version). A table with none is read whole.
+ */
+export async function snapshotTableInfo(conn: SqlConnection, config: Config, table: TableRef): Promise<TableInfo> {
+  const configured = keyColumn(config, table);
+  const info = await tableInfo(conn, table.db, table.table, configured);
+  if (info.key.length || configured) return info;
+  const identity = (await readTableVersion(conn, table, undefined))?.key;
+  return identity?.length ? tableInfo(conn, table.db, table.table, undefined, identity) : info;
 }
 
 /** Splits every requested table into key ranges; idempotent, so concurrent planners agree. */
@@ -101,7 +110,7 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
     const refused: string[] = [];
     for (const { db, table } of names) {
       try {
-        infos.push(await tableInfo(conn, db, table, chunkColumn(config, { db, table })));
+        infos.push(await snapshotTableInfo(conn, config, { db, table }));
       } catch (error) {
         if (!(error instanceof SluiceError)) throw error;
         refused.push(error.message);

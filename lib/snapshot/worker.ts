@@ -9,13 +9,13 @@ import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
-import { type TableInfo, tableInfo } from '../source/mysql/schema.ts';
+import type { TableInfo } from '../source/mysql/schema.ts';
 import { masterPosition } from '../source/mysql/server.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import { type ChunkState, chunkId, type SnapshotJob } from '../state/snapshot-store.ts';
 import { PageSchema } from './page-schema.ts';
-import { chunkColumn, planSnapshot, type SnapshotDeps } from './plan.ts';
+import { planSnapshot, type SnapshotDeps, snapshotTableInfo } from './plan.ts';
 import { allChunksDone } from './progress.ts';
 
 /*
@@ -77,7 +77,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   try {
     let remaining = 0;
     for (const table of job.tables ?? []) {
-      const info = await tableInfo(reader.sql, table.db, table.table, chunkColumn(config, table));
+      const info = await snapshotTableInfo(reader.sql, config, table);
       for (let n = 0; n < table.chunks; n++) {
         const current = await snapshots.chunk(config.sourceId, job.id, table.id, n);
         // A chunk whose last page committed but whose renames did not finish is still work.
@@ -275,7 +275,7 @@ async function copyWhole(
     if (!vars.binlog_snapshot_file)
       throw new SluiceError(
         ErrorCode.SNAPSHOT_NO_KEY,
-        `table ${info.db}.${info.table} has no key, and the server does not report binlog_snapshot_file (MariaDB does), which reading it whole at a known point needs: give it a primary key or a SLUICE_KEY_COLUMNS entry`,
+        `table ${info.db}.${info.table} has no key, and the server does not report binlog_snapshot_file (MariaDB does), which reading it whole at a known point needs: give it a primary key or a UNIQUE key on NOT NULL columns, or exclude it (SLUICE_EXCLUDE)`,
       );
     const watermark = { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
     const source = encodeSource({

@@ -159,6 +159,24 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
     await expectEqual(source, ['k']);
   });
 
+  it('a table keyed only by a UNIQUE NOT NULL key is paged by it, and its snapshot rows carry the key its binlog events do', async () => {
+    await using source = await testSource('unique-key', { SLUICE_STARTUP: 'initial', SLUICE_SNAPSHOT_CHUNK_ROWS: '2', SLUICE_SNAPSHOT_PAGE_ROWS: '2' });
+    // `maybe` is unique but nullable, so it cannot identify a row; `code` can.
+    await source.sql(
+      "CREATE TABLE u (maybe INT NULL UNIQUE, code VARCHAR(8) NOT NULL, n INT, UNIQUE KEY by_code (code)); INSERT INTO u VALUES (NULL,'c1',1),(NULL,'c2',2),(3,'c3',3),(4,'c4',4),(5,'c5',5)",
+    );
+    const id = await start(source);
+    const job = await source.clients.snapshots.job(source.config.sourceId, id);
+    expect(job?.tables?.map((t) => [t.key, t.chunks > 1])).toEqual([[['code'], true]]);
+    await play(source, ["UPDATE u SET n = 20 WHERE code = 'c2'", "DELETE FROM u WHERE code = 'c4'", "UPDATE u SET code = 'c9' WHERE code = 'c5'"], lagging);
+    await expectEqual(source, ['u']);
+    const { events } = await compare(source, 'u');
+    const keys = (op: string) => events.filter((e) => e.op === op).map((e) => e.key);
+    expect(keys('r')).toContainEqual({ code: 'c1' });
+    expect(keys('u')).toEqual([{ code: 'c2' }]);
+    expect(keys('d')).toContainEqual({ code: 'c4' });
+  });
+
   it('CREATE TABLE … SELECT: its rows arrive with it', async () => {
     await using source = await testSource('ctas', { SLUICE_STARTUP: 'initial' });
     await source.sql(SETUP);

@@ -114,11 +114,12 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[]): Pro
 }
 
 /**
- * Reads a table's columns, key and row estimate. `chunkColumn` replaces a missing primary key; it
- * must be unique and NOT NULL, or paging could skip or repeat rows. A table with neither has no
- * key (`key: []`).
+ * Reads a table's columns, key and row estimate. Without a primary key, `chunkColumn` is the key
+ * (checked: unique and NOT NULL, or paging could skip or repeat rows), else `identity` (a UNIQUE
+ * NOT NULL key the caller took from the table's schema version). A table with none has no key
+ * (`key: []`).
  */
-export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string): Promise<TableInfo> {
+export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string, identity?: readonly string[]): Promise<TableInfo> {
   const columnRows = await rows<ColumnRow>(
     conn,
     `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION
@@ -140,7 +141,7 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
   if (!key.length && chunkColumn) {
     await checkChunkColumn(conn, db, table, chunkColumn, columnRows);
     key = [chunkColumn];
-  }
+  } else if (!key.length && identity) key = [...identity];
   // No key at all: the table is a multiset of rows; the snapshot reads it whole at one point
   // (lib/snapshot/worker.ts) and readers identify its rows by their full image.
   const [estimate] = await rows<{ TABLE_ROWS: string | number | null }>(
