@@ -86,6 +86,8 @@ export const ErrorCode = {
   SNAPSHOT_NONE: 'SNAPSHOT_NONE',
   /** A table without a key on a server that cannot report where a consistent snapshot starts (MySQL): it cannot be read whole at a known point. */
   SNAPSHOT_NO_KEY: 'SNAPSHOT_NO_KEY',
+  /** A table's structure changed during every read of it the worker tried. Retriable. */
+  SNAPSHOT_TABLE_CHANGING: 'SNAPSHOT_TABLE_CHANGING',
   /** A table's key cannot be paged exactly (YEAR(2) or spatial key columns compare differently from how they sort). */
   SNAPSHOT_BAD_KEY: 'SNAPSHOT_BAD_KEY',
   /** The configured chunk column is missing, nullable or not uniquely indexed. */

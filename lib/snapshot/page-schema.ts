@@ -45,10 +45,15 @@ export class PageSchema {
     return this.loaded.catalog;
   }
 
+  /** The structure of `table` on the server now (undefined: gone, or not describable). */
+  async structureOf(conn: SqlConnection, table: TableRef): Promise<string | undefined> {
+    const now = await readTableVersion(conn, table, undefined);
+    return now && structureOf(now);
+  }
+
   /** The structure of `table` now, and the version to stamp its page with if the catalog knows it. Call it before and after the page's SELECT. */
   async versionOf(conn: SqlConnection, table: TableRef): Promise<PageVersion> {
-    const now = await readTableVersion(conn, table, undefined);
-    const structure = now && structureOf(now);
+    const structure = await this.structureOf(conn, table);
     const version = (await this.catalog())?.live(table);
     return version && structure !== undefined && structureOf(version) === structure ? { structure, version } : { structure };
   }

@@ -3,6 +3,7 @@ import { noFaults } from '../commit/faults.ts';
 import { chunkLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeKey, encodeRow, encodeShape, encodeSource, eventLine, markerLine, type Row } from '../format/event.ts';
 import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
@@ -13,7 +14,7 @@ import type { TableInfo } from '../source/mysql/schema.ts';
 import { masterPosition } from '../source/mysql/server.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
-import { type ChunkState, chunkId, type SnapshotJob } from '../state/snapshot-store.ts';
+import { type ChunkState, chunkId, type PlannedTable, type SnapshotJob } from '../state/snapshot-store.ts';
 import { PageSchema } from './page-schema.ts';
 import { planSnapshot, type SnapshotDeps, snapshotTableInfo } from './plan.ts';
 import { allChunksDone } from './progress.ts';
@@ -77,7 +78,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   try {
     let remaining = 0;
     for (const table of job.tables ?? []) {
-      const info = await snapshotTableInfo(reader.sql, config, table);
+      const reading = await readTable(reader, config, table, schema);
       for (let n = 0; n < table.chunks; n++) {
         const current = await snapshots.chunk(config.sourceId, job.id, table.id, n);
         // A chunk whose last page committed but whose renames did not finish is still work.
@@ -98,8 +99,8 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
           throw error;
         }
         try {
-          const copy = info.key.length ? copyChunk : copyWhole;
-          chunk = await copy(deps, ctx, owner, job, info, chunk, reader, schema, softDeadline, leaseExpires, result);
+          const copy = reading.info.key.length ? copyChunk : copyWhole;
+          chunk = await copy(deps, ctx, owner, job, table, reading, chunk, reader, schema, softDeadline, leaseExpires, result);
           if (chunk.done) result.chunksFinished++;
           else {
             remaining++;
@@ -119,13 +120,50 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   }
 }
 
-/** Pages through one claimed chunk until it is done or the soft deadline passes. */
+/**
+ * How the worker reads a table: `info` (the columns its SELECT names, the key it pages by) and the
+ * structure that was current when `info` was read. A page is read only while the table still has
+ * that structure; after a DDL, `info` is read again.
+ */
+interface TableReading {
+  info: TableInfo;
+  structure: string | undefined;
+}
+
+/** Reads a table's `info` between two equal reads of its structure, so no DDL slipped in between. */
+async function readTable(
+  reader: ReturnType<typeof pagingConnection>,
+  config: SnapshotDeps['config'],
+  table: TableRef,
+  schema: PageSchema,
+): Promise<TableReading> {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const before = await schema.structureOf(reader.sql, table);
+    const info = await snapshotTableInfo(reader.sql, config, table);
+    if ((await schema.structureOf(reader.sql, table)) === before) return { info, structure: before };
+  }
+  throw new SluiceError(
+    ErrorCode.SNAPSHOT_TABLE_CHANGING,
+    `${formatTableRef(table)} changed structure during each of 10 reads of it; the next run tries again`,
+    {
+      retriable: true,
+    },
+  );
+}
+
+/**
+ * Pages through one claimed chunk until it is done or the soft deadline passes. When the table's
+ * key is no longer the one the job was planned with (a DDL changed it), the chunk's bounds and
+ * cursor mean nothing under the new key: the chunk then copies the whole table by the new key from
+ * the start, keeping its progress only in memory (a keyed table's rows read twice merge by seq).
+ */
 async function copyChunk(
   deps: SnapshotDeps,
   ctx: CommitContext,
   owner: string,
   job: SnapshotJob,
-  info: TableInfo,
+  planned: PlannedTable,
+  reading: TableReading,
   claimed: ChunkState,
   reader: ReturnType<typeof pagingConnection>,
   schema: PageSchema,
@@ -147,9 +185,22 @@ async function copyChunk(
     if (renaming) await renaming;
     renaming = undefined;
   };
+  // Progress of a whole-table copy (the key changed since planning): never stored in the chunk.
+  let wholeCursor: KeyValues | null = null;
   while (!chunk.done && clock() < softDeadline) {
     const page = chunk.pages + 1;
-    const before = await schema.versionOf(reader.sql, info);
+    const before = await schema.versionOf(reader.sql, reading.info);
+    if (before.structure !== reading.structure) {
+      Object.assign(reading, await readTable(reader, config, reading.info, schema));
+      wholeCursor = null;
+      continue;
+    }
+    const info = reading.info;
+    if (!info.key.length) {
+      await settleRenames();
+      return copyWhole(deps, ctx, owner, job, planned, reading, chunk, reader, schema, softDeadline, hardDeadline, result);
+    }
+    const whole = !sameNames(info.key, planned.key);
     const shape = shapeOf(info, before.version);
     const watermark = await masterPosition(reader.sql);
     const prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
@@ -165,7 +216,8 @@ async function copyChunk(
     const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
     let count = 0;
     let last: KeyValues | null = null;
-    for await (const rows of reader.page(info, chunk.cursor ?? chunk.lo, chunk.hi, config.snapshot.pageRows)) {
+    const from = whole ? wholeCursor : (chunk.cursor ?? chunk.lo);
+    for await (const rows of reader.page(info, from, whole ? null : chunk.hi, config.snapshot.pageRows)) {
       let wait: Promise<void> | undefined;
       for (const row of rows) {
         const seq = snapshotSeq(prefix, count++);
@@ -183,6 +235,7 @@ async function copyChunk(
       await batch.abort();
       continue;
     }
+    if (whole) wholeCursor = last;
     if (count === 0) {
       await batch.abort();
       chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
@@ -198,14 +251,14 @@ async function copyChunk(
           chunk: claimed.n,
           page,
           watermark,
-          after: plainKeyValues(chunk.cursor ?? chunk.lo),
+          after: plainKeyValues(from),
           last: plainKeyValues(last),
         },
       },
       dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
       manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
     });
-    chunk = await commitStaged(ctx, ledger, chunk, { cursor: last, rows: count, done }, staged);
+    chunk = await commitStaged(ctx, ledger, chunk, { cursor: whole ? null : last, rows: count, done }, staged);
     renaming = rollForward(ctx, ledger, chunk).then((cleared) => {
       chunk = cleared;
     });
@@ -218,6 +271,8 @@ async function copyChunk(
   await settleRenames();
   return chunk;
 }
+
+const sameNames = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((name, i) => name === b[i]);
 
 /** The shape a page of `info` is written with, stamped with its schema version when known. */
 function shapeOf(info: TableInfo, version: SchemaVersion | undefined): EncodedShape {
@@ -253,7 +308,8 @@ async function copyWhole(
   ctx: CommitContext,
   owner: string,
   job: SnapshotJob,
-  info: TableInfo,
+  planned: PlannedTable,
+  reading: TableReading,
   claimed: ChunkState,
   reader: ReturnType<typeof pagingConnection>,
   schema: PageSchema,
@@ -266,16 +322,24 @@ async function copyWhole(
   const { ledger, stagingRoot } = chunkWork(deps, owner, job, claimed, clock, hardDeadline);
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
   if (chunk.done) return chunk;
-  const before = await schema.versionOf(reader.sql, info);
-  const shape = shapeOf(info, before.version);
+  const before = await schema.versionOf(reader.sql, reading.info);
+  // The transaction reads the table as it was at its start: check that `info` describes that.
   await reader.sql.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+  if (before.structure !== reading.structure || (await schema.structureOf(reader.sql, reading.info)) !== before.structure) {
+    await reader.sql.query('COMMIT');
+    Object.assign(reading, await readTable(reader, config, reading.info, schema));
+    const copy = reading.info.key.length ? copyChunk : copyWhole;
+    return copy(deps, ctx, owner, job, planned, reading, chunk, reader, schema, _softDeadline, hardDeadline, result);
+  }
+  const info = reading.info;
+  const shape = shapeOf(info, before.version);
   try {
     const [status] = await reader.sql.query("SHOW STATUS LIKE 'binlog_snapshot_%'");
     const vars = Object.fromEntries((status as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name.toLowerCase(), r.Value]));
     if (!vars.binlog_snapshot_file)
       throw new SluiceError(
         ErrorCode.SNAPSHOT_NO_KEY,
-        `table ${info.db}.${info.table} has no key, and the server does not report binlog_snapshot_file (MariaDB does), which reading it whole at a known point needs: give it a primary key or a UNIQUE key on NOT NULL columns, or exclude it (SLUICE_EXCLUDE)`,
+        `table ${formatTableRef(info)} has no key, and the server does not report binlog_snapshot_file (MariaDB does), which reading it whole at a known point needs: give it a primary key or a UNIQUE key on NOT NULL columns, or exclude it (SLUICE_EXCLUDE)`,
       );
     const watermark = { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
     const source = encodeSource({

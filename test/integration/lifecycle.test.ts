@@ -278,3 +278,29 @@ describe('DDL sluice cannot classify, and DML logged as a statement (real stack)
     expect((await source.state())?.position).toEqual(before);
   });
 });
+
+describe('DDL while a table is snapshotted (real stack)', () => {
+  it('pages read after a DDL are read under the new structure; a key change copies the table again by the new key', async () => {
+    await using source = await testSource('ddl-mid-snapshot', { SLUICE_STARTUP: 'initial', SLUICE_SNAPSHOT_PAGE_ROWS: '4', SLUICE_SNAPSHOT_CHUNK_ROWS: '8' });
+    await source.sql(
+      "CREATE TABLE a (id INT PRIMARY KEY, code VARCHAR(8) NOT NULL, v INT); INSERT INTO a SELECT seq, CONCAT('c', 40 - seq), seq FROM seq_1_to_30",
+    );
+    await source.capture();
+    // DDL lands between the worker's page commits: the worker has read the table's columns and key before.
+    const ddl = ['ALTER TABLE a ADD COLUMN w INT NOT NULL DEFAULT 7', 'ALTER TABLE a DROP PRIMARY KEY, ADD PRIMARY KEY (code)', 'ALTER TABLE a DROP COLUMN v'];
+    let commits = 0;
+    const snapshot = await source.snapshot({
+      faults: {
+        async hit(point) {
+          if (point !== 'after-commit') return;
+          commits++;
+          if (commits % 2 === 0 && ddl.length) await source.sql(ddl.shift() as string);
+        },
+      },
+    });
+    expect(snapshot.complete).toBe(true);
+    expect(ddl).toEqual([]);
+    await settle(source);
+    await expectEqual(source, ['a']);
+  });
+});
