@@ -41,7 +41,7 @@ export interface CaptureDeps {
   readonly metrics?: MetricsSink;
   /** Where snapshot requests are recorded (startup `initial`); without it `initial` behaves like `latest`. */
   readonly snapshots?: SnapshotStore;
-  /** Called when this run requests the initial snapshot, e.g. to invoke the snapshot function. */
+  /** Called when this run requests a snapshot (the initial copy, or one a DDL needs), e.g. to invoke the snapshot function. */
   readonly onSnapshotRequested?: (job: SnapshotJob) => Promise<void>;
 }
 

@@ -225,7 +225,10 @@ function commands(cli: Cli): Command {
           store: clients.store,
           snapshots: clients.snapshots,
           log: createLogger('WARN', cli.io.env),
-          onSnapshotRequested: async (job) => cli.err(`initial snapshot ${job.id} requested: copy the existing rows with \`sluice snapshot\``),
+          onSnapshotRequested: async (job) =>
+            cli.err(
+              `snapshot ${job.id} requested (${job.requested ? job.requested.map(formatTableRef).join(', ') : 'every included table'}): copy the rows with \`sluice snapshot\``,
+            ),
         },
         { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000 },
       );
