@@ -78,7 +78,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   try {
     let remaining = 0;
     for (const table of job.tables ?? []) {
-      const reading = await readTable(reader, config, table, schema);
+      let reading = await readTable(reader, config, table, schema).catch(unlessGone);
       for (let n = 0; n < table.chunks; n++) {
         const current = await snapshots.chunk(config.sourceId, job.id, table.id, n);
         // A chunk whose last page committed but whose renames did not finish is still work.
@@ -99,8 +99,15 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
           throw error;
         }
         try {
-          const copy = reading.info.key.length ? copyChunk : copyWhole;
-          chunk = await copy(deps, ctx, owner, job, table, reading, chunk, reader, schema, softDeadline, leaseExpires, result);
+          if (reading) {
+            const copy = reading.info.key.length ? copyChunk : copyWhole;
+            chunk = await copy(deps, ctx, owner, job, table, reading, chunk, reader, schema, softDeadline, leaseExpires, result).catch(async (error) => {
+              reading = unlessGone(error);
+              // Pages may have committed before the table went: go on from the chunk as stored.
+              return (await snapshots.chunk(config.sourceId, job.id, table.id, n)) ?? chunk;
+            });
+          }
+          if (!reading) chunk = await skipGone(deps, ctx, owner, job, chunk, leaseExpires);
           if (chunk.done) result.chunksFinished++;
           else {
             remaining++;
@@ -118,6 +125,33 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   } finally {
     await reader.end();
   }
+}
+
+/** A table the job was planned with that no longer exists: `undefined`; any other error is rethrown. */
+function unlessGone(error: unknown): undefined {
+  if (error instanceof SluiceError && error.code === ErrorCode.TABLE_NOT_FOUND) return undefined;
+  throw error;
+}
+
+/**
+ * A chunk of a table dropped or renamed away since the job was planned: done without reading. The
+ * DDL that removed the table is in the binlog after every page read so far, so the poller writes
+ * its reset (`t drop`, `t rename-out`) after them and readers drop those rows anyway; a table
+ * renamed into the captured set gets a snapshot of its own.
+ */
+async function skipGone(
+  deps: SnapshotDeps,
+  ctx: CommitContext,
+  owner: string,
+  job: SnapshotJob,
+  claimed: ChunkState,
+  hardDeadline: number,
+): Promise<ChunkState> {
+  const { ledger, stagingRoot, id } = chunkWork(deps, owner, job, claimed, ctx.clock, hardDeadline);
+  const chunk = await recover(ctx, ledger, claimed, stagingRoot);
+  if (chunk.done) return chunk;
+  deps.log.warn('snapshot skips a table that no longer exists (dropped or renamed)', { snapshot: job.id, chunk: id });
+  return advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
 }
 
 /**
@@ -187,86 +221,93 @@ async function copyChunk(
   };
   // Progress of a whole-table copy (the key changed since planning): never stored in the chunk.
   let wholeCursor: KeyValues | null = null;
-  while (!chunk.done && clock() < softDeadline) {
-    const page = chunk.pages + 1;
-    const before = await schema.versionOf(reader.sql, reading.info);
-    if (before.structure !== reading.structure) {
-      Object.assign(reading, await readTable(reader, config, reading.info, schema));
-      wholeCursor = null;
-      continue;
-    }
-    const info = reading.info;
-    if (!info.key.length) {
-      await settleRenames();
-      return copyWhole(deps, ctx, owner, job, planned, reading, chunk, reader, schema, softDeadline, hardDeadline, result);
-    }
-    const whole = !sameNames(info.key, planned.key);
-    const shape = shapeOf(info, before.version);
-    const watermark = await masterPosition(reader.sql);
-    const prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
-    const source = encodeSource({
-      file: watermark.file,
-      pos: watermark.pos,
-      gtid: null,
-      serverId: null,
-      tsMs: clock(),
-      txn: `snapshot:${job.id}`,
-      snapshot: true,
-    });
-    const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-    let count = 0;
-    let last: KeyValues | null = null;
-    const from = whole ? wholeCursor : (chunk.cursor ?? chunk.lo);
-    for await (const rows of reader.page(info, from, whole ? null : chunk.hi, config.snapshot.pageRows)) {
-      let wait: Promise<void> | undefined;
-      for (const row of rows) {
-        const seq = snapshotSeq(prefix, count++);
-        wait = batch.write(shape, eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
+  try {
+    while (!chunk.done && clock() < softDeadline) {
+      const page = chunk.pages + 1;
+      const before = await schema.versionOf(reader.sql, reading.info);
+      if (before.structure !== reading.structure) {
+        Object.assign(reading, await readTable(reader, config, reading.info, schema));
+        wholeCursor = null;
+        continue;
       }
-      const lastRow = rows[rows.length - 1] as Row;
-      last = info.key.map((k) => lastRow[k]);
-      if (wait) await wait;
-    }
-    const done = count < config.snapshot.pageRows;
-    await settleRenames();
-    const after = await schema.versionOf(reader.sql, info);
-    if (after.structure !== before.structure) {
-      // The table changed while the page was read: read it again under the version then in effect.
-      await batch.abort();
-      continue;
-    }
-    if (whole) wholeCursor = last;
-    if (count === 0) {
-      await batch.abort();
-      chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
-      break;
-    }
-    const staged = await stage(ctx, batch, {
-      source: sourceId,
-      placement: {
-        snapshot: {
-          id: job.id,
-          db: info.db,
-          table: info.table,
-          chunk: claimed.n,
-          page,
-          watermark,
-          after: plainKeyValues(from),
-          last: plainKeyValues(last),
+      const info = reading.info;
+      if (!info.key.length) {
+        await settleRenames();
+        return copyWhole(deps, ctx, owner, job, planned, reading, chunk, reader, schema, softDeadline, hardDeadline, result);
+      }
+      const whole = !sameNames(info.key, planned.key);
+      const shape = shapeOf(info, before.version);
+      const watermark = await masterPosition(reader.sql);
+      const prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
+      const source = encodeSource({
+        file: watermark.file,
+        pos: watermark.pos,
+        gtid: null,
+        serverId: null,
+        tsMs: clock(),
+        txn: `snapshot:${job.id}`,
+        snapshot: true,
+      });
+      const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
+      let count = 0;
+      let last: KeyValues | null = null;
+      const from = whole ? wholeCursor : (chunk.cursor ?? chunk.lo);
+      for await (const rows of reader.page(info, from, whole ? null : chunk.hi, config.snapshot.pageRows)) {
+        let wait: Promise<void> | undefined;
+        for (const row of rows) {
+          const seq = snapshotSeq(prefix, count++);
+          wait = batch.write(shape, eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
+        }
+        const lastRow = rows[rows.length - 1] as Row;
+        last = info.key.map((k) => lastRow[k]);
+        if (wait) await wait;
+      }
+      const done = count < config.snapshot.pageRows;
+      await settleRenames();
+      const after = await schema.versionOf(reader.sql, info);
+      if (after.structure !== before.structure) {
+        // The table changed while the page was read: read it again under the version then in effect.
+        await batch.abort();
+        continue;
+      }
+      if (whole) wholeCursor = last;
+      if (count === 0) {
+        await batch.abort();
+        chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
+        break;
+      }
+      const staged = await stage(ctx, batch, {
+        source: sourceId,
+        placement: {
+          snapshot: {
+            id: job.id,
+            db: info.db,
+            table: info.table,
+            chunk: claimed.n,
+            page,
+            watermark,
+            after: plainKeyValues(from),
+            last: plainKeyValues(last),
+          },
         },
-      },
-      dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
-      manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
-    });
-    chunk = await commitStaged(ctx, ledger, chunk, { cursor: whole ? null : last, rows: count, done }, staged);
-    renaming = rollForward(ctx, ledger, chunk).then((cleared) => {
-      chunk = cleared;
-    });
-    renaming.catch(() => {}); // awaited (and rethrown) by settleRenames; not an unhandled rejection meanwhile
-    if (chunk.done) await settleRenames();
-    result.pages++;
-    result.rows += count;
-    deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, done });
+        dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
+        manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
+      });
+      chunk = await commitStaged(ctx, ledger, chunk, { cursor: whole ? null : last, rows: count, done }, staged);
+      renaming = rollForward(ctx, ledger, chunk).then((cleared) => {
+        chunk = cleared;
+      });
+      renaming.catch(() => {}); // awaited (and rethrown) by settleRenames; not an unhandled rejection meanwhile
+      if (chunk.done) await settleRenames();
+      result.pages++;
+      result.rows += count;
+      deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, done });
+    }
+  } catch (error) {
+    // The table may be gone (the caller goes on from the stored chunk): the renames of the page
+    // committed last must be finished first, or they would move the chunk on under it.
+    await renaming?.catch(() => {});
+    throw error;
   }
   await settleRenames();
   return chunk;

@@ -303,4 +303,26 @@ describe('DDL while a table is snapshotted (real stack)', () => {
     await settle(source);
     await expectEqual(source, ['a']);
   });
+
+  it('a table dropped or renamed away while it is snapshotted ends its part of the job; the renamed table is copied under its new name', async () => {
+    await using source = await testSource('gone-mid-snapshot', { SLUICE_STARTUP: 'initial', SLUICE_SNAPSHOT_PAGE_ROWS: '4', SLUICE_SNAPSHOT_CHUNK_ROWS: '8' });
+    await source.sql(
+      'CREATE TABLE a (id INT PRIMARY KEY, v INT); INSERT INTO a SELECT seq, seq FROM seq_1_to_20; CREATE TABLE c (id INT PRIMARY KEY); INSERT INTO c SELECT seq FROM seq_1_to_20',
+    );
+    await source.capture();
+    const ddl = ['RENAME TABLE a TO b', 'DROP TABLE c'];
+    let commits = 0;
+    const first = await source.snapshot({
+      faults: {
+        async hit(point) {
+          if (point === 'after-commit' && ++commits === 1) for (const statement of ddl.splice(0)) await source.sql(statement);
+        },
+      },
+    });
+    expect(first.complete).toBe(true);
+    await settle(source);
+    await expectEqual(source, ['b']);
+    expect((await materialized(source, 'a')).gone).toBe(true);
+    expect((await materialized(source, 'c')).gone).toBe(true);
+  });
 });
