@@ -43,14 +43,34 @@ export async function requestSnapshot(
   // Jobs may run side by side (each worker carries its job's id): rows of a table copied twice
   // merge by seq, the later copy's rows winning.
   let position = startPosition;
-  if (!position) {
+  if (!position || tables) {
     const conn = await connect(await mysqlTarget(deps.config));
-    position = await masterPosition(conn).finally(() => conn.end());
+    try {
+      // A name that does not exist is a mistake in the request; one that vanishes later was dropped or renamed.
+      if (tables) await requireTables(conn, tables);
+      position ??= await masterPosition(conn);
+    } finally {
+      await conn.end();
+    }
   }
   const job: SnapshotJob = { sourceId: deps.config.sourceId, id: jobId(now), createdAt: now, requested: tables, status: 'requested', startPosition: position };
   await deps.snapshots.createJob(job);
   deps.log.info('snapshot requested', { snapshot: job.id, tables: tables?.map(formatTableRef) ?? 'all included' });
   return job;
+}
+
+/** Refuses a request naming tables that do not exist, naming each, before anything is recorded. */
+async function requireTables(conn: SqlConnection, tables: readonly TableRef[]): Promise<void> {
+  const missing: string[] = [];
+  for (const table of tables) {
+    const [found] = await conn.query('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [table.db, table.table]);
+    if (!(found as unknown[]).length) missing.push(formatTableRef(table));
+  }
+  if (missing.length)
+    throw new SluiceError(
+      ErrorCode.TABLE_NOT_FOUND,
+      `cannot snapshot ${missing.join(', ')}: no such table, or the sluice user cannot see it (check the name's quoting, or GRANT SELECT ON <db>.* TO the sluice user)`,
+    );
 }
 
 /**
@@ -113,7 +133,11 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
         infos.push(await snapshotTableInfo(conn, config, { db, table }));
       } catch (error) {
         if (!(error instanceof SluiceError)) throw error;
-        refused.push(error.message);
+        // Dropped or renamed away since the request (which checked it existed): the poller retracts
+        // its rows with the DDL's reset, and a table renamed into the set gets a job of its own.
+        if (error.code === ErrorCode.TABLE_NOT_FOUND)
+          deps.log.warn('snapshot leaves out a table that no longer exists', { snapshot: job.id, table: formatTableRef({ db, table }) });
+        else refused.push(error.message);
       }
     }
     if (refused.length) throw new SluiceError(ErrorCode.SNAPSHOT_REFUSED, `snapshot refused, nothing was copied:\n  ${refused.join('\n  ')}`);

@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config/config.ts';
 import { ErrorCode, SluiceError } from '../../lib/errors.ts';
+import { silentLog } from '../../lib/log.ts';
 import { materialize } from '../../lib/materialize/write.ts';
+import { requestSnapshot } from '../../lib/snapshot/plan.ts';
+import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { fold, loadHistory, mysqlRows } from '../support/fold.ts';
@@ -324,5 +327,23 @@ describe('DDL while a table is snapshotted (real stack)', () => {
     await expectEqual(source, ['b']);
     expect((await materialized(source, 'a')).gone).toBe(true);
     expect((await materialized(source, 'c')).gone).toBe(true);
+  });
+
+  it('a table renamed away between the snapshot request and its plan is left out; a request naming no table is refused', async () => {
+    await using source = await testSource('gone-before-plan', { SLUICE_STARTUP: 'initial' });
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v INT); INSERT INTO a SELECT seq, seq FROM seq_1_to_5');
+    await start(source);
+    await expect(source.snapshot({ tables: [{ db: source.db, table: 'nope' }] })).rejects.toMatchObject({
+      code: ErrorCode.TABLE_NOT_FOUND,
+      message: expect.stringContaining('nope'),
+    });
+    const job = await requestSnapshot({ ...source.clients, config: source.config, log: silentLog }, [{ db: source.db, table: 'a' }]);
+    await source.sql('RENAME TABLE a TO b; INSERT INTO b VALUES (6, 6)');
+    const result = await runSnapshotWorker({ ...source.clients, config: source.config, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id });
+    expect(result.complete).toBe(true);
+    expect((await source.clients.snapshots.job(source.config.sourceId, job.id))?.tables).toEqual([]);
+    await settle(source);
+    await expectEqual(source, ['b']);
+    expect((await materialized(source, 'a')).gone).toBe(true);
   });
 });
