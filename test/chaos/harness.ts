@@ -104,14 +104,18 @@ export async function runChaos(options: {
 
   let mutations = 0;
   let nextId = 1;
-  let altered = false;
   const ids: number[] = [];
   const blobIds: number[] = [];
+  // The schema moves under the workload (ddl() below); what the DML needs to know of it.
+  const extraColumns: string[] = [];
+  let itemsTable = 'items';
+  let auditKeyed = false;
+  let scratch = false;
 
   /** One random business change; returns the rows it changed. */
   async function mutate(conn: mysql.Connection): Promise<number> {
     const r = random();
-    if (r < 0.35 || ids.length < 20) {
+    if (r < 0.3 || ids.length < 20) {
       const id = nextId++;
       ids.push(id);
       const items = 1 + Math.floor(random() * 3);
@@ -119,31 +123,44 @@ export async function runChaos(options: {
         { length: items },
         (_, line) => `(${id}, ${line}, 'sku-${Math.floor(random() * 1000)}', ${1 + line}, ${(random() * 100).toFixed(3)})`,
       );
+      const extra = extraColumns.map((column) => (random() < 0.3 ? 'DEFAULT' : column.startsWith('s') ? `'${column}-${id}'` : String(id % 97)));
       await conn.query(
-        `BEGIN; INSERT INTO orders (id, customer, total, status, note, ts${altered ? ', channel' : ''}) VALUES (${id}, ${Math.floor(random() * 100)}, ${(random() * 999).toFixed(2)}, 'new', 'n${id}', NOW(6)${altered ? ", 'web'" : ''});
-         INSERT INTO items VALUES ${values.join(',')}; COMMIT;`,
+        `BEGIN; INSERT INTO orders (id, customer, total, status, note, ts${extraColumns.map((c) => `, ${c}`).join('')}) VALUES (${id}, ${Math.floor(random() * 100)}, ${(random() * 999).toFixed(2)}, 'new', 'n${id}', NOW(6)${extra.map((v) => `, ${v}`).join('')});
+         INSERT INTO ${itemsTable} VALUES ${values.join(',')}; COMMIT;`,
       );
       return 1 + items;
     }
-    if (r < 0.6) {
+    if (r < 0.5) {
       const [result] = (await conn.query(
         `UPDATE orders SET status = '${pick(['paid', 'shipped', 'cancelled'])}', total = total + 1 WHERE id = ${pick(ids)}`,
       )) as unknown as [{ affectedRows: number }];
       return result.affectedRows;
     }
-    if (r < 0.7) {
-      const [result] = (await conn.query(`UPDATE items SET qty = qty + 1, price = price * 1.1 WHERE order_id = ${pick(ids)}`)) as unknown as [
+    if (r < 0.6) {
+      const [result] = (await conn.query(`UPDATE ${itemsTable} SET qty = qty + 1, price = price * 1.1 WHERE order_id = ${pick(ids)}`)) as unknown as [
         { affectedRows: number },
       ];
       return result.affectedRows;
     }
-    if (r < 0.8) {
+    if (r < 0.7) {
       const id = ids.splice(Math.floor(random() * ids.length), 1)[0];
       // Multiple statements: one result header each (BEGIN, DELETE, DELETE, COMMIT).
-      const [results] = (await conn.query(`BEGIN; DELETE FROM items WHERE order_id = ${id}; DELETE FROM orders WHERE id = ${id}; COMMIT;`)) as unknown as [
-        { affectedRows: number }[],
-      ];
+      const [results] = (await conn.query(
+        `BEGIN; DELETE FROM ${itemsTable} WHERE order_id = ${id}; DELETE FROM orders WHERE id = ${id}; COMMIT;`,
+      )) as unknown as [{ affectedRows: number }[]];
       return (results[1]?.affectedRows ?? 0) + (results[2]?.affectedRows ?? 0);
+    }
+    if (r < 0.8) {
+      // A table that is keyless for part of the run (ddl() gives it a key and takes it away):
+      // duplicate rows, updates and deletes of rows that only their values identify.
+      const at = 1 + Math.floor(random() * 40);
+      const statement = pick([
+        `INSERT INTO audit (at_id, what, n) VALUES (${at}, '${pick(['login', 'logout', 'view'])}', ${Math.floor(random() * 3)})`,
+        `UPDATE audit SET n = n + 1 WHERE at_id = ${at}`,
+        `DELETE FROM audit WHERE at_id = ${at} LIMIT 1`,
+      ]);
+      const [result] = (await conn.query(statement)) as unknown as [{ affectedRows: number }];
+      return Math.max(1, result.affectedRows);
     }
     if (r < 0.9 || blobIds.length < 5) {
       const id = 1_000_000 + nextId++;
@@ -160,6 +177,59 @@ export async function runChaos(options: {
     blobIds[index] = moved;
     await conn.query(`UPDATE blobs SET id = ${moved} WHERE id = ${id}`);
     return 1;
+  }
+
+  /**
+   * One random change of the table set or a table's shape, run between the DML of the workload
+   * (and so under whatever fault the round injects): columns added with and without defaults and
+   * dropped, a type widened, TRUNCATE, RENAME, a key given and taken away, a table dropped and
+   * created again. Returns its name for the round's log line.
+   */
+  async function ddl(conn: mysql.Connection): Promise<string> {
+    const kinds = ['add column', 'truncate', 'rename', 'key', 'scratch', 'widen'];
+    if (extraColumns.length) kinds.push('drop column', 'drop column');
+    const kind = pick(kinds);
+    switch (kind) {
+      case 'add column': {
+        const column = `${pick(['s', 'n'])}${nextId++}`;
+        const type = column.startsWith('s') ? `VARCHAR(12) ${pick(['NULL', "NOT NULL DEFAULT 'dflt'"])}` : `INT ${pick(['NULL', 'NOT NULL DEFAULT 7'])}`;
+        await conn.query(`ALTER TABLE orders ADD COLUMN ${column} ${type}`);
+        extraColumns.push(column);
+        break;
+      }
+      case 'drop column': {
+        const [column] = extraColumns.splice(Math.floor(random() * extraColumns.length), 1);
+        await conn.query(`ALTER TABLE orders DROP COLUMN ${column}`);
+        break;
+      }
+      case 'widen':
+        await conn.query(`ALTER TABLE blobs MODIFY data VARBINARY(${pick([64, 96, 128])})`);
+        break;
+      case 'truncate':
+        await conn.query('TRUNCATE TABLE blobs');
+        blobIds.length = 0;
+        break;
+      case 'rename': {
+        const next = itemsTable === 'items' ? `items_${nextId++}` : 'items';
+        await conn.query(`RENAME TABLE ${itemsTable} TO ${next}`);
+        itemsTable = next;
+        break;
+      }
+      case 'key':
+        // Keyless → keyed copies the table (new values); keyed → keyless drops the key column.
+        await conn.query(auditKeyed ? 'ALTER TABLE audit DROP COLUMN k' : 'ALTER TABLE audit ADD COLUMN k INT AUTO_INCREMENT PRIMARY KEY FIRST');
+        auditKeyed = !auditKeyed;
+        break;
+      case 'scratch':
+        await conn.query(
+          scratch
+            ? 'DROP TABLE scratch'
+            : `CREATE TABLE scratch (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO scratch SELECT seq, CONCAT('v', seq) FROM seq_1_to_${1 + Math.floor(random() * 50)}`,
+        );
+        scratch = !scratch;
+        break;
+    }
+    return kind;
   }
 
   /** A capture or snapshot run that is expected to fail sometimes: failures are the point. */
@@ -236,11 +306,11 @@ export async function runChaos(options: {
       tolerate(async () => {
         const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
         const running = await snapshots.activeJobs(sourceId);
-        const [job] = running.length ? running : await snapshotsToRun(deps0, [{ db: 'shop', table: pick(['orders', 'items', 'blobs']) }]);
+        const [job] = running.length ? running : await snapshotsToRun(deps0, [{ db: 'shop', table: pick(['orders', itemsTable, 'blobs', 'audit']) }]);
         if (job) await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
       }),
     'SIGKILL of sluice snapshot': async () => {
-      const request = (await snapshots.activeJobs(sourceId)).length ? [] : ['--tables', `shop.${pick(['orders', 'items'])}`];
+      const request = (await snapshots.activeJobs(sourceId)).length ? [] : ['--tables', `shop.${pick(['orders', itemsTable, 'audit'])}`];
       await killed(['snapshot', ...request, '--workers', '2']);
     },
   };
@@ -258,16 +328,19 @@ export async function runChaos(options: {
 
   /** Clean runs until the poller is caught up and every snapshot is complete (leases of killed runs expire first). */
   async function recover(): Promise<BinlogPosition> {
+    let last: unknown;
+    const noted = (error: unknown) => {
+      last = error;
+      return undefined;
+    };
     for (let attempt = 0; attempt < 40; attempt++) {
       const [job] = await snapshots.activeJobs(sourceId);
       if (job) {
-        const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(
-          () => undefined,
-        );
+        const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(noted);
         if (!result?.complete) await sleep(500);
         continue;
       }
-      const result = await runCapture(...deps(undefined, 30_000)).catch(() => undefined);
+      const result = await runCapture(...deps(undefined, 30_000)).catch(noted);
       // A capture may have asked for snapshots (DDL): caught up means nothing is left to copy either.
       if (result?.status === 'captured' && result.caughtUp && !(await snapshots.activeJobs(sourceId)).length) {
         const position = (await store.get(sourceId))?.position;
@@ -275,7 +348,7 @@ export async function runChaos(options: {
       }
       await sleep(500);
     }
-    throw new Error('chaos: the source did not recover within 40 clean runs');
+    throw new Error(`chaos: the source did not recover within 40 clean runs; the last error: ${(last as Error)?.stack ?? last}`);
   }
 
   let report: ChaosReport | undefined;
@@ -283,7 +356,8 @@ export async function runChaos(options: {
     await admin.query(`CREATE DATABASE shop; USE shop;
       CREATE TABLE orders (id BIGINT UNSIGNED PRIMARY KEY, customer INT, total DECIMAL(12,2), status ENUM('new','paid','shipped','cancelled'), note VARCHAR(50), ts DATETIME(6));
       CREATE TABLE items (order_id BIGINT UNSIGNED, line INT, sku VARCHAR(20), qty INT, price DOUBLE, PRIMARY KEY (order_id, line));
-      CREATE TABLE blobs (id INT PRIMARY KEY, data VARBINARY(64), flag BIT(8), d DATE);`);
+      CREATE TABLE blobs (id INT PRIMARY KEY, data VARBINARY(64), flag BIT(8), d DATE);
+      CREATE TABLE audit (at_id INT, what VARCHAR(20), n INT);`);
     for (let i = 0; i < 200; i++) mutations += await mutate(admin);
     // First run: `initial` requests the snapshot of the 200 orders; everything else streams.
     await runCapture(...deps());
@@ -297,20 +371,26 @@ export async function runChaos(options: {
     let eventsChecked = 0;
     let differences = 0;
     for (let round = 1; round <= options.rounds; round++) {
-      if (!altered && round > options.rounds / 2) {
-        await admin.query('ALTER TABLE orders ADD COLUMN channel VARCHAR(10) NULL');
-        altered = true;
-      }
       const chosen = Array.from({ length: 3 + Math.floor(random() * 4) }, () => pick(Object.keys(scenarios)));
+      // Up to two DDL statements at random points of the round's workload.
+      const ddlAt = Array.from({ length: Math.floor(random() * 3) }, () => Math.floor(random() * options.mutationsPerRound)).sort((a, b) => a - b);
+      const ddlDone: string[] = [];
       const workload = (async () => {
         const conn = await mysql.createConnection({ uri: server.adminUrl, database: 'shop', multipleStatements: true });
         let done = 0;
-        while (done < options.mutationsPerRound) done += await mutate(conn);
+        while (done < options.mutationsPerRound) {
+          while (ddlAt.length && (ddlAt[0] as number) <= done) {
+            ddlAt.shift();
+            ddlDone.push(await ddl(conn));
+          }
+          done += await mutate(conn);
+        }
         await conn.end();
         return done;
       })();
       for (const name of chosen) await (scenarios[name] as () => Promise<void>)();
       mutations += await workload;
+      for (const kind of ddlDone) count(`DDL ${kind}`);
 
       const position = await recover();
       if (previous && comparePositions(position, previous) < 0)
@@ -330,7 +410,7 @@ export async function runChaos(options: {
       differences += roundDifferences + (events - seqs.size) + staging.length;
       eventsChecked = events;
       say(
-        `round ${round}/${options.rounds}: ${chosen.join(', ')} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.ref.table} ${t.compared}`).join(', ')} rows compared)`,
+        `round ${round}/${options.rounds}: ${chosen.join(', ')}${ddlDone.length ? ` + DDL ${ddlDone.join(', ')}` : ''} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.ref.table} ${t.compared}`).join(', ')} rows compared)`,
       );
       if (roundDifferences || events !== seqs.size || staging.length) {
         throw new Error(

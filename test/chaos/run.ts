@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { env as stackEnv, up } from '../../lib/local/stack.ts';
 import { runChaos } from './harness.ts';
 
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'; // read when the first client is made
+
 const rounds = Number(process.env.CHAOS_ROUNDS ?? 50);
 const perRound = Number(process.env.CHAOS_MUTATIONS ?? 1100);
 const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000);
