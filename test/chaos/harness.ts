@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import mysql from 'mysql2/promise';
 import { initResources } from '../../lib/aws.ts';
@@ -326,6 +326,26 @@ export async function runChaos(options: {
     };
   }
 
+  /**
+   * With CHAOS_DUMP=<dir>, a failed round leaves its evidence there: every event line of the source
+   * and every item of the state table (position, pending commits, snapshot jobs and chunks).
+   */
+  async function dumpEvidence(round: number) {
+    const to = process.env.CHAOS_DUMP;
+    if (!to) return;
+    const out = join(to, `${sourceId}-round-${round}`);
+    mkdirSync(out, { recursive: true });
+    s3Http.enabled = false;
+    dynamoHttp.enabled = false;
+    const lines: string[] = [];
+    for await (const { line } of eventLines(s3, config.bucket, config.prefix, sourceId)) lines.push(line);
+    writeFileSync(join(out, 'events.jsonl'), `${lines.join('\n')}\n`);
+    const items: unknown[] = [];
+    for await (const page of paginateScan({ client: dynamo }, { TableName: config.stateTable })) items.push(...(page.Items ?? []));
+    writeFileSync(join(out, 'state.json'), JSON.stringify(items, null, 1));
+    say(`evidence of round ${round}: ${out}`);
+  }
+
   /** Clean runs until the poller is caught up and every snapshot is complete (leases of killed runs expire first). */
   async function recover(): Promise<BinlogPosition> {
     let last: unknown;
@@ -413,6 +433,7 @@ export async function runChaos(options: {
         `round ${round}/${options.rounds}: ${chosen.join(', ')}${ddlDone.length ? ` + DDL ${ddlDone.join(', ')}` : ''} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.ref.table} ${t.compared}`).join(', ')} rows compared)`,
       );
       if (roundDifferences || events !== seqs.size || staging.length) {
+        await dumpEvidence(round);
         throw new Error(
           `chaos round ${round} (seed ${options.seed}) failed: ${JSON.stringify(verdict.tables.map((t) => ({ table: t.table, missing: t.examples.missing, extra: t.examples.extra, differing: t.examples.differing, columns: [t.missingColumns, t.extraColumns] })))}, orphans ${JSON.stringify(verdict.orphans)}; duplicates ${events - seqs.size}; staging ${staging.slice(0, 3)}`,
         );
