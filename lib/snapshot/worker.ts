@@ -224,8 +224,8 @@ async function copyChunk(
   try {
     while (!chunk.done && clock() < softDeadline) {
       const page = chunk.pages + 1;
-      const before = await schema.versionOf(reader.sql, reading.info);
-      if (before.structure !== reading.structure) {
+      const before = await schema.structureOf(reader.sql, reading.info);
+      if (before !== reading.structure) {
         Object.assign(reading, await readTable(reader, config, reading.info, schema));
         wholeCursor = null;
         continue;
@@ -236,8 +236,8 @@ async function copyChunk(
         return copyWhole(deps, ctx, owner, job, planned, reading, chunk, reader, schema, softDeadline, hardDeadline, result);
       }
       const whole = !sameNames(info.key, planned.key);
-      const shape = shapeOf(info, before.version);
       const watermark = await masterPosition(reader.sql);
+      const shape = shapeOf(info, await schema.versionAt(info, before, watermark));
       const prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
       const source = encodeSource({
         file: watermark.file,
@@ -264,8 +264,7 @@ async function copyChunk(
       }
       const done = count < config.snapshot.pageRows;
       await settleRenames();
-      const after = await schema.versionOf(reader.sql, info);
-      if (after.structure !== before.structure) {
+      if ((await schema.structureOf(reader.sql, info)) !== before) {
         // The table changed while the page was read: read it again under the version then in effect.
         await batch.abort();
         continue;
@@ -363,17 +362,16 @@ async function copyWhole(
   const { ledger, stagingRoot } = chunkWork(deps, owner, job, claimed, clock, hardDeadline);
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
   if (chunk.done) return chunk;
-  const before = await schema.versionOf(reader.sql, reading.info);
+  const before = await schema.structureOf(reader.sql, reading.info);
   // The transaction reads the table as it was at its start: check that `info` describes that.
   await reader.sql.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
-  if (before.structure !== reading.structure || (await schema.structureOf(reader.sql, reading.info)) !== before.structure) {
+  if (before !== reading.structure || (await schema.structureOf(reader.sql, reading.info)) !== before) {
     await reader.sql.query('COMMIT');
     Object.assign(reading, await readTable(reader, config, reading.info, schema));
     const copy = reading.info.key.length ? copyChunk : copyWhole;
     return copy(deps, ctx, owner, job, planned, reading, chunk, reader, schema, _softDeadline, hardDeadline, result);
   }
   const info = reading.info;
-  const shape = shapeOf(info, before.version);
   try {
     const [status] = await reader.sql.query("SHOW STATUS LIKE 'binlog_snapshot_%'");
     const vars = Object.fromEntries((status as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name.toLowerCase(), r.Value]));
@@ -383,6 +381,8 @@ async function copyWhole(
         `table ${formatTableRef(info)} has no key, and the server does not report binlog_snapshot_file (MariaDB does), which reading it whole at a known point needs: give it a primary key or a UNIQUE key on NOT NULL columns, or exclude it (SLUICE_EXCLUDE)`,
       );
     const watermark = { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
+    const version = await schema.versionAt(info, before, watermark);
+    const shape = shapeOf(info, version);
     const source = encodeSource({
       file: watermark.file,
       pos: watermark.pos,
@@ -395,7 +395,7 @@ async function copyWhole(
     let page = chunk.pages + 1;
     let batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
     const reset = snapshotSeq(snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, 0), 0);
-    void batch.write(shape, markerLine('t', info, before.version?.version, { kind: 'snapshot', position: watermark }, source, reset), reset);
+    void batch.write(shape, markerLine('t', info, version?.version, { kind: 'snapshot', position: watermark }, source, reset), reset);
     let prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
     let count = 0;
     const commitPage = async (done: boolean) => {
