@@ -14,6 +14,7 @@ import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
+import { importState } from '../../lib/ops/state-admin.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
@@ -112,19 +113,30 @@ describe('binlog history (private MariaDB servers)', () => {
     await source.capture();
     await s.admin.query("INSERT INTO shop.t VALUES (1, 'one'), (2, 'two'); FLUSH BINARY LOGS");
     await source.capture();
-    const stored = await source.state();
+    let stored = await source.state();
     // The position's history: its file and when that file was created.
     expect(stored?.history).toMatchObject({ file: stored?.position?.file, serverId: 1 });
     expect(Math.abs((stored?.history?.created ?? 0) - Date.now())).toBeLessThan(60_000);
     expect(stored?.position?.file).toBe('binlog.000002');
 
-    // A new history whose binlog.000002 has the same layout: the stored offset is a valid boundary in it.
+    // A new history with its own binlog.000002, in which the stored offset is a valid boundary: the
+    // start of a transaction. The two files' headers may differ by a binlog checkpoint event (MariaDB
+    // writes those when InnoDB gets to them), so the stored offset is set to that boundary, as a
+    // savepoint of the old history would hold it.
     await sleep(1100);
     await s.admin.query("RESET MASTER; INSERT INTO shop.t VALUES (3, 'three'); FLUSH BINARY LOGS; INSERT INTO shop.t VALUES (4, 'four'), (5, 'five')");
-    const [events] = (await s.admin.query(`SHOW BINLOG EVENTS IN 'binlog.000002' FROM ${stored?.position?.pos} LIMIT 1`)) as unknown as [
-      { Event_type: string }[],
-    ];
-    expect(events[0]?.Event_type).toBe('Gtid'); // without the history check, these rows would be read as if they followed
+    const [events] = (await s.admin.query("SHOW BINLOG EVENTS IN 'binlog.000002'")) as unknown as [{ Event_type: string; Pos: number }[]];
+    const boundary = events.find((e) => e.Event_type === 'Gtid')?.Pos as number;
+    const savepoint = {
+      format: 'sluice-state/v1',
+      source: source.config.sourceId,
+      position: { file: 'binlog.000002', pos: boundary },
+      history: stored?.history,
+      commitSeq: stored?.commitSeq,
+    };
+    await importState(source.config, source.clients.store, savepoint, { force: true, log: silentLog });
+    stored = await source.state();
+    expect(stored?.position).toEqual({ file: 'binlog.000002', pos: boundary }); // without the history check, these rows would be read as if they followed
     const failure = await source.capture().catch((error: Error & { code?: string }) => error);
     expect(failure).toMatchObject({ code: 'POSITION_FOREIGN' });
     expect((failure as Error).message).toMatch(
