@@ -451,9 +451,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    // zongji emits `stopped` within its own 1 s KILL timeout; the 2 s bound only guards against a
+    // release that does not. Cleared either way: a pending timer keeps the process alive.
+    let timer: NodeJS.Timeout | undefined;
     const stopped = new Promise<void>((resolve) => this.zongji.once('stopped', () => resolve()));
     this.zongji.stop();
-    await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    await Promise.race([stopped, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))]);
+    clearTimeout(timer);
     // A helper connection; an error closing it changes nothing.
     await this.schemaConnection?.end().catch(() => undefined);
     this.wake?.();
