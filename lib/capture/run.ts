@@ -27,7 +27,7 @@ import { connect, masterPosition, preflight, type SqlConnection } from '../sourc
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
-import { boundaryAction, type Deadlines, deadlines, shouldStop } from './policy.ts';
+import { boundaryAction, type Deadlines, deadlines, latencyWait, shouldStop } from './policy.ts';
 import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
 
@@ -55,6 +55,8 @@ export interface CaptureOptions {
   readonly stopWhenCaughtUp?: boolean;
   /** Identifies this run as lease owner and in staging keys. */
   readonly runId?: string;
+  /** Ends the run at the next transaction boundary, as its soft deadline would (commits what it holds). */
+  readonly signal?: AbortSignal;
 }
 
 export interface CaptureResult {
@@ -266,7 +268,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       ctx,
       ledger,
       state,
-      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history },
+      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history, signal: options.signal },
       result,
       tracker,
     );
@@ -314,6 +316,7 @@ class CaptureStream {
       limits: Deadlines;
       stopWhenCaughtUp: boolean;
       history: BinlogHistories;
+      signal: AbortSignal | undefined;
     },
     private readonly result: CaptureResult,
     private readonly tracker: SchemaTracker,
@@ -437,7 +440,7 @@ class CaptureStream {
 
   /** At a transaction boundary: commit, heartbeat or wait as the policy says; true when the run ends here. */
   private async atBoundary(now: number): Promise<boolean> {
-    const stop = shouldStop(now, this.spec.limits, this.spec.stopWhenCaughtUp, this.caughtUp);
+    const stop = shouldStop(now, this.spec.limits, this.spec.stopWhenCaughtUp, this.caughtUp) || this.spec.signal?.aborted === true;
     const decidedAt = this.clock();
     const action = boundaryAction({
       now: decidedAt,
@@ -445,12 +448,17 @@ class CaptureStream {
       force: stop || this.tracker.catalog.dirty,
       batch: this.batch && this.tracker.catalog.dirty ? { ...this.batch, events: Math.max(1, this.batch.events) } : this.batch,
       advanced: comparePositions(this.position, this.committed) > 0,
+      caughtUp: this.reader?.drained ?? true,
       lastCommitAt: this.lastCommitAt,
       limits: this.deps.config.batch,
       commitIntervalMs: this.deps.config.commitIntervalMs,
     });
     if (action === 'commit') await this.commitBatch();
     else if (action === 'heartbeat') await this.heartbeat(decidedAt);
+    else {
+      const wait = latencyWait(decidedAt, this.batch, this.deps.config.batch);
+      if (wait !== undefined) this.reader?.wakeWithin(wait);
+    }
     return stop;
   }
 

@@ -148,6 +148,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement on MySQL). */
   private ddlGroup = false;
   private readonly highWater: number;
+  /** When (epoch ms) the consumer wants an `idle` item at the latest if nothing arrives (see wakeWithin). */
+  private wakeBy: number | undefined;
 
   constructor(private readonly options: BinlogReaderOptions) {
     this.file = options.start.file;
@@ -437,14 +439,32 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       }
       if (this.stopped) return;
       let timer: NodeJS.Timeout | undefined;
+      const idleMs = Math.min(this.options.idleMs ?? 1000, this.wakeBy === undefined ? Number.POSITIVE_INFINITY : Math.max(0, this.wakeBy - Date.now()));
       const idle = await new Promise<boolean>((resolve) => {
         this.wake = () => resolve(false);
-        timer = setTimeout(() => resolve(true), this.options.idleMs ?? 1000);
+        timer = setTimeout(() => resolve(true), idleMs);
       });
       clearTimeout(timer);
       this.wake = undefined;
-      if (idle) yield { kind: 'idle' };
+      if (idle) {
+        this.wakeBy = undefined;
+        yield { kind: 'idle' };
+      }
     }
+  }
+
+  /** True when nothing decoded waits to be read: the consumer has everything the server sent so far. */
+  get drained(): boolean {
+    return this.head >= this.queue.length;
+  }
+
+  /**
+   * Asks for an `idle` item within `ms` if nothing arrives before (once; a shorter idle interval
+   * than `idleMs`): a consumer waiting for its batch to come of age acts on time in a quiet stream.
+   */
+  wakeWithin(ms: number): void {
+    const at = Date.now() + ms;
+    this.wakeBy = this.wakeBy === undefined ? at : Math.min(this.wakeBy, at);
   }
 
   /** Ends the stream; takes milliseconds. */
