@@ -17,6 +17,7 @@ import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { binlogStaging, catalogKey, dataKey, manifestKey, pad, schemaKey } from '../sink/s3/keys.ts';
 import { getJson } from '../sink/s3/objects.ts';
+import { StagingSweep } from '../sink/s3/staging-sweep.ts';
 import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
@@ -228,6 +229,8 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     throw error;
   }
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
+  // Recovery deletes a crashed run's staging at once; this run's commits leave theirs to the sweep.
+  const sweep = new StagingSweep(deps.s3, config.bucket);
   const snapshots = deps.snapshots;
   const history = new BinlogHistories(state);
   const ledger = sourceLedger(
@@ -265,7 +268,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     });
     stream = new CaptureStream(
       deps,
-      ctx,
+      { ...ctx, sweep },
       ledger,
       state,
       { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history, signal: options.signal },
@@ -281,6 +284,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     throw error;
   } finally {
     await stream?.stop();
+    await sweep.flushQuietly(log);
     await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
   }
 }

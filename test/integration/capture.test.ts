@@ -129,12 +129,13 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     expect(differences).toEqual([]);
   });
 
-  it('SLUICE_TARGET_LATENCY_MS: a running poller commits each caught-up batch while it keeps running', async () => {
+  it('SLUICE_TARGET_LATENCY_MS: a running poller commits each caught-up batch while it keeps running, and deletes staging in bulk', async () => {
     await using source = await testSource('latency');
     await source.sql(TABLES);
     await source.capture();
     // Batches are otherwise cut only when the run ends: an hour's age, far more events and bytes.
     const config = source.configWith({ SLUICE_TARGET_LATENCY_MS: '200', SLUICE_BATCH_MAX_AGE_SECONDS: '3600' });
+    const requests = countRequests(source.clients.s3);
     const stop = new AbortController();
     let ended = false;
     const run = source.capture({ config, budgetMs: 120_000, stopWhenCaughtUp: false, signal: stop.signal }).finally(() => {
@@ -155,6 +156,9 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     }
     const result = await run;
     expect(result.commits).toBe(2);
+    // The commits' staging objects are deleted together when the run ends, not one request per commit.
+    expect(requests.get('DeleteObjectsCommand')).toBe(1);
+    expect(await source.stagingKeys()).toEqual([]);
     const { events, duplicates, differences } = await expectExactlyOnce(source, ['a', 'b']);
     expect(events).toHaveLength(3);
     expect(duplicates).toBe(0);
