@@ -124,6 +124,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private readonly queue: BinlogItem[] = [];
   private head = 0;
   private queuedRows = 0;
+  private peakQueuedRows = 0;
+  private pauses = 0;
   private paused = false;
   private wake: (() => void) | undefined;
   private failure: Error | Promise<Error> | undefined;
@@ -189,8 +191,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private push(item: BinlogItem, rows = 0): void {
     this.queue.push(item);
     this.queuedRows += rows;
+    if (this.queuedRows > this.peakQueuedRows) this.peakQueuedRows = this.queuedRows;
     if (!this.paused && this.queuedRows >= this.highWater) {
       this.paused = true;
+      this.pauses++;
       this.zongji.connection?.pause();
     }
     this.wake?.();
@@ -451,6 +455,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         yield { kind: 'idle' };
       }
     }
+  }
+
+  /**
+   * Memory back-pressure as it happened: rows decoded and not yet read (now, and the most at any
+   * time), and how often the connection was paused because they reached `highWaterRows`.
+   */
+  get backPressure(): { readonly queuedRows: number; readonly peakQueuedRows: number; readonly pauses: number } {
+    return { queuedRows: this.queuedRows, peakQueuedRows: this.peakQueuedRows, pauses: this.pauses };
   }
 
   /** True when nothing decoded waits to be read: the consumer has everything the server sent so far. */
