@@ -148,3 +148,37 @@ export function encodeValue(kind: ColumnKind, value: unknown, fsp?: number): str
       return JSON.stringify(Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
   }
 }
+
+/** One column's encoder: `encodeValue` for its kind, with the common cases of each kind up front. */
+export type ValueEncoder = (value: unknown) => string;
+
+/**
+ * `encodeValue(kind, ·, fsp)` as a function made once per column: the values drivers hand over for
+ * most columns (a safe integer, a string) are encoded without the generic checks; anything else
+ * takes `encodeValue` itself, so the text is the same either way.
+ */
+export function valueEncoder(kind: ColumnKind, fsp?: number): ValueEncoder {
+  const generic: ValueEncoder = (value) => encodeValue(kind, value, fsp);
+  switch (kind) {
+    case 'int':
+      return (value) => (typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : generic(value));
+    case 'double':
+      return (value) => (typeof value === 'number' ? numberText(value) : generic(value));
+    case 'string':
+      return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
+    case 'decimal':
+      // Leading zeros (ZEROFILL) start with "0" or "-0": only those need the generic path.
+      return (value) => {
+        if (typeof value !== 'string') return generic(value);
+        const first = value.charCodeAt(0);
+        return first === 48 || first === 45 ? generic(value) : JSON.stringify(value);
+      };
+    case 'date':
+      return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
+    case 'datetime':
+    case 'time':
+      return (value) => (typeof value === 'string' ? JSON.stringify(fsp === undefined ? value : withFraction(value, fsp)) : generic(value));
+    default:
+      return generic;
+  }
+}
