@@ -176,8 +176,14 @@ export function valueEncoder(kind: ColumnKind, fsp?: number): ValueEncoder {
     case 'date':
       return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
     case 'datetime':
-    case 'time':
-      return (value) => (typeof value === 'string' ? JSON.stringify(fsp === undefined ? value : withFraction(value, fsp)) : generic(value));
+    case 'time': {
+      // Text that already has exactly `fsp` fraction digits (what the binlog gives) is kept as it is.
+      const exact = (text: string) => {
+        const dot = text.lastIndexOf('.');
+        return fsp === 0 ? dot < 0 : dot === text.length - (fsp ?? 0) - 1 && dot > text.lastIndexOf(':');
+      };
+      return (value) => (typeof value === 'string' ? JSON.stringify(fsp === undefined || exact(value) ? value : withFraction(value, fsp)) : generic(value));
+    }
     default:
       return generic;
   }
