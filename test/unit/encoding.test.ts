@@ -14,7 +14,7 @@ import { type ColumnKind, encodeValue, float32Text, inet6Text, uuidText, valueEn
 
 describe('value encoding', () => {
   it('compiles row and key encoders for any column names (quotes, backslashes, line separators, empty)', () => {
-    const names = ['a"b', 'c\\d', 'e\u2028f', '', '__proto__', 'constructor', "g'h`${i}"];
+    const names = ['a"b', 'c\\d', 'e\u2028f', '', '__proto__', 'constructor', "g'h`$" + '{i}'];
     const shape = encodeShape({ db: 'd', table: 't', columns: names.map((name) => ({ name, kind: 'string', sqlType: 'text' })), key: [1, 0] });
     const row = Object.fromEntries(names.map((name, i) => [name, `v${i}`]));
     expect(JSON.parse(encodeRow(shape, row))).toEqual(row);
