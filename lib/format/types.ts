@@ -161,17 +161,20 @@ export function valueEncoder(kind: ColumnKind, fsp?: number): ValueEncoder {
   const generic: ValueEncoder = (value) => encodeValue(kind, value, fsp);
   switch (kind) {
     case 'int':
-      return (value) => (typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : generic(value));
+      // BIGINT arrives as a string from the snapshot's binary protocol (bigNumberStrings).
+      return (value) =>
+        typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : typeof value === 'string' && INTEGER.test(value) ? value : generic(value);
     case 'double':
       return (value) => (typeof value === 'number' ? numberText(value) : generic(value));
     case 'string':
       return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
     case 'decimal':
-      // Leading zeros (ZEROFILL) start with "0" or "-0": only those need the generic path.
+      // Only leading zeros (ZEROFILL: a "0" followed by a digit, after an optional "-") need the generic path.
       return (value) => {
         if (typeof value !== 'string') return generic(value);
-        const first = value.charCodeAt(0);
-        return first === 48 || first === 45 ? generic(value) : JSON.stringify(value);
+        const at = value.charCodeAt(0) === 45 ? 1 : 0;
+        const next = value.charCodeAt(at + 1);
+        return value.charCodeAt(at) === 48 && next >= 48 && next <= 57 ? generic(value) : JSON.stringify(value);
       };
     case 'date':
       return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
