@@ -110,27 +110,33 @@ export function profileClient(client: S3Client | DynamoDBClient, service: 's3' |
   );
 }
 
-/** Prints the profile as one JSON line on stderr when the process exits (also on SIGTERM/SIGINT). */
+/** The profile so far as one JSON line. */
+function report(): string {
+  account();
+  const usage = process.resourceUsage();
+  const round = (ms: number) => Math.round(ms);
+  return JSON.stringify({
+    sluiceProfile: 1,
+    wallMs: round(performance.now()),
+    splitMs: Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, round(v)])),
+    loopIdleMs: round(performance.eventLoopUtilization().idle),
+    gcMs: round(gcMs),
+    cpuMs: { user: round(usage.userCPUTime / 1000), system: round(usage.systemCPUTime / 1000) },
+    peakRssMb: round(usage.maxRSS / 1024),
+    requests,
+  });
+}
+
+/**
+ * Prints the profile as one JSON line on stderr when the process exits (also on SIGTERM/SIGINT),
+ * and the profile so far on SIGUSR2, so a benchmark can take the requests of a window of a long run.
+ */
 export function reportProfileAtExit(): void {
   if (!profiling) return;
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) gcMs += entry.duration;
   }).observe({ entryTypes: ['gc'] });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => process.exit(128 + (signal === 'SIGTERM' ? 15 : 2)));
-  process.once('exit', () => {
-    account();
-    const usage = process.resourceUsage();
-    const round = (ms: number) => Math.round(ms);
-    const report = {
-      sluiceProfile: 1,
-      wallMs: round(performance.now()),
-      splitMs: Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, round(v)])),
-      loopIdleMs: round(performance.eventLoopUtilization().idle),
-      gcMs: round(gcMs),
-      cpuMs: { user: round(usage.userCPUTime / 1000), system: round(usage.systemCPUTime / 1000) },
-      peakRssMb: round(usage.maxRSS / 1024),
-      requests,
-    };
-    process.stderr.write(`${JSON.stringify(report)}\n`);
-  });
+  process.on('SIGUSR2', () => process.stderr.write(`${report()}\n`));
+  process.once('exit', () => process.stderr.write(`${report()}\n`));
 }

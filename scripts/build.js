@@ -2,19 +2,29 @@
 /**
  * Builds the `sluice` CLI into dist/: lib/cli/main.ts and the modules it reaches, as ES modules
  * split at each dynamic import, so `sluice --help` loads commander and little else while each
- * command loads its own modules (AWS SDK, DuckDB, zongji) when it runs. Packages stay external:
- * they are resolved from node_modules at run time, as they would be from the sources.
+ * command loads its own modules (AWS SDK, DuckDB, zongji) when it runs.
  *
- * dist/build.json lists the source files the build read and when it started; bin/sluice.js
- * refuses to run a build older than any of them. Runs in ~0.1 s: `npm install`/`npm ci`
- * (prepare), `npm start`, the test setup and the benchmarks call it, so output is never stale.
- * The Lambda bundles are built separately by serverless-esbuild (serverless.yml).
+ * npm packages are bundled too: Node resolving and loading ~900 package files one by one cost a
+ * capture run ~0.2 s of CPU before any work (docs/PERFORMANCE.md). Left external, resolved from
+ * node_modules at run time: packages that load files next to their own (DuckDB's native addon,
+ * the SQL parser's WebAssembly) and optional ones the SDK looks for (`EXTERNAL`).
+ *
+ * dist/build.json lists the files the build depends on and when it started; bin/sluice.js refuses
+ * to run a build older than any of them. Those are sluice's sources, this script, and — standing
+ * in for the ~900 bundled package files — npm's record of the installed tree
+ * (node_modules/.package-lock.json, rewritten by every install) and patches/ (applied after it).
+ * Runs in ~1.5 s: `npm install`/`npm ci` (prepare), `npm start`, the test setup and the benchmarks
+ * call it, so output is never stale. The Lambda bundles are built separately by serverless-esbuild
+ * (serverless.yml).
  */
-import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Packages not bundled: they read files next to their own code, or are optional and absent. */
+const EXTERNAL = ['@duckdb/node-api', '@guanmingchiu/sqlparser-ts', '@aws-sdk/signature-v4-crt'];
 
 /** Builds dist/ (replacing it whole, so a CLI starting meanwhile never mixes two builds). */
 export async function buildCli() {
@@ -37,13 +47,23 @@ export async function buildCli() {
       format: 'esm',
       platform: 'node',
       target: 'node20',
-      packages: 'external',
+      external: EXTERNAL,
+      // Packages' ES module builds where they have one: a dynamic import() of a bundled CommonJS
+      // module yields only its `default`, where Node's own import() also gives its named exports.
+      mainFields: ['module', 'main'],
+      // Bundled CommonJS packages require() Node's built-ins, which an ES module has no `require` for.
+      banner: { js: "import { createRequire as __sluiceRequire } from 'node:module'; const require = __sluiceRequire(import.meta.url);" },
       chunkNames: 'chunks/[name]-[hash]',
       sourcemap: 'linked',
       metafile: true,
       logLevel: 'warning',
     });
-    const inputs = Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/'));
+    const patches = existsSync(join(root, 'patches')) ? readdirSync(join(root, 'patches')).map((name) => `patches/${name}`) : [];
+    const inputs = [
+      ...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/')),
+      'scripts/build.js',
+      ...['node_modules/.package-lock.json', ...patches].filter((file) => existsSync(join(root, file))),
+    ];
     writeFileSync(join(out, 'build.json'), `${JSON.stringify({ startedAt, inputs }, null, 1)}\n`);
     const dist = join(root, 'dist');
     const old = join(root, `dist.old-${process.pid}`);

@@ -34,10 +34,10 @@ export interface BatchFill {
 }
 
 /**
- * At a transaction boundary: `commit` the batch if it is due (size, count or age) or the run ends
- * (`force`); with nothing batched, `heartbeat` the position if it moved and no commit happened for
- * the commit interval (or the run ends), so a quiet or filtered source never parks on an old binlog;
- * else `wait`.
+ * At a transaction boundary: `commit` the batch if it is due (size, count or age; with a target
+ * latency, also once the reader has caught up and the batch is that old) or the run ends (`force`);
+ * with nothing batched, `heartbeat` the position if it moved and no commit happened for the commit
+ * interval (or the run ends), so a quiet or filtered source never parks on an old binlog; else `wait`.
  */
 export function boundaryAction(input: {
   readonly now: number;
@@ -45,14 +45,30 @@ export function boundaryAction(input: {
   readonly batch: BatchFill | undefined;
   /** The position read is past the committed one. */
   readonly advanced: boolean;
+  /** Nothing the reader decoded waits to be read: committing now does not hold back rows at hand. */
+  readonly caughtUp: boolean;
   readonly lastCommitAt: number;
   readonly limits: Config['batch'];
   readonly commitIntervalMs: number;
 }): 'commit' | 'heartbeat' | 'wait' {
   const { now, force, batch, limits } = input;
   if (batch && batch.events > 0) {
-    const due = batch.size >= limits.maxBytes || batch.events >= limits.maxEvents || now - batch.startedAt >= limits.maxAgeMs;
+    const age = now - batch.startedAt;
+    const due =
+      batch.size >= limits.maxBytes ||
+      batch.events >= limits.maxEvents ||
+      age >= limits.maxAgeMs ||
+      (input.caughtUp && limits.targetLatencyMs !== undefined && age >= limits.targetLatencyMs);
     return force || due ? 'commit' : 'wait';
   }
   return input.advanced && (force || now - input.lastCommitAt >= input.commitIntervalMs) ? 'heartbeat' : 'wait';
+}
+
+/**
+ * With a target latency, how long until the open batch is old enough to commit once caught up: the
+ * reader should report `idle` by then if nothing arrives, so a quiet stream does not hold it longer.
+ */
+export function latencyWait(now: number, batch: BatchFill | undefined, limits: Config['batch']): number | undefined {
+  if (limits.targetLatencyMs === undefined || !batch || batch.events === 0) return undefined;
+  return Math.max(0, batch.startedAt + limits.targetLatencyMs - now);
 }

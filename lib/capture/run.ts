@@ -17,6 +17,7 @@ import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { binlogStaging, catalogKey, dataKey, manifestKey, pad, schemaKey } from '../sink/s3/keys.ts';
 import { getJson } from '../sink/s3/objects.ts';
+import { StagingSweep } from '../sink/s3/staging-sweep.ts';
 import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
@@ -27,7 +28,7 @@ import { connect, masterPosition, preflight, type SqlConnection } from '../sourc
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
-import { boundaryAction, type Deadlines, deadlines, shouldStop } from './policy.ts';
+import { boundaryAction, type Deadlines, deadlines, latencyWait, shouldStop } from './policy.ts';
 import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
 
@@ -55,6 +56,8 @@ export interface CaptureOptions {
   readonly stopWhenCaughtUp?: boolean;
   /** Identifies this run as lease owner and in staging keys. */
   readonly runId?: string;
+  /** Ends the run at the next transaction boundary, as its soft deadline would (commits what it holds). */
+  readonly signal?: AbortSignal;
 }
 
 export interface CaptureResult {
@@ -226,6 +229,8 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     throw error;
   }
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
+  // Recovery deletes a crashed run's staging at once; this run's commits leave theirs to the sweep.
+  const sweep = new StagingSweep(deps.s3, config.bucket);
   const snapshots = deps.snapshots;
   const history = new BinlogHistories(state);
   const ledger = sourceLedger(
@@ -263,10 +268,10 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     });
     stream = new CaptureStream(
       deps,
-      ctx,
+      { ...ctx, sweep },
       ledger,
       state,
-      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history },
+      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history, signal: options.signal },
       result,
       tracker,
     );
@@ -279,6 +284,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     throw error;
   } finally {
     await stream?.stop();
+    await sweep.flushQuietly(log);
     await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
   }
 }
@@ -314,6 +320,7 @@ class CaptureStream {
       limits: Deadlines;
       stopWhenCaughtUp: boolean;
       history: BinlogHistories;
+      signal: AbortSignal | undefined;
     },
     private readonly result: CaptureResult,
     private readonly tracker: SchemaTracker,
@@ -437,7 +444,7 @@ class CaptureStream {
 
   /** At a transaction boundary: commit, heartbeat or wait as the policy says; true when the run ends here. */
   private async atBoundary(now: number): Promise<boolean> {
-    const stop = shouldStop(now, this.spec.limits, this.spec.stopWhenCaughtUp, this.caughtUp);
+    const stop = shouldStop(now, this.spec.limits, this.spec.stopWhenCaughtUp, this.caughtUp) || this.spec.signal?.aborted === true;
     const decidedAt = this.clock();
     const action = boundaryAction({
       now: decidedAt,
@@ -445,12 +452,17 @@ class CaptureStream {
       force: stop || this.tracker.catalog.dirty,
       batch: this.batch && this.tracker.catalog.dirty ? { ...this.batch, events: Math.max(1, this.batch.events) } : this.batch,
       advanced: comparePositions(this.position, this.committed) > 0,
+      caughtUp: this.reader?.drained ?? true,
       lastCommitAt: this.lastCommitAt,
       limits: this.deps.config.batch,
       commitIntervalMs: this.deps.config.commitIntervalMs,
     });
     if (action === 'commit') await this.commitBatch();
     else if (action === 'heartbeat') await this.heartbeat(decidedAt);
+    else {
+      const wait = latencyWait(decidedAt, this.batch, this.deps.config.batch);
+      if (wait !== undefined) this.reader?.wakeWithin(wait);
+    }
     return stop;
   }
 

@@ -104,6 +104,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     if (error instanceof CommanderError) return error.exitCode; // commander printed the usage error or the help
     const message = error instanceof SluiceError ? `${error.code}: ${error.message}` : ((error as Error).stack ?? String(error));
     cli.err(`sluice: ${message}`);
+    // bin/sluice.js leaves source maps off (start-up time); a trace into dist/ says how to map it.
+    if (!(error instanceof SluiceError) && message.includes('/dist/')) cli.err('(for source positions: NODE_OPTIONS=--enable-source-maps)');
     return 1;
   } finally {
     cli.close();

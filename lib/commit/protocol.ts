@@ -3,6 +3,7 @@ import { buildManifest, type ManifestPlacement } from '../format/manifest.ts';
 import type { Log } from '../log.ts';
 import type { Batch } from '../sink/s3/batch.ts';
 import { copyObject, deleteObjects, listKeys, putJson } from '../sink/s3/objects.ts';
+import type { StagingSweep } from '../sink/s3/staging-sweep.ts';
 import type { PendingCommit } from '../state/store.ts';
 import type { Faults } from './faults.ts';
 
@@ -18,7 +19,9 @@ import type { Faults } from './faults.ts';
  *               record `pending` := [staging → final copies], on condition that its version is the
  *               one we read, we hold an unexpired lease on it, and no pending record exists.
  *   3. rename   Copy each staging object to its final key (manifest last), settle what else the
- *               commit promised (the snapshot jobs its DDL asked for), delete the staging objects.
+ *               commit promised (the snapshot jobs its DDL asked for), delete the staging objects —
+ *               at once, or (the poller, ctx.sweep) in bulk later: once copied they are never read
+ *               again, and whatever a crash leaves is deleted by the next writer's recovery.
  *   4. clear    Remove `pending` (another fenced write).
  *
  * Invariants:
@@ -61,6 +64,8 @@ export interface CommitContext {
   readonly faults: Faults;
   readonly log: Log;
   readonly clock: () => number;
+  /** Takes a commit's staging objects once copied, to delete them in bulk; without it they are deleted at once. */
+  readonly sweep?: StagingSweep;
 }
 
 /** Where a commit lands: its manifest's placement and the final keys of its objects. */
@@ -129,11 +134,9 @@ export async function rollForward<S extends { readonly pending?: PendingCommit }
   }
   await ledger.settle?.(state);
   await ctx.faults.hit('before-clear');
-  await deleteObjects(
-    ctx.s3,
-    ctx.bucket,
-    copies.map((c) => c.from),
-  );
+  const staging = copies.map((c) => c.from);
+  if (ctx.sweep) await ctx.sweep.add(staging);
+  else await deleteObjects(ctx.s3, ctx.bucket, staging);
   return ledger.clear(state);
 }
 

@@ -141,6 +141,12 @@ const schema = z.object({
   SLUICE_BATCH_MAX_EVENTS: positiveInt(200_000),
   /** Cut a batch once its first event is this old, so data lands within a bounded delay. */
   SLUICE_BATCH_MAX_AGE_SECONDS: positiveInt(20),
+  /**
+   * Low latency: commit the open batch as soon as the reader has caught up (nothing decoded waits)
+   * and its first event is this old, instead of waiting for the limits above. Each commit costs
+   * requests: docs/RUNBOOK.md "Costs" prices the settings.
+   */
+  SLUICE_TARGET_LATENCY_MS: z.coerce.number().int().positive().optional(),
   /** With no captured rows, commit the advancing position (heartbeat) at most this often. */
   SLUICE_COMMIT_INTERVAL_SECONDS: positiveInt(10),
   /** Stop reading this long before the Lambda's (or the CLI run's) time is up, to commit and hand over. */
@@ -180,7 +186,8 @@ export type Config = Readonly<{
   /** `SLUICE_KEY_COLUMNS`: the key column by table, keyed by `tableKey` (see `keyColumn`). */
   keyColumns: ReadonlyMap<string, string>;
   snapshot: Readonly<{ pageRows: number; chunkRows: number; leaseMs: number }>;
-  batch: Readonly<{ maxBytes: number; maxEvents: number; maxAgeMs: number }>;
+  /** When to cut a batch; `targetLatencyMs` (optional) cuts it once caught up and that old. */
+  batch: Readonly<{ maxBytes: number; maxEvents: number; maxAgeMs: number; targetLatencyMs?: number }>;
   commitIntervalMs: number;
   safetyMarginMs: number;
   runMs: number;
@@ -223,7 +230,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       chunkRows: e.SLUICE_SNAPSHOT_CHUNK_ROWS,
       leaseMs: e.SLUICE_SNAPSHOT_LEASE_SECONDS * 1000,
     }),
-    batch: Object.freeze({ maxBytes: e.SLUICE_BATCH_MAX_BYTES, maxEvents: e.SLUICE_BATCH_MAX_EVENTS, maxAgeMs: e.SLUICE_BATCH_MAX_AGE_SECONDS * 1000 }),
+    batch: Object.freeze({
+      maxBytes: e.SLUICE_BATCH_MAX_BYTES,
+      maxEvents: e.SLUICE_BATCH_MAX_EVENTS,
+      maxAgeMs: e.SLUICE_BATCH_MAX_AGE_SECONDS * 1000,
+      ...(e.SLUICE_TARGET_LATENCY_MS === undefined ? {} : { targetLatencyMs: e.SLUICE_TARGET_LATENCY_MS }),
+    }),
     commitIntervalMs: e.SLUICE_COMMIT_INTERVAL_SECONDS * 1000,
     safetyMarginMs: e.SLUICE_SAFETY_MARGIN_SECONDS * 1000,
     runMs: e.SLUICE_RUN_SECONDS * 1000,

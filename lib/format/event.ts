@@ -1,5 +1,5 @@
 import type { BinlogPosition } from '../core/position.ts';
-import { type Column, encodeValue } from './types.ts';
+import { type Column, valueEncoder } from './types.ts';
 
 /**
  * One change event a line (format v2, docs/FORMAT.md):
@@ -26,37 +26,53 @@ export interface EncodedShape extends TableShape {
   readonly names: readonly string[];
   /** The table's schema version the rows are written under (the `schema` field); absent for format v1 writers. */
   readonly schema?: number;
-}
-
-export function encodeShape(shape: TableShape & { readonly schema?: number }): EncodedShape {
-  return {
-    ...shape,
-    header: `"db":${JSON.stringify(shape.db)},"table":${JSON.stringify(shape.table)}`,
-    names: shape.columns.map((c) => `${JSON.stringify(c.name)}:`),
-  };
+  /** This shape's row and key encoders (see `compileEncoders`). */
+  readonly encoders: RowEncoders;
 }
 
 export type Row = Record<string, unknown>;
 
+interface RowEncoders {
+  /** The row as a JSON object of every column. */
+  readonly row: (row: Row) => string;
+  /** The key columns as a JSON object; `null` for a table without a key. */
+  readonly key: (row: Row) => string;
+}
+
+/**
+ * A shape's encoders, made once per shape: one function per shape reading each column by its
+ * literal name, so the engine sees one row layout at each property read (the rows a driver hands
+ * over for a table share one), where a loop over names would read every column from one site. Names
+ * and prefixes enter the generated source only as JSON string literals; values go through each
+ * column's `valueEncoder`.
+ */
+function compileEncoders(shape: TableShape, names: readonly string[]): RowEncoders {
+  const encoders = shape.columns.map((c) => valueEncoder(c.kind, c.fsp));
+  const part = (index: number, first: boolean) =>
+    `${JSON.stringify((first ? '{' : ',') + names[index])} + e${index}(r[${JSON.stringify((shape.columns[index] as Column).name)}])`;
+  const object = (indexes: readonly number[]) => (indexes.length ? `${indexes.map((index, i) => part(index, i === 0)).join(' + ')} + '}'` : "'{}'");
+  const row = object(shape.columns.map((_, i) => i));
+  const key = shape.key ? object(shape.key) : "'null'";
+  const make = new Function(...encoders.map((_, i) => `e${i}`), `return { row: (r) => ${row}, key: (r) => ${key} };`);
+  return make(...encoders) as RowEncoders;
+}
+
+export function encodeShape(shape: TableShape & { readonly schema?: number }): EncodedShape {
+  const names = shape.columns.map((c) => `${JSON.stringify(c.name)}:`);
+  return {
+    ...shape,
+    header: `"db":${JSON.stringify(shape.db)},"table":${JSON.stringify(shape.table)}`,
+    names,
+    encoders: compileEncoders(shape, names),
+  };
+}
+
 export function encodeRow(shape: EncodedShape, row: Row): string {
-  let out = '{';
-  const { columns, names } = shape;
-  for (let i = 0; i < columns.length; i++) {
-    const column = columns[i] as Column;
-    out += `${i ? ',' : ''}${names[i]}${encodeValue(column.kind, row[column.name], column.fsp)}`;
-  }
-  return `${out}}`;
+  return shape.encoders.row(row);
 }
 
 export function encodeKey(shape: EncodedShape, row: Row): string {
-  if (!shape.key) return 'null';
-  let out = '{';
-  for (let i = 0; i < shape.key.length; i++) {
-    const index = shape.key[i] as number;
-    const column = shape.columns[index] as Column;
-    out += `${i ? ',' : ''}${shape.names[index]}${encodeValue(column.kind, row[column.name], column.fsp)}`;
-  }
-  return `${out}}`;
+  return shape.encoders.key(row);
 }
 
 export interface EventSource {

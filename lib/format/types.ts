@@ -148,3 +148,46 @@ export function encodeValue(kind: ColumnKind, value: unknown, fsp?: number): str
       return JSON.stringify(Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
   }
 }
+
+/** One column's encoder: `encodeValue` for its kind, with the common cases of each kind up front. */
+export type ValueEncoder = (value: unknown) => string;
+
+/**
+ * `encodeValue(kind, ·, fsp)` as a function made once per column: the values drivers hand over for
+ * most columns (a safe integer, a string) are encoded without the generic checks; anything else
+ * takes `encodeValue` itself, so the text is the same either way.
+ */
+export function valueEncoder(kind: ColumnKind, fsp?: number): ValueEncoder {
+  const generic: ValueEncoder = (value) => encodeValue(kind, value, fsp);
+  switch (kind) {
+    case 'int':
+      // BIGINT arrives as a string from the snapshot's binary protocol (bigNumberStrings).
+      return (value) =>
+        typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : typeof value === 'string' && INTEGER.test(value) ? value : generic(value);
+    case 'double':
+      return (value) => (typeof value === 'number' ? numberText(value) : generic(value));
+    case 'string':
+      return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
+    case 'decimal':
+      // Only leading zeros (ZEROFILL: a "0" followed by a digit, after an optional "-") need the generic path.
+      return (value) => {
+        if (typeof value !== 'string') return generic(value);
+        const at = value.charCodeAt(0) === 45 ? 1 : 0;
+        const next = value.charCodeAt(at + 1);
+        return value.charCodeAt(at) === 48 && next >= 48 && next <= 57 ? generic(value) : JSON.stringify(value);
+      };
+    case 'date':
+      return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
+    case 'datetime':
+    case 'time': {
+      // Text that already has exactly `fsp` fraction digits (what the binlog gives) is kept as it is.
+      const exact = (text: string) => {
+        const dot = text.lastIndexOf('.');
+        return fsp === 0 ? dot < 0 : dot === text.length - (fsp ?? 0) - 1 && dot > text.lastIndexOf(':');
+      };
+      return (value) => (typeof value === 'string' ? JSON.stringify(fsp === undefined || exact(value) ? value : withFraction(value, fsp)) : generic(value));
+    }
+    default:
+      return generic;
+  }
+}

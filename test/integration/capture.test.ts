@@ -129,6 +129,42 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     expect(differences).toEqual([]);
   });
 
+  it('SLUICE_TARGET_LATENCY_MS: a running poller commits each caught-up batch while it keeps running, and deletes staging in bulk', async () => {
+    await using source = await testSource('latency');
+    await source.sql(TABLES);
+    await source.capture();
+    // Batches are otherwise cut only when the run ends: an hour's age, far more events and bytes.
+    const config = source.configWith({ SLUICE_TARGET_LATENCY_MS: '200', SLUICE_BATCH_MAX_AGE_SECONDS: '3600' });
+    const requests = countRequests(source.clients.s3);
+    const stop = new AbortController();
+    let ended = false;
+    const run = source.capture({ config, budgetMs: 120_000, stopWhenCaughtUp: false, signal: stop.signal }).finally(() => {
+      ended = true;
+    });
+    const visible = async (manifests: number) => {
+      for (let polls = 0; polls < 300 && (await source.dataManifests()).length < manifests; polls++) await new Promise((r) => setTimeout(r, 100));
+      return (await source.dataManifests()).length;
+    };
+    try {
+      await source.sql("INSERT INTO a VALUES (1,'one',1)");
+      expect(await visible(1)).toBe(1);
+      await source.sql("BEGIN; INSERT INTO a VALUES (2,'two',2); INSERT INTO b VALUES (3,'three',3); COMMIT");
+      expect(await visible(2)).toBe(2);
+      expect(ended).toBe(false);
+    } finally {
+      stop.abort();
+    }
+    const result = await run;
+    expect(result.commits).toBe(2);
+    // The commits' staging objects are deleted together when the run ends, not one request per commit.
+    expect(requests.get('DeleteObjectsCommand')).toBe(1);
+    expect(await source.stagingKeys()).toEqual([]);
+    const { events, duplicates, differences } = await expectExactlyOnce(source, ['a', 'b']);
+    expect(events).toHaveLength(3);
+    expect(duplicates).toBe(0);
+    expect(differences).toEqual([]);
+  });
+
   it('idle or filtered-out traffic still advances the stored position (heartbeat)', async () => {
     await using source = await testSource('idle');
     await using other = await testSource('noise');

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { boundaryAction, deadlines, shouldStop } from '../../lib/capture/policy.ts';
+import { boundaryAction, deadlines, latencyWait, shouldStop } from '../../lib/capture/policy.ts';
 
 const limits = { maxBytes: 1000, maxEvents: 10, maxAgeMs: 20_000 };
-const base = { now: 100_000, force: false, advanced: true, lastCommitAt: 95_000, limits, commitIntervalMs: 10_000 };
+const base = { now: 100_000, force: false, advanced: true, caughtUp: true, lastCommitAt: 95_000, limits, commitIntervalMs: 10_000 };
 const batch = (fill: Partial<{ events: number; size: number; startedAt: number }>) => ({ events: 1, size: 10, startedAt: 99_000, ...fill });
 
 describe('capture policy: cutting batches at transaction boundaries', () => {
@@ -14,6 +14,23 @@ describe('capture policy: cutting batches at transaction boundaries', () => {
     expect(boundaryAction({ ...base, batch: batch({ size: 1000 }) })).toBe('commit');
     expect(boundaryAction({ ...base, batch: batch({ events: 10 }) })).toBe('commit');
     expect(boundaryAction({ ...base, batch: batch({ startedAt: 80_000 }) })).toBe('commit');
+  });
+
+  it('with a target latency, cuts a batch that old once the reader has caught up, and not while rows wait to be read', () => {
+    const low = { ...limits, targetLatencyMs: 1_000 };
+    expect(boundaryAction({ ...base, limits: low, batch: batch({ startedAt: 99_000 }) })).toBe('commit');
+    expect(boundaryAction({ ...base, limits: low, batch: batch({ startedAt: 99_001 }) })).toBe('wait');
+    expect(boundaryAction({ ...base, limits: low, caughtUp: false, batch: batch({ startedAt: 90_000 }) })).toBe('wait');
+    // Without the setting, catching up changes nothing.
+    expect(boundaryAction({ ...base, batch: batch({ startedAt: 90_000 }) })).toBe('wait');
+  });
+
+  it('says how long until an open batch comes of age under a target latency', () => {
+    const low = { ...limits, targetLatencyMs: 1_000 };
+    expect(latencyWait(100_000, batch({ startedAt: 99_600 }), low)).toBe(600);
+    expect(latencyWait(100_000, batch({ startedAt: 90_000 }), low)).toBe(0);
+    expect(latencyWait(100_000, batch({ events: 0 }), low)).toBeUndefined();
+    expect(latencyWait(100_000, batch({}), limits)).toBeUndefined();
   });
 
   it('cuts whatever is batched when the run ends', () => {

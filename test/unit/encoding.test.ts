@@ -10,9 +10,48 @@ import {
   type ZongjiColumnSchema,
 } from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
-import { encodeValue, float32Text, inet6Text, uuidText } from '../../lib/format/types.ts';
+import { type ColumnKind, encodeValue, float32Text, inet6Text, uuidText, valueEncoder } from '../../lib/format/types.ts';
 
 describe('value encoding', () => {
+  it('compiles row and key encoders for any column names (quotes, backslashes, line separators, empty)', () => {
+    const names = ['a"b', 'c\\d', 'e\u2028f', '', '__proto__', 'constructor', "g'h`$" + '{i}'];
+    const shape = encodeShape({ db: 'd', table: 't', columns: names.map((name) => ({ name, kind: 'string', sqlType: 'text' })), key: [1, 0] });
+    const row = Object.fromEntries(names.map((name, i) => [name, `v${i}`]));
+    expect(JSON.parse(encodeRow(shape, row))).toEqual(row);
+    expect(encodeRow(shape, row)).toBe(`{${names.map((name, i) => `${JSON.stringify(name)}:"v${i}"`).join(',')}}`);
+    expect(encodeKey(shape, row)).toBe(`{${JSON.stringify(names[1])}:"v1",${JSON.stringify(names[0])}:"v0"}`);
+    expect(encodeKey(encodeShape({ ...shape, key: null }), row)).toBe('null');
+    expect(encodeRow(encodeShape({ ...shape, columns: [], key: [] }), row)).toBe('{}');
+  });
+
+  it("each column's compiled encoder writes exactly what encodeValue writes, or refuses what it refuses", () => {
+    const values: unknown[] = [
+      ...[0, -0, 1, -1, 42, 2 ** 53 - 1, -(2 ** 53) + 1, 2 ** 53, 1.5, -2.25, 1e21, 1900],
+      ...['0', '-0', '007', '-007.50', '0.5', '-0.5', '12.30', '18446744073709551615', 'abc', '', 'a"b\\c\n', 'é☃😀'],
+      ...['2026-11-30', '0000-00-00', '2026-11-30 18:00:00', '2026-11-30 18:00:00.5', '2026-11-30 18:00:00.123456', '0000-00-00 00:00:00'],
+      ...['-838:59:59', '12:00:00.1', '12:00:00.1234567', '12:00:00.', '1.5'],
+      ...[null, undefined, Buffer.from([0, 1, 255]), { a: 1 }, true],
+    ];
+    const kinds: ColumnKind[] = ['int', 'year', 'double', 'float', 'decimal', 'string', 'date', 'datetime', 'timestamp', 'time', 'binary', 'bit'];
+    const outcome = (encode: () => string) => {
+      try {
+        return encode();
+      } catch (error) {
+        return `threw ${(error as Error).constructor.name}`;
+      }
+    };
+    for (const kind of kinds) {
+      for (const fsp of [undefined, 0, 1, 3, 6]) {
+        const compiled = valueEncoder(kind, fsp);
+        for (const value of values)
+          expect(
+            outcome(() => compiled(value)),
+            `${kind}(${fsp}) ${String(value)}`,
+          ).toBe(outcome(() => encodeValue(kind, value, fsp)));
+      }
+    }
+  });
+
   it('writes FLOAT as the shortest decimal that round-trips to the stored float32', () => {
     expect(float32Text(3.141590118408203)).toBe('3.14159');
     expect(float32Text(Math.fround(0.1))).toBe('0.1');

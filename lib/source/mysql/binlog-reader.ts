@@ -124,6 +124,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private readonly queue: BinlogItem[] = [];
   private head = 0;
   private queuedRows = 0;
+  private peakQueuedRows = 0;
+  private pauses = 0;
   private paused = false;
   private wake: (() => void) | undefined;
   private failure: Error | Promise<Error> | undefined;
@@ -148,6 +150,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement on MySQL). */
   private ddlGroup = false;
   private readonly highWater: number;
+  /** When (epoch ms) the consumer wants an `idle` item at the latest if nothing arrives (see wakeWithin). */
+  private wakeBy: number | undefined;
 
   constructor(private readonly options: BinlogReaderOptions) {
     this.file = options.start.file;
@@ -187,8 +191,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private push(item: BinlogItem, rows = 0): void {
     this.queue.push(item);
     this.queuedRows += rows;
+    if (this.queuedRows > this.peakQueuedRows) this.peakQueuedRows = this.queuedRows;
     if (!this.paused && this.queuedRows >= this.highWater) {
       this.paused = true;
+      this.pauses++;
       this.zongji.connection?.pause();
     }
     this.wake?.();
@@ -437,23 +443,53 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       }
       if (this.stopped) return;
       let timer: NodeJS.Timeout | undefined;
+      const idleMs = Math.min(this.options.idleMs ?? 1000, this.wakeBy === undefined ? Number.POSITIVE_INFINITY : Math.max(0, this.wakeBy - Date.now()));
       const idle = await new Promise<boolean>((resolve) => {
         this.wake = () => resolve(false);
-        timer = setTimeout(() => resolve(true), this.options.idleMs ?? 1000);
+        timer = setTimeout(() => resolve(true), idleMs);
       });
       clearTimeout(timer);
       this.wake = undefined;
-      if (idle) yield { kind: 'idle' };
+      if (idle) {
+        this.wakeBy = undefined;
+        yield { kind: 'idle' };
+      }
     }
+  }
+
+  /**
+   * Memory back-pressure as it happened: rows decoded and not yet read (now, and the most at any
+   * time), and how often the connection was paused because they reached `highWaterRows`.
+   */
+  get backPressure(): { readonly queuedRows: number; readonly peakQueuedRows: number; readonly pauses: number } {
+    return { queuedRows: this.queuedRows, peakQueuedRows: this.peakQueuedRows, pauses: this.pauses };
+  }
+
+  /** True when nothing decoded waits to be read: the consumer has everything the server sent so far. */
+  get drained(): boolean {
+    return this.head >= this.queue.length;
+  }
+
+  /**
+   * Asks for an `idle` item within `ms` if nothing arrives before (once; a shorter idle interval
+   * than `idleMs`): a consumer waiting for its batch to come of age acts on time in a quiet stream.
+   */
+  wakeWithin(ms: number): void {
+    const at = Date.now() + ms;
+    this.wakeBy = this.wakeBy === undefined ? at : Math.min(this.wakeBy, at);
   }
 
   /** Ends the stream; takes milliseconds. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    // zongji emits `stopped` within its own 1 s KILL timeout; the 2 s bound only guards against a
+    // release that does not. Cleared either way: a pending timer keeps the process alive.
+    let timer: NodeJS.Timeout | undefined;
     const stopped = new Promise<void>((resolve) => this.zongji.once('stopped', () => resolve()));
     this.zongji.stop();
-    await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    await Promise.race([stopped, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))]);
+    clearTimeout(timer);
     // A helper connection; an error closing it changes nothing.
     await this.schemaConnection?.end().catch(() => undefined);
     this.wake?.();
