@@ -186,7 +186,7 @@ export async function runChaos(options: {
    * created again. Returns its name for the round's log line.
    */
   async function ddl(conn: mysql.Connection): Promise<string> {
-    const kinds = ['add column', 'truncate', 'rename', 'key', 'scratch', 'widen'];
+    const kinds = process.env.CHAOS_DDL ? process.env.CHAOS_DDL.split(',') : ['add column', 'truncate', 'rename', 'key', 'scratch', 'widen'];
     if (extraColumns.length) kinds.push('drop column', 'drop column');
     const kind = pick(kinds);
     switch (kind) {
@@ -393,7 +393,9 @@ export async function runChaos(options: {
     for (let round = 1; round <= options.rounds; round++) {
       const chosen = Array.from({ length: 3 + Math.floor(random() * 4) }, () => pick(Object.keys(scenarios)));
       // Up to two DDL statements at random points of the round's workload.
-      const ddlAt = Array.from({ length: Math.floor(random() * 3) }, () => Math.floor(random() * options.mutationsPerRound)).sort((a, b) => a - b);
+      const ddlAt = Array.from({ length: process.env.CHAOS_DDL ? 4 : Math.floor(random() * 3) }, () => Math.floor(random() * options.mutationsPerRound)).sort(
+        (a, b) => a - b,
+      );
       const ddlDone: string[] = [];
       const workload = (async () => {
         const conn = await mysql.createConnection({ uri: server.adminUrl, database: 'shop', multipleStatements: true });
