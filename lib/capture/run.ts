@@ -230,7 +230,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   }
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
   // Recovery deletes a crashed run's staging at once; this run's commits leave theirs to the sweep.
-  const sweep = new StagingSweep(deps.s3, config.bucket);
+  const sweep = new StagingSweep(deps.s3, config.bucket, log);
   const snapshots = deps.snapshots;
   const history = new BinlogHistories(state);
   const ledger = sourceLedger(
@@ -284,7 +284,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     throw error;
   } finally {
     await stream?.stop();
-    await sweep.flushQuietly(log);
+    await sweep.flush();
     await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
   }
 }

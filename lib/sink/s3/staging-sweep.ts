@@ -18,6 +18,7 @@ export class StagingSweep {
   constructor(
     private readonly s3: S3Client,
     private readonly bucket: string,
+    private readonly log: Log,
   ) {}
 
   /** Takes the staging keys of a commit whose copies are done; deletes a full request's worth. */
@@ -26,15 +27,16 @@ export class StagingSweep {
     if (this.keys.length >= PER_REQUEST) await this.flush();
   }
 
-  /** Deletes what is collected (at the end of a run). */
+  /**
+   * Deletes what is collected (every 1,000 keys, and at the end of a run). Never fails: a commit
+   * that is already durable must not fail over the clean-up of earlier ones, and what is left
+   * (also after a hard timeout skips the end of the run) is deleted by the next run's recovery.
+   */
   async flush(): Promise<void> {
     const keys = this.keys;
     this.keys = [];
-    await deleteObjects(this.s3, this.bucket, keys);
-  }
-
-  /** `flush`, for the end of a run: a failure only leaves objects the next run's recovery deletes. */
-  async flushQuietly(log: Log): Promise<void> {
-    await this.flush().catch((error) => log.warn('could not delete staging objects; the next run deletes them', { error: String(error) }));
+    await deleteObjects(this.s3, this.bucket, keys).catch((error) =>
+      this.log.warn('could not delete staging objects; the next run deletes them', { error: String(error) }),
+    );
   }
 }
