@@ -452,7 +452,8 @@ class CaptureStream {
       force: stop || this.tracker.catalog.dirty,
       batch: this.batch && this.tracker.catalog.dirty ? { ...this.batch, events: Math.max(1, this.batch.events) } : this.batch,
       advanced: comparePositions(this.position, this.committed) > 0,
-      caughtUp: this.reader?.drained ?? true,
+      // Behind the binlog end seen at the start (a backlog), batches are cut by size and age only.
+      caughtUp: (this.reader?.drained ?? true) && this.caughtUp(),
       lastCommitAt: this.lastCommitAt,
       limits: this.deps.config.batch,
       commitIntervalMs: this.deps.config.commitIntervalMs,

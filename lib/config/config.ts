@@ -142,9 +142,9 @@ const schema = z.object({
   /** Cut a batch once its first event is this old, so data lands within a bounded delay. */
   SLUICE_BATCH_MAX_AGE_SECONDS: positiveInt(20),
   /**
-   * Low latency: commit the open batch as soon as the reader has caught up (nothing decoded waits)
-   * and its first event is this old, instead of waiting for the limits above. Each commit costs
-   * requests: docs/RUNBOOK.md "Costs" prices the settings.
+   * Low latency: commit the open batch once the run is past the binlog end it saw at its start,
+   * nothing decoded waits, and its first event is this old, instead of waiting for the limits above.
+   * Each commit costs requests: docs/RUNBOOK.md "Latency and its cost" prices the settings.
    */
   SLUICE_TARGET_LATENCY_MS: z.coerce.number().int().positive().optional(),
   /** With no captured rows, commit the advancing position (heartbeat) at most this often. */
