@@ -8,7 +8,7 @@ import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import { tablePath } from '../sink/s3/keys.ts';
-import { listTables, type TableInfo, tableInfo } from '../source/mysql/schema.ts';
+import { listTables, type TableInfo, tableInfo, tableIsGone } from '../source/mysql/schema.ts';
 import { readTableVersion } from '../source/mysql/schema-read.ts';
 import { connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { keyAtOffset, lastKey } from '../source/mysql/snapshot-reader.ts';
@@ -47,7 +47,7 @@ export async function requestSnapshot(
     const conn = await connect(await mysqlTarget(deps.config));
     try {
       // A name that does not exist is a mistake in the request; one that vanishes later was dropped or renamed.
-      if (tables) await requireTables(conn, tables);
+      if (tables) await requireTables(conn, deps.config, tables);
       position ??= await masterPosition(conn);
     } finally {
       await conn.end();
@@ -59,18 +59,29 @@ export async function requestSnapshot(
   return job;
 }
 
-/** Refuses a request naming tables that do not exist, naming each, before anything is recorded. */
-async function requireTables(conn: SqlConnection, tables: readonly TableRef[]): Promise<void> {
-  const missing: string[] = [];
+/**
+ * Refuses a request naming anything but captured base tables (a table that does not exist, a view,
+ * a table the filters exclude — its rows would never be kept up to date), naming each, before
+ * anything is recorded.
+ */
+async function requireTables(conn: SqlConnection, config: Config, tables: readonly TableRef[]): Promise<void> {
+  const accept = tableFilter(config);
+  const problems: string[] = [];
   for (const table of tables) {
-    const [found] = await conn.query('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [table.db, table.table]);
-    if (!(found as unknown[]).length) missing.push(formatTableRef(table));
+    const [found] = await conn.query('SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [table.db, table.table]);
+    const type = (found as { TABLE_TYPE: string }[])[0]?.TABLE_TYPE;
+    if (!type)
+      problems.push(
+        `${formatTableRef(table)}: no such table, or the sluice user cannot see it (check the name's quoting, or GRANT SELECT ON <db>.* TO the sluice user)`,
+      );
+    else if (type !== 'BASE TABLE')
+      problems.push(`${formatTableRef(table)}: a ${type.toLowerCase()}, not a table; only tables have binlog events to keep a copy current`);
+    else if (!accept(table.db, table.table))
+      problems.push(
+        `${formatTableRef(table)}: excluded by SLUICE_INCLUDE/SLUICE_EXCLUDE, so the poller would not keep its copy current; change the filters first`,
+      );
   }
-  if (missing.length)
-    throw new SluiceError(
-      ErrorCode.TABLE_NOT_FOUND,
-      `cannot snapshot ${missing.join(', ')}: no such table, or the sluice user cannot see it (check the name's quoting, or GRANT SELECT ON <db>.* TO the sluice user)`,
-    );
+  if (problems.length) throw new SluiceError(ErrorCode.TABLE_NOT_FOUND, `cannot snapshot:\n  ${problems.join('\n  ')}\nNothing was recorded.`);
 }
 
 /**
@@ -135,7 +146,7 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
         if (!(error instanceof SluiceError)) throw error;
         // Dropped or renamed away since the request (which checked it existed): the poller retracts
         // its rows with the DDL's reset, and a table renamed into the set gets a job of its own.
-        if (error.code === ErrorCode.TABLE_NOT_FOUND)
+        if (error.code === ErrorCode.TABLE_NOT_FOUND && (await tableIsGone(conn, { db, table })))
           deps.log.warn('snapshot leaves out a table that no longer exists', { snapshot: job.id, table: formatTableRef({ db, table }) });
         else refused.push(error.message);
       }

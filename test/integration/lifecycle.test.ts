@@ -337,6 +337,10 @@ describe('DDL while a table is snapshotted (real stack)', () => {
       code: ErrorCode.TABLE_NOT_FOUND,
       message: expect.stringContaining('nope'),
     });
+    await source.sql('CREATE VIEW v AS SELECT * FROM a');
+    await expect(source.snapshot({ tables: [{ db: source.db, table: 'v' }] })).rejects.toMatchObject({
+      message: expect.stringContaining('a view, not a table'),
+    });
     const job = await requestSnapshot({ ...source.clients, config: source.config, log: silentLog }, [{ db: source.db, table: 'a' }]);
     await source.sql('RENAME TABLE a TO b; INSERT INTO b VALUES (6, 6)');
     const result = await runSnapshotWorker({ ...source.clients, config: source.config, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id });

@@ -32,6 +32,19 @@ const SPATIAL = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoi
 const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
+/**
+ * Whether the server says `table` does not exist (ER_NO_SUCH_TABLE), as opposed to existing out of
+ * the user's sight (ER_TABLEACCESS_DENIED) — information_schema cannot tell the two apart.
+ */
+export async function tableIsGone(conn: SqlConnection, table: { db: string; table: string }): Promise<boolean> {
+  try {
+    await conn.query(`SELECT 1 FROM ${id(table.db)}.${id(table.table)} LIMIT 0`);
+    return false;
+  } catch (error) {
+    return (error as { errno?: number }).errno === 1146;
+  }
+}
+
 /** Maps an INFORMATION_SCHEMA column to the format's kind and the binlog path's type name (binlog-columns.ts). */
 function schemaColumn(row: ColumnRow): Column {
   const type = row.DATA_TYPE.toLowerCase();
@@ -128,7 +141,7 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
   );
   if (!columnRows.length)
     throw new SluiceError(
-      'TABLE_NOT_FOUND',
+      ErrorCode.TABLE_NOT_FOUND,
       `table ${formatTableRef({ db, table })} does not exist or the sluice user cannot see it (GRANT SELECT ON ${formatName(db)}.* TO ...)`,
     );
   const primary = await rows<{ COLUMN_NAME: string }>(
