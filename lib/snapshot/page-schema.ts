@@ -37,6 +37,8 @@ export class PageSchema {
       const document = (await getJson(this.deps.s3, this.deps.bucket, catalogKey(this.deps.prefix, this.deps.sourceId, pointer))) as
         | CatalogDocument
         | undefined;
+      // Not there yet: the commit that points at it has not finished its renames. Look again next time.
+      if (!document) return undefined;
       this.loaded = { pointer, catalog: Catalog.from(document) };
     }
     return this.loaded.catalog;
