@@ -4,8 +4,12 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { waiting } from '../../profile.ts';
 
-/** Uncompressed bytes a staging object may hold before the writer waits for compression. */
-const MAX_BUFFERED = 16 * 1024 * 1024;
+/**
+ * Uncompressed bytes a staging object may hold before the writer waits for compression: a few
+ * milliseconds of gzip level 1, enough to keep compression busy; 16 MB cost ~12 MB of peak RSS for
+ * nothing (docs/PERFORMANCE.md).
+ */
+const MAX_BUFFERED = 4 * 1024 * 1024;
 /**
  * Lines are UTF-8-encoded straight into a buffer of this size, then handed to gzip as one write:
  * each gzip write is a thread-pool round trip, and building one big string first costs 4x more
