@@ -48,6 +48,8 @@ function rng(seed: number) {
   };
 }
 
+/** The schema changes a round draws from (`drop column` joins them once a column was added). */
+const DDL_KINDS = ['add column', 'truncate', 'rename', 'key', 'scratch', 'widen'];
 const POINTS: FaultPoint[] = ['after-staging', 'after-commit', 'mid-rename', 'before-clear'];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -179,6 +181,11 @@ export async function runChaos(options: {
     return 1;
   }
 
+  // CHAOS_DDL=rename,truncate: only those kinds (see docs/VERIFY.md); a misspelt kind stops the run.
+  const chosenDdl = process.env.CHAOS_DDL?.split(',').map((k) => k.trim());
+  const unknown = chosenDdl?.filter((k) => !DDL_KINDS.includes(k) && k !== 'drop column');
+  if (unknown?.length) throw new Error(`CHAOS_DDL: unknown kind(s) ${unknown.join(', ')}; known: ${[...DDL_KINDS, 'drop column'].join(', ')}`);
+
   /**
    * One random change of the table set or a table's shape, run between the DML of the workload
    * (and so under whatever fault the round injects): columns added with and without defaults and
@@ -186,8 +193,9 @@ export async function runChaos(options: {
    * created again. Returns its name for the round's log line.
    */
   async function ddl(conn: mysql.Connection): Promise<string> {
-    const kinds = process.env.CHAOS_DDL ? process.env.CHAOS_DDL.split(',') : ['add column', 'truncate', 'rename', 'key', 'scratch', 'widen'];
-    if (extraColumns.length) kinds.push('drop column', 'drop column');
+    const kinds = (chosenDdl ?? DDL_KINDS).filter((k) => k !== 'drop column' || extraColumns.length);
+    if (extraColumns.length && !chosenDdl) kinds.push('drop column', 'drop column');
+    if (!kinds.length) kinds.push('add column'); // only `drop column` chosen, and nothing to drop yet
     const kind = pick(kinds);
     switch (kind) {
       case 'add column': {
