@@ -5,6 +5,7 @@ import { ErrorCode, SluiceError } from './errors.ts';
 import { profileClient } from './profile.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
+import { DynamoDbMergeStore } from './state/iceberg-store.ts';
 
 /** The environment the SDK reads its settings from (process.env, unless a caller passes its own). */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -36,7 +37,13 @@ export function createClients(config: Config, env: Env = process.env) {
   profileClient(s3, 's3');
   profileClient(dynamo, 'dynamodb');
   nameMissingResources(s3, dynamo);
-  return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable) };
+  return {
+    s3,
+    dynamo,
+    store: new DynamoDbStateStore(dynamo, config.stateTable),
+    snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable),
+    merges: new DynamoDbMergeStore(dynamo, config.stateTable),
+  };
 }
 
 /**
@@ -75,7 +82,7 @@ function nameMissingResources(s3: S3Client, dynamo: DynamoDBClient): void {
 }
 
 /** Creates the bucket and state table if missing (local and dev use; serverless.yml owns them in AWS). */
-export async function initResources(config: Config, clients: ReturnType<typeof createClients>): Promise<{ bucket: 'exists' | 'created' }> {
+export async function initResources(config: Config, clients: Omit<ReturnType<typeof createClients>, 'merges'>): Promise<{ bucket: 'exists' | 'created' }> {
   await ensureStateTable(clients.dynamo, config.stateTable);
   try {
     await clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }));

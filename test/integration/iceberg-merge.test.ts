@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
+import { icebergLocation } from '../../lib/iceberg/merge.ts';
+import { versionHintKey } from '../../lib/iceberg/table.ts';
+import { committedVersion, icebergRows, icebirdRows, merge, mysqlText } from '../support/iceberg-merge.ts';
+import { type TestSource, testSource } from '../support/source.ts';
+
+/*
+ * The Iceberg merge against the real stack: a MariaDB workload captured by sluice (snapshot pages
+ * and binlog commits), merged into Iceberg tables, read back by DuckDB over the Parquet files the
+ * current snapshot lists and by icebird (an independent Iceberg reader): equal to SELECT * from
+ * MariaDB after every merge. Then a crash at each step of the merge's commit.
+ */
+
+const SETUP = [
+  `CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, amount DECIMAL(30,4), at DATETIME(6), doc JSON, b BLOB, name VARCHAR(20))`,
+  `INSERT INTO t VALUES (18446744073709551615, 12345678901234567890.1234, '2024-02-29 23:59:59.123456', '{"a": [1, 2.50]}', X'DEADBEEF', 'max'),
+    (1, -0.0001, '1000-01-01 00:00:00.000000', '[]', X'', 'one'), (2, NULL, NULL, NULL, NULL, NULL), (3, 3, '2030-01-01 00:00:00', 'null', X'00', 'three')`,
+  'CREATE TABLE log (msg VARCHAR(20), n INT)',
+  "INSERT INTO log VALUES ('a', 1), ('a', 1), ('b', 2)",
+  'CREATE TABLE tr (id INT PRIMARY KEY, v VARCHAR(10))',
+  "INSERT INTO tr VALUES (1, 'x'), (2, 'y')",
+];
+
+async function expectEqual(source: TestSource, tables: string[]) {
+  for (const table of tables) expect(await icebergRows(source, table), `${table}: Iceberg (DuckDB) vs MariaDB`).toEqual(await mysqlText(source, table));
+}
+
+/** icebird's rows, by a column it decodes exactly (text), against MariaDB's. */
+async function expectIcebird(source: TestSource, table: string, column: string) {
+  const rows = await icebirdRows(source, table);
+  const mysql = await source.sql(`SELECT \`${column}\` AS c FROM \`${table}\``);
+  expect(rows.map((r) => r[column] ?? null).sort(), `${table}: icebird`).toEqual(mysql.map((r) => r.c ?? null).sort());
+}
+
+describe('Iceberg merge (real stack)', () => {
+  it('keeps Iceberg tables equal to MariaDB through snapshot, DML, ADD COLUMN, TRUNCATE and a keyless table', async () => {
+    await using source = await testSource('icemerge', { SLUICE_STARTUP: 'initial' });
+    await source.sql(`USE \`${source.db}\`; ${SETUP.join('; ')}`);
+    await source.capture();
+    // The initial copy is running: every table is held back, nothing is written.
+    const held = await merge(source);
+    expect(held.tables.map((t) => t.status)).toEqual(['held-back', 'held-back', 'held-back']);
+    expect((await source.snapshot()).complete).toBe(true);
+    await source.capture();
+
+    const first = await merge(source);
+    expect(first.tables.map((t) => [t.table.table, t.status, t.mode]).sort()).toEqual([
+      ['log', 'merged', 'rewrite'],
+      ['t', 'merged', 'rewrite'],
+      ['tr', 'merged', 'rewrite'],
+    ]);
+    await expectEqual(source, ['t', 'log', 'tr']);
+    await expectIcebird(source, 't', 'name');
+
+    await source.sql(
+      `USE \`${source.db}\`; UPDATE t SET name = 'uno', amount = 1.5 WHERE id = 1; DELETE FROM t WHERE id = 2; INSERT INTO t VALUES (4, 4.0001, '2024-01-01 00:00:00.5', '{}', X'0102', 'four');
+       UPDATE t SET id = 5 WHERE id = 3; DELETE FROM log WHERE msg = 'a' LIMIT 1; INSERT INTO log VALUES ('c', 3), ('b', 2); UPDATE log SET n = 20 WHERE msg = 'b' LIMIT 1`,
+    );
+    await source.capture();
+    const second = await merge(source);
+    expect(second.tables.find((t) => t.table.table === 't')).toMatchObject({ status: 'merged', mode: 'incremental', rowsWritten: 3, deletes: 2 });
+    expect(second.tables.find((t) => t.table.table === 'tr')).toMatchObject({ status: 'up-to-date' });
+    await expectEqual(source, ['t', 'log', 'tr']);
+    await expectIcebird(source, 't', 'name');
+    await expectIcebird(source, 'log', 'msg');
+
+    // A column added (NULL for existing rows: a schema change only), a truncate, rows after both.
+    await source.sql(
+      `USE \`${source.db}\`; ALTER TABLE t ADD COLUMN note VARCHAR(10); UPDATE t SET note = 'n' WHERE id = 4; INSERT INTO t (id, name) VALUES (6, 'six');
+       TRUNCATE TABLE tr; INSERT INTO tr VALUES (3, 'z')`,
+    );
+    await source.capture();
+    const third = await merge(source);
+    expect(third.tables.find((t) => t.table.table === 't')).toMatchObject({ status: 'merged', mode: 'incremental' });
+    expect(third.tables.find((t) => t.table.table === 'tr')).toMatchObject({ status: 'merged', mode: 'rewrite' });
+    await expectEqual(source, ['t', 'log', 'tr']);
+    await expectIcebird(source, 't', 'note');
+    const t = await committedVersion(source, 't');
+    expect(t?.metadata.schemas.at(-1)?.fields.map((f) => [f.name, f.id])).toEqual([
+      ['id', 1],
+      ['amount', 2],
+      ['at', 3],
+      ['doc', 4],
+      ['b', 5],
+      ['name', 6],
+      ['note', 7],
+    ]);
+    // A table truncated with nothing after it reads as empty.
+    await source.sql(`TRUNCATE TABLE \`${source.db}\`.tr`);
+    await source.capture();
+    expect((await merge(source, { tables: ['tr'] })).tables[0]).toMatchObject({ status: 'merged', mode: 'empty' });
+    expect(await icebergRows(source, 'tr')).toEqual([]);
+    // Nothing new: nothing written.
+    const again = await merge(source);
+    expect(again.tables.map((r) => r.status)).toEqual(['up-to-date', 'up-to-date', 'up-to-date']);
+    // version-hint.text names the committed version.
+    const hint = await source.keys(versionHintKey(icebergLocation(source.config.prefix, { db: source.db, table: 't' })));
+    expect(hint).toHaveLength(1);
+  });
+
+  describe.each<FaultPoint>(['after-staging', 'after-commit', 'before-clear'])('a crash %s', (point) => {
+    it('is finished or redone by the next merge: same table, no duplicate, no extra version', async () => {
+      await using source = await testSource('icecrash', { SLUICE_STARTUP: 'latest' });
+      await source.capture();
+      await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}`);
+      await source.capture();
+      expect((await merge(source)).tables[0]).toMatchObject({ status: 'merged' });
+      const before = await committedVersion(source, 't');
+      await source.sql(
+        `USE \`${source.db}\`; UPDATE t SET name = 'changed' WHERE id = 1; DELETE FROM t WHERE id = 2; INSERT INTO t (id, name) VALUES (7, 'seven')`,
+      );
+      await source.capture();
+
+      const crashed = await merge(source, { faults: crashAt(point) });
+      expect(crashed.tables[0]?.status).toBe('failed');
+      expect(crashed.tables[0]?.error).toBeInstanceOf(InjectedFault);
+      const ledger = await source.clients.merges.get(source.config.sourceId, { db: source.db, table: 't' });
+      // Before the write the ledger is where it was; after it, it names the new version with a publish pending.
+      if (point === 'after-staging') expect(ledger).toMatchObject({ metadataKey: before?.metadataKey, pending: undefined });
+      else expect(ledger?.pending).toBeDefined();
+
+      const next = await merge(source);
+      expect(next.tables[0]?.status).toBe(point === 'after-staging' ? 'merged' : 'up-to-date');
+      await expectEqual(source, ['t']);
+      await expectIcebird(source, 't', 'name');
+      const after = await committedVersion(source, 't');
+      // Exactly one version more: the redo rewrote the crashed run's keys instead of adding a commit.
+      expect(after?.version).toBe((before?.version ?? 0) + 1);
+      const metadata = (await source.keys(`${icebergLocation(source.config.prefix, { db: source.db, table: 't' })}/metadata/`)).filter((k) =>
+        k.endsWith('.metadata.json'),
+      );
+      expect(metadata).toHaveLength(after?.version ?? 0);
+      expect((await source.clients.merges.get(source.config.sourceId, { db: source.db, table: 't' }))?.pending).toBeUndefined();
+    });
+  });
+});
