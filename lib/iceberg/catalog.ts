@@ -5,9 +5,12 @@ import {
   CreateTableCommand,
   EntityNotFoundException,
   GetTableCommand,
+  GlueClient,
   type Table,
   UpdateTableCommand,
 } from '@aws-sdk/client-glue';
+import { type Env, sdkSettings } from '../aws.ts';
+import type { Config } from '../config/config.ts';
 import type { TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { TableMetadata } from './metadata.ts';
@@ -128,4 +131,15 @@ export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore
       throw new SluiceError(ErrorCode.ICEBERG_CATALOG_CONFLICT, `Glue table ${database}.${Name} kept changing under the update`, { retriable: true });
     },
   };
+}
+
+/**
+ * The catalogs configuration asks for: the file catalog, and Glue when `SLUICE_GLUE_DATABASE` is set
+ * (its client from the same environment as the others: AWS_ENDPOINT_URL_GLUE / AWS_ENDPOINT_URL).
+ */
+export function configuredCatalog(config: Config, store: ObjectStore, env: Env = process.env): IcebergCatalog & { destroy(): void } {
+  const database = config.iceberg.glueDatabase;
+  if (!database) return { ...fileCatalog(store), destroy() {} };
+  const glue = new GlueClient({ ...sdkSettings(env, 'GLUE'), maxAttempts: 5 });
+  return { ...catalogs(fileCatalog(store), glueCatalog(glue, database, store)), destroy: () => glue.destroy() };
 }

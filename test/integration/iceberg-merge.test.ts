@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import { icebergLocation } from '../../lib/iceberg/merge.ts';
 import { versionHintKey } from '../../lib/iceberg/table.ts';
+import { cliEnv, sluice } from '../support/cli.ts';
 import { committedVersion, icebergRows, icebirdRows, merge, mysqlText } from '../support/iceberg-merge.ts';
 import { type TestSource, testSource } from '../support/source.ts';
 
@@ -97,6 +98,68 @@ describe('Iceberg merge (real stack)', () => {
     // version-hint.text names the committed version.
     const hint = await source.keys(versionHintKey(icebergLocation(source.config.prefix, { db: source.db, table: 't' })));
     expect(hint).toHaveLength(1);
+  });
+
+  it('`sluice iceberg --tables` merges the named tables through the CLI, as the schedule would', async () => {
+    await using source = await testSource('icecli', { SLUICE_STARTUP: 'latest' });
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; ${SETUP.join('; ')}`);
+    await source.capture();
+    const run = await sluice(['iceberg', '--tables', `${source.db}.t,${source.db}.log`], cliEnv(source));
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^change log committed to commit \d+/);
+    expect(lines.slice(1).sort()).toEqual([
+      expect.stringMatching(
+        new RegExp(`^merged  ${source.db}\\.log: rewrite, 3 rows written, 0 deletes → s3://.*/iceberg/${source.db}/log/metadata/v1\\.metadata\\.json$`),
+      ),
+      expect.stringMatching(new RegExp(`^merged  ${source.db}\\.t: rewrite, 4 rows written, 0 deletes → s3://`)),
+    ]);
+    await expectEqual(source, ['t', 'log']);
+    expect(await committedVersion(source, 'tr')).toBeUndefined();
+    const again = await sluice(['iceberg'], cliEnv(source));
+    expect(again.stdout).toContain(`ok      ${source.db}.t: up to date`);
+    expect(again.stdout).toContain(`merged  ${source.db}.tr: rewrite, 2 rows written`);
+  });
+
+  it('compacts a table whose snapshot holds too many files, expires old snapshots and deletes only the files they alone used', async () => {
+    await using source = await testSource('icehouse', { SLUICE_STARTUP: 'latest' });
+    const config = source.configWith({ SLUICE_ICEBERG_COMPACT_FILES: '4', SLUICE_ICEBERG_RETENTION_HOURS: '1' });
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}`);
+    await source.capture();
+    expect((await merge(source, { config })).tables[0]).toMatchObject({ status: 'merged', compacted: false });
+    const compactions: boolean[] = [];
+    for (const name of ['p', 'q', 'r']) {
+      await source.sql(`UPDATE \`${source.db}\`.t SET name = '${name}' WHERE id = 1`);
+      await source.capture();
+      compactions.push(Boolean((await merge(source, { config })).tables[0]?.compacted));
+      await expectEqual(source, ['t']);
+    }
+    // 1 bucket file, then a data and an equality-delete file per merge: 5 files > 4 at the second.
+    expect(compactions).toEqual([false, true, false]);
+    const compacted = await committedVersion(source, 't');
+    expect(compacted?.metadata.snapshots.length).toBeGreaterThan(3);
+    const location = icebergLocation(source.config.prefix, { db: source.db, table: 't' });
+    const files = async () => (await source.keys(`${location}/data/`)).sort();
+    const before = await files();
+
+    // Two hours later: every snapshot but the current one is past the retention.
+    const later = Date.now() + 2 * 3600 * 1000;
+    const expired = (await merge(source, { config, clock: () => later })).tables[0];
+    expect(expired).toMatchObject({ status: 'merged', rowsWritten: 0 });
+    expect(expired?.expiredSnapshots).toBe((compacted?.metadata.snapshots.length ?? 0) - 1);
+    const current = await committedVersion(source, 't');
+    expect(current?.metadata.snapshots).toHaveLength(1);
+    const after = await files();
+    expect(after.length).toBeLessThan(before.length);
+    // What is left is exactly what the current snapshot lists.
+    const snapshot = current?.metadata.snapshots[0];
+    expect(Number(snapshot?.summary['total-data-files']) + Number(snapshot?.summary['total-delete-files'])).toBe(after.length);
+    await expectEqual(source, ['t']);
+    await expectIcebird(source, 't', 'name');
+    expect(await source.keys(`${location}/metadata/m`)).toEqual(expect.not.arrayContaining([expect.stringMatching(/unreferenced/)]));
   });
 
   describe.each<FaultPoint>(['after-staging', 'after-commit', 'before-clear'])('a crash %s', (point) => {

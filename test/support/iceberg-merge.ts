@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import type { Faults } from '../../lib/commit/faults.ts';
+import type { Config } from '../../lib/config/config.ts';
 import { icebergLocation, type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion, type TableVersion } from '../../lib/iceberg/table.ts';
@@ -11,10 +12,23 @@ import { readWithDuckDb, readWithIcebird } from './iceberg.ts';
 import { quoted, type TestSource } from './source.ts';
 
 /** Runs the Iceberg merge for a test source (every table, or `tables` by name in its database). */
-export function merge(source: TestSource, options: { faults?: Faults; tables?: string[]; owner?: string } = {}): Promise<MergeResult> {
-  const { config, clients } = source;
+export function merge(
+  source: TestSource,
+  options: { faults?: Faults; tables?: string[]; owner?: string; config?: Config; clock?: () => number } = {},
+): Promise<MergeResult> {
+  const { clients } = source;
+  const config = options.config ?? source.config;
   return runIcebergMerge(
-    { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, merges: clients.merges, log: silentLog, faults: options.faults },
+    {
+      config,
+      s3: clients.s3,
+      store: clients.store,
+      snapshots: clients.snapshots,
+      merges: clients.merges,
+      log: silentLog,
+      faults: options.faults,
+      clock: options.clock,
+    },
     { tables: options.tables?.map((table) => ({ db: source.db, table })), owner: options.owner ?? 'test-merge' },
   );
 }
