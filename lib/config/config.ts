@@ -167,8 +167,8 @@ const schema = z.object({
   SLUICE_ICEBERG_COMPACT_FILES: positiveInt(64),
   /** Iceberg snapshots older than this (other than the current one) are expired and their unreferenced files deleted. */
   SLUICE_ICEBERG_RETENTION_HOURS: z.coerce.number().positive().default(24),
-  /** How long one table's merge may hold its lease; a merge that crashed blocks the table this long at most. */
-  SLUICE_ICEBERG_LEASE_SECONDS: positiveInt(900),
+  /** One table's merge lease, renewed while it works; a merge that was killed blocks the table this long at most. */
+  SLUICE_ICEBERG_LEASE_SECONDS: positiveInt(30),
   /** Register and update each Iceberg table in this Glue database (AWS); empty: the file catalog only (version-hint.text). */
   SLUICE_GLUE_DATABASE: z
     .string()

@@ -105,6 +105,11 @@ export interface MergeOptions {
   readonly owner?: string;
   /** No table is started once this much time has passed. */
   readonly budgetMs?: number;
+  /**
+   * How long to wait for a table whose lease another run holds (a killed run's lease expires after
+   * `SLUICE_ICEBERG_LEASE_SECONDS`); 0 (the schedule's choice): report it busy, the next tick merges it.
+   */
+  readonly waitForLeaseMs?: number;
 }
 
 /** What a merge did to one table. */
@@ -306,14 +311,27 @@ class MergeRun {
   /** Steps 0–3 for one table. */
   async mergeTable(table: TableRef, cut: Cut): Promise<TableMergeResult> {
     const { config, merges, log } = this.deps;
-    const now = this.clock();
     let state: MergeState;
-    try {
-      state = await merges.acquire(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now);
-    } catch (error) {
-      if (error instanceof LeaseLostError) return { table, status: 'busy', reason: error.message };
-      throw error;
+    const waitUntil = Date.now() + (this.options.waitForLeaseMs ?? 0);
+    for (;;) {
+      const now = this.clock();
+      try {
+        state = await merges.acquire(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now);
+        break;
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) throw error;
+        if (Date.now() >= waitUntil) return { table, status: 'busy', reason: error.message };
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
     }
+    // Renewed while the merge works, without bumping the version: a killed run blocks the table for one lease at most.
+    const renewal = setInterval(() => {
+      const now = this.clock();
+      merges.renew(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now).catch((error: Error) => {
+        log.warn('could not renew the Iceberg merge lease; its commit will be refused if the lease is lost', { table: formatTableRef(table), error });
+      });
+    }, config.iceberg.leaseMs / 3);
+    renewal.unref();
     const work = mkdtempSync(join(this.deps.workDir ?? tmpdir(), 'sluice-iceberg-'));
     try {
       const ledger = mergeLedger(merges, this.owner, this.clock, (s) => this.settle(s));
@@ -356,6 +374,7 @@ class MergeRun {
         duck.close();
       }
     } finally {
+      clearInterval(renewal);
       rmSync(work, { recursive: true, force: true });
       await merges.release(config.sourceId, table, this.owner);
     }

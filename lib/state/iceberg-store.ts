@@ -1,7 +1,8 @@
-import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BinlogPosition } from '../core/position.ts';
 import type { TableRef } from '../core/table-ref.ts';
+import { LeaseLostError } from '../errors.ts';
 import { tablePath } from '../sink/s3/keys.ts';
 import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
 import type { Fence, PendingCommit } from './store.ts';
@@ -61,6 +62,8 @@ export interface MergeStore {
   commit(fence: Fence, state: MergeState, advance: MergeAdvance, pending: PendingCommit | undefined): Promise<MergeState>;
   /** Removes the pending record (and the cleanup list) once the version is published. */
   clearPending(fence: Fence, state: MergeState): Promise<MergeState>;
+  /** Extends the lease its live holder `owner` has, without bumping the version (the holder's fence stays valid); LeaseLostError if it is gone. */
+  renew(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<void>;
   release(sourceId: string, table: TableRef, owner: string): Promise<void>;
 }
 
@@ -161,6 +164,24 @@ export class DynamoDbMergeStore implements MergeStore {
       values: {},
     });
     return toState(fence.sourceId, state.table, item);
+  }
+
+  async renew(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: key(sourceId, table) } },
+          UpdateExpression: 'SET #expires = :expires',
+          ConditionExpression: '#owner = :owner AND #expires > :now',
+          ExpressionAttributeNames: { '#owner': 'owner', '#expires': 'expires' },
+          ExpressionAttributeValues: marshall({ ':owner': owner, ':expires': expiresAt, ':now': now }),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new LeaseLostError(`lease on the Iceberg merge of ${tablePath(table)} was lost`);
+      throw error;
+    }
   }
 
   release(sourceId: string, table: TableRef, owner: string): Promise<void> {

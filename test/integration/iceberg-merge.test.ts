@@ -123,6 +123,20 @@ describe('Iceberg merge (real stack)', () => {
     expect(again.stdout).toContain(`merged  ${source.db}.tr: rewrite, 2 rows written`);
   });
 
+  it('a table whose merge was killed (lease still held) is busy for the schedule; `sluice iceberg` waits for the lease and merges it', async () => {
+    await using source = await testSource('icelease', { SLUICE_STARTUP: 'latest' });
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}`);
+    await source.capture();
+    // A run that died holding the lease (it would have renewed it while alive).
+    await source.clients.merges.acquire(source.config.sourceId, { db: source.db, table: 't' }, 'killed-run', Date.now() + 2000, Date.now());
+    expect((await merge(source)).tables[0]).toMatchObject({ status: 'busy' });
+    expect(await committedVersion(source, 't')).toBeUndefined();
+    const run = await sluice(['iceberg'], cliEnv(source, { SLUICE_ICEBERG_LEASE_SECONDS: '2' }));
+    expect(run.stdout).toContain(`merged  ${source.db}.t: rewrite, 4 rows written`);
+    await expectEqual(source, ['t']);
+  });
+
   it('compacts a table whose snapshot holds too many files, expires old snapshots and deletes only the files they alone used', async () => {
     await using source = await testSource('icehouse', { SLUICE_STARTUP: 'latest' });
     const config = source.configWith({ SLUICE_ICEBERG_COMPACT_FILES: '4', SLUICE_ICEBERG_RETENTION_HOURS: '1' });
