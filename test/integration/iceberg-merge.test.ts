@@ -100,6 +100,41 @@ describe('Iceberg merge (real stack)', () => {
     expect(hint).toHaveLength(1);
   });
 
+  it('follows DDL: a filled ADD COLUMN, DROP/RENAME COLUMN, a DECIMAL widening and a key change rewrite the table; DROP + CREATE starts it anew', async () => {
+    await using source = await testSource('iceddl', { SLUICE_STARTUP: 'latest' });
+    await source.capture();
+    await source.sql(
+      `USE \`${source.db}\`; CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10), d DECIMAL(10,2), u INT NOT NULL); INSERT INTO a VALUES (1,'one',1.5,10),(2,'two',2.25,20),(3,'three',3,30);
+       CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO b VALUES (1,'x')`,
+    );
+    await source.capture();
+    await merge(source);
+    await expectEqual(source, ['a', 'b']);
+    const steps: [string, string][] = [
+      ["ALTER TABLE a ADD COLUMN c VARCHAR(5) NOT NULL DEFAULT 'web'; INSERT INTO a (id, v, d, u) VALUES (4, 'four', 4, 40)", 'rewrite'],
+      ["ALTER TABLE a DROP COLUMN v; ALTER TABLE a RENAME COLUMN c TO channel; UPDATE a SET channel = 'app' WHERE id = 2", 'incremental'],
+      ['ALTER TABLE a MODIFY d DECIMAL(12,4); UPDATE a SET d = 9.1234 WHERE id = 3', 'rewrite'],
+      ['ALTER TABLE a DROP PRIMARY KEY, ADD PRIMARY KEY (u); DELETE FROM a WHERE u = 10', 'rewrite'],
+    ];
+    for (const [ddl, mode] of steps) {
+      await source.sql(`USE \`${source.db}\`; ${ddl}`);
+      await source.capture();
+      const result = await merge(source, { tables: ['a'] });
+      expect(result.tables[0], ddl).toMatchObject({ status: 'merged', mode });
+      await expectEqual(source, ['a']);
+    }
+    await expectIcebird(source, 'a', 'channel');
+    await source.sql(`USE \`${source.db}\`; DROP TABLE b; CREATE TABLE b (k VARCHAR(5) PRIMARY KEY, n BIGINT); INSERT INTO b VALUES ('p', 1), ('q', 2)`);
+    await source.capture();
+    expect((await merge(source, { tables: ['b'] })).tables[0]).toMatchObject({ status: 'merged', mode: 'rewrite' });
+    await expectEqual(source, ['b']);
+    await expectIcebird(source, 'b', 'k');
+    await source.sql(`DROP TABLE \`${source.db}\`.b`);
+    await source.capture();
+    expect((await merge(source, { tables: ['b'] })).tables[0]).toMatchObject({ status: 'merged', mode: 'empty' });
+    expect(await icebergRows(source, 'b')).toEqual([]);
+  });
+
   it('`sluice iceberg --tables` merges the named tables through the CLI, as the schedule would', async () => {
     await using source = await testSource('icecli', { SLUICE_STARTUP: 'latest' });
     await source.capture();
