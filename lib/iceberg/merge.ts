@@ -288,9 +288,13 @@ class MergeRun {
       if (skip.has(id)) continue;
       const pages: string[] = [];
       for await (const key of listKeys(this.deps.s3, this.config.bucket, `${root}${id}/${tablePath(table)}/`)) pages.push(key);
-      if (!pages.length) continue;
       const job = await this.deps.snapshots.job(this.config.sourceId, id);
       if (job?.status !== 'done') continue;
+      // A done job without pages of this table never gets any: remembered, so it is not listed again.
+      if (!pages.length) {
+        complete.push(id);
+        continue;
+      }
       let all = true;
       for (const key of pages.sort()) {
         const text = await this.text(key);
@@ -352,7 +356,7 @@ class MergeRun {
         ...extra,
       });
       if (!keys.length) {
-        const maintained = await this.maintain(table, state, undefined, moved());
+        const maintained = await this.maintain(table, state, moved());
         if (maintained) return maintained;
         // Nothing of this table in the new commits: move its offset so the next run starts there.
         await moveLedger(ledger, state, moved());
@@ -515,7 +519,7 @@ class MergeRun {
   }
 
   /** No new events: compaction or expiry may still be due (time passes). Undefined when neither is. */
-  async maintain(table: TableRef, state: MergeState, _cut: Cut | undefined, advance: MergeAdvance): Promise<TableMergeResult | undefined> {
+  async maintain(table: TableRef, state: MergeState, advance: MergeAdvance): Promise<TableMergeResult | undefined> {
     if (!state.metadataKey) return undefined;
     const tag = `m${pad(state.mergeSeq + 1)}`;
     const location = icebergLocation(this.config.prefix, table);
@@ -547,9 +551,7 @@ class MergeRun {
       gone: state.gone,
       metadataKey: state.metadataKey,
     };
-    return (
-      (await this.maintain(table, state, undefined, advance)) ?? { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey }
-    );
+    return (await this.maintain(table, state, advance)) ?? { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
   }
 
   /** The ledger's settle: publish the committed version, then delete what its expiry freed. Idempotent. */
