@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inject } from 'vitest';
 import type { Faults } from '../../lib/commit/faults.ts';
 import type { Config } from '../../lib/config/config.ts';
 import { icebergLocation, type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
-import { s3ObjectStore } from '../../lib/iceberg/store.ts';
+import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
+import { type ObjectStore, s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion, type TableVersion } from '../../lib/iceberg/table.ts';
 import { silentLog } from '../../lib/log.ts';
 import { readWithDuckDb, readWithIcebird } from './iceberg.ts';
@@ -40,20 +40,29 @@ export async function committedVersion(source: TestSource, table: string): Promi
   return loadVersion(s3ObjectStore(source.clients.s3, source.config.bucket), state.metadataKey);
 }
 
-/** Normalizes a value's text the way both sides may print it: timestamps without trailing zero fractions. */
+/**
+ * Normalizes a value's text where the two sides print the same value differently: timestamps
+ * without trailing zero fractions, a whole double as `12` (DuckDB prints `12.0`). Applied to both sides.
+ */
 const normal = (value: string | null) =>
-  value === null ? null : value.replace(/^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d*?)0*(\+00)?$/, (_, t, f, z) => `${t}${f === '.' ? '' : f}${z ?? ''}`);
+  value === null
+    ? null
+    : value.replace(/^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d*?)0*(\+00)?$/, (_, t, f, z) => `${t}${f === '.' ? '' : f}${z ?? ''}`).replace(/^(-?\d+)\.0$/, '$1');
 
 /**
  * The table as DuckDB reads the Parquet files the current snapshot lists (equality deletes applied),
  * rows as sorted JSON texts of each value's text.
  */
 export async function icebergRows(source: TestSource, table: string): Promise<string[]> {
-  const version = await committedVersion(source, table);
-  if (!version) return [];
+  return icebergRowsAt(s3ObjectStore(source.clients.s3, source.config.bucket), (await committedVersion(source, table))?.metadata);
+}
+
+/** The same for any committed metadata (none: no table yet, no rows). */
+export async function icebergRowsAt(store: ObjectStore, metadata: TableMetadata | undefined): Promise<string[]> {
+  if (!metadata) return [];
   const dir = mkdtempSync(join(tmpdir(), 'iceberg-read-'));
   try {
-    const rows = await readWithDuckDb(s3ObjectStore(source.clients.s3, source.config.bucket), version.metadata, dir);
+    const rows = await readWithDuckDb(store, metadata, dir);
     return rows.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, normal(v)])))).sort();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -61,25 +70,35 @@ export async function icebergRows(source: TestSource, table: string): Promise<st
 }
 
 /** `SELECT *` from MariaDB, each value as text the way DuckDB prints the Iceberg type (binary as hex). */
-export async function mysqlText(source: TestSource, table: string): Promise<string[]> {
-  const columns = await source.sql(
+export function mysqlText(source: TestSource, table: string): Promise<string[]> {
+  return mysqlTextOf(source.sql, source.db, table);
+}
+
+/** The same over any connection (`sql` runs a query with parameters and returns its rows). */
+export async function mysqlTextOf(
+  sql: (query: string, values?: unknown[]) => Promise<Record<string, unknown>[]>,
+  db: string,
+  table: string,
+): Promise<string[]> {
+  const columns = await sql(
     'SELECT COLUMN_NAME AS name, DATA_TYPE AS type FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
-    [source.db, table],
+    [db, table],
   );
   const select = columns.map(({ name, type }) => {
     const c = quoted(String(name));
     if (type === 'datetime') return `DATE_FORMAT(${c}, '%Y-%m-%d %H:%i:%s.%f') AS ${c}`;
     if (type === 'timestamp') return `CONCAT(DATE_FORMAT(${c}, '%Y-%m-%d %H:%i:%s.%f'), '+00') AS ${c}`;
+    if (type === 'bit') return `CAST(${c} + 0 AS CHAR) AS ${c}`;
     if (/blob|binary/.test(String(type))) return `HEX(${c}) AS ${c}`;
     return `CAST(${c} AS CHAR) AS ${c}`;
   });
-  const rows = await source.sql(`SELECT ${select.join(', ')} FROM ${quoted(source.db)}.${quoted(table)}`);
+  const rows = await sql(`SELECT ${select.join(', ')} FROM ${quoted(db)}.${quoted(table)}`);
   return rows.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, normal(v === null ? null : String(v))])))).sort();
 }
 
 /** icebird (an independent Iceberg reader) over the emulator: the table's rows as it decodes them. */
 export async function icebirdRows(source: TestSource, table: string): Promise<Record<string, unknown>[]> {
-  const endpoint = inject('stackEnv').AWS_ENDPOINT_URL_S3 as string;
+  const endpoint = process.env.AWS_ENDPOINT_URL_S3 as string;
   const realFetch = globalThis.fetch;
   const emulatorFetch: typeof fetch = (input, init) => {
     const url = new URL(String(input));
