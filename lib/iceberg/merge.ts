@@ -187,7 +187,7 @@ class MergeRun {
     const active = await this.deps.snapshots.activeJobs(this.config.sourceId);
     const results: TableMergeResult[] = [];
     for (const table of tables) {
-      if (this.options.budgetMs !== undefined && this.clock() - this.started > this.options.budgetMs) {
+      if (this.options.budgetMs !== undefined && this.clock() - this.started >= this.options.budgetMs) {
         results.push({ table, status: 'busy', reason: 'out of time; the next run merges it' });
         continue;
       }
