@@ -341,8 +341,6 @@ class MergeRun {
       const ledger = mergeLedger(merges, this.owner, this.clock, (s) => this.settle(s));
       if (state.pending) log.info('publishing an Iceberg commit a crashed merge left behind', { table: formatTableRef(table), metadata: state.metadataKey });
       state = await rollForward(this.ctx, ledger, state);
-      if (state.position && comparePositions(cut.position, state.position) <= 0 && cut.commitSeq <= state.commitSeq)
-        return await this.maintainOnly(table, state);
       const binlog = await this.binlogObjects(table, state.commitSeq, cut.commitSeq);
       const pages = await this.pageObjects(table, cut, new Set(state.jobs));
       const keys = [...binlog.keys, ...pages.keys];
@@ -359,7 +357,8 @@ class MergeRun {
         const maintained = await this.maintain(table, state, moved());
         if (maintained) return maintained;
         // Nothing of this table in the new commits: move its offset so the next run starts there.
-        await moveLedger(ledger, state, moved());
+        const position = state.position && comparePositions(cut.position, state.position) === 0;
+        if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
         return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
       }
       const duck = await Duck.open(work);
@@ -539,19 +538,6 @@ class MergeRun {
       compacted: kept.compacted,
       expiredSnapshots: kept.expired,
     };
-  }
-
-  async maintainOnly(table: TableRef, state: MergeState): Promise<TableMergeResult> {
-    if (!state.position) return { table, status: 'up-to-date' };
-    const advance: MergeAdvance = {
-      commitSeq: state.commitSeq,
-      position: state.position,
-      jobs: state.jobs,
-      schemaVersion: state.schemaVersion,
-      gone: state.gone,
-      metadataKey: state.metadataKey,
-    };
-    return (await this.maintain(table, state, advance)) ?? { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
   }
 
   /** The ledger's settle: publish the committed version, then delete what its expiry freed. Idempotent. */
