@@ -135,6 +135,28 @@ describe('Iceberg merge (real stack)', () => {
     expect(await icebergRows(source, 'b')).toEqual([]);
   });
 
+  it('maps every column type exactly: integers signed and unsigned, DECIMAL beyond 38 digits, FLOAT, DOUBLE, temporal types, ENUM, SET, BIT, binary', async () => {
+    await using source = await testSource('icetypes', { SLUICE_STARTUP: 'latest' });
+    await source.capture();
+    await source.sql(
+      `USE \`${source.db}\`; CREATE TABLE ty (id INT UNSIGNED PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, mi MEDIUMINT, bi BIGINT, bu BIGINT UNSIGNED,
+        d65 DECIMAL(65,30), d5 DECIMAL(5,0), f FLOAT, db DOUBLE, dt DATE, ts TIMESTAMP(6) NULL, tm TIME(6), y YEAR, e ENUM('a','b,c'), st SET('x','y'),
+        bt BIT(5), bn BINARY(4), vb VARBINARY(8), c CHAR(3), tx TEXT);
+       INSERT INTO ty VALUES (4294967295, -128, 255, -8388608, -9223372036854775808, 18446744073709551615, '-12345678901234567890123456789012345.123456789012345678901234567890',
+        99999, 3.14159, -2.25, '2024-02-29', '2038-01-19 03:14:07.999999', '-838:59:59.000000', 2155, 'b,c', 'x,y', b'10101', X'01', X'FF00', 'ab', 'long text'),
+        (0, 0, 0, 0, 0, 0, 0, 0, 0.5, 1e300, '1000-01-01', '1970-01-01 00:00:01.000000', '00:00:00', 1901, 'a', '', b'0', X'', X'', '', ''),
+        (7, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+    );
+    await source.capture();
+    expect((await merge(source)).tables[0]).toMatchObject({ status: 'merged', mode: 'rewrite' });
+    await expectEqual(source, ['ty']);
+    await source.sql(`USE \`${source.db}\`; UPDATE ty SET f = -1.5, ts = '2000-01-01 00:00:00.5', e = 'a', bu = 1 WHERE id = 0; DELETE FROM ty WHERE id = 7`);
+    await source.capture();
+    expect((await merge(source)).tables[0]).toMatchObject({ status: 'merged', mode: 'incremental' });
+    await expectEqual(source, ['ty']);
+    await expectIcebird(source, 'ty', 'tx');
+  });
+
   it('`sluice iceberg --tables` merges the named tables through the CLI, as the schedule would', async () => {
     await using source = await testSource('icecli', { SLUICE_STARTUP: 'latest' });
     await source.capture();

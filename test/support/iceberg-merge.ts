@@ -42,12 +42,16 @@ export async function committedVersion(source: TestSource, table: string): Promi
 
 /**
  * Normalizes a value's text where the two sides print the same value differently: timestamps
- * without trailing zero fractions, a whole double as `12` (DuckDB prints `12.0`). Applied to both sides.
+ * without trailing zero fractions, a whole double as `12` (DuckDB prints `12.0`), exponents without
+ * `+` (DuckDB prints `1e+300`). Applied to both sides.
  */
 const normal = (value: string | null) =>
   value === null
     ? null
-    : value.replace(/^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d*?)0*(\+00)?$/, (_, t, f, z) => `${t}${f === '.' ? '' : f}${z ?? ''}`).replace(/^(-?\d+)\.0$/, '$1');
+    : value
+        .replace(/^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d*?)0*(\+00)?$/, (_, t, f, z) => `${t}${f === '.' ? '' : f}${z ?? ''}`)
+        .replace(/^(-?\d+)\.0$/, '$1')
+        .replace(/^(-?[\d.]+)e\+(\d+)$/, '$1e$2');
 
 /**
  * The table as DuckDB reads the Parquet files the current snapshot lists (equality deletes applied),
