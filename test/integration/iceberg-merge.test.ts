@@ -157,6 +157,29 @@ describe('Iceberg merge (real stack)', () => {
     await expectIcebird(source, 'ty', 'tx');
   });
 
+  it('holds a table back while the re-snapshot a DDL asked for copies it, other tables merging on; then merges it whole', async () => {
+    await using source = await testSource('iceresnap', { SLUICE_STARTUP: 'latest' });
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}; ${SETUP.slice(4).join('; ')}`);
+    await source.capture();
+    await merge(source);
+    await expectEqual(source, ['t', 'tr']);
+    // A column whose value for existing rows the binlog does not carry: `t resnapshot` and a snapshot job.
+    await source.sql(
+      `USE \`${source.db}\`; ALTER TABLE t ADD COLUMN made VARCHAR(40) DEFAULT (UUID()); INSERT INTO t (id, name) VALUES (8, 'eight'); INSERT INTO tr VALUES (9, 'nine')`,
+    );
+    await source.capture();
+    const held = await merge(source);
+    expect(held.tables.find((r) => r.table.table === 't')).toMatchObject({ status: 'held-back' });
+    expect(held.tables.find((r) => r.table.table === 'tr')).toMatchObject({ status: 'merged' });
+    // The Iceberg table keeps its last complete state meanwhile.
+    expect((await icebergRows(source, 't')).length).toBe(4);
+    expect((await source.snapshot()).complete).toBe(true);
+    await source.capture();
+    expect((await merge(source)).tables.find((r) => r.table.table === 't')).toMatchObject({ status: 'merged', mode: 'rewrite' });
+    await expectEqual(source, ['t', 'tr']);
+  });
+
   it('`sluice iceberg --tables` merges the named tables through the CLI, as the schedule would', async () => {
     await using source = await testSource('icecli', { SLUICE_STARTUP: 'latest' });
     await source.capture();
