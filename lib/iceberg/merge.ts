@@ -389,6 +389,7 @@ class MergeRun {
     const deps = { store: this.store, workDir: work };
     const current = state.metadataKey ? await loadVersion(this.store, state.metadataKey) : undefined;
     const tag = `m${pad(state.mergeSeq + 1)}`;
+    await this.discardUncommitted(location, tag, current?.version ?? 0);
     const at = this.clock();
     const options = (suffix: string) => ({ tag: `${tag}${suffix}`, timestampMs: at, summary: { 'sluice.commit-seq': String(cut.commitSeq) } });
     const changes = await changeSet(duck, history, 'e_ev', { version: state.schemaVersion ?? null }, 'e');
@@ -428,6 +429,24 @@ class MergeRun {
     mkdirSync(dir, { recursive: true });
     await duck.run(loadEventsSql('a_ev', await downloadObjects(this.deps.s3, this.config.bucket, [...all.keys, ...pages.keys], dir)));
     return await rewrite('a_ev', 'a', false);
+  }
+
+  /**
+   * Deletes what a run that crashed before its commit staged under this merge's tag, and metadata
+   * files past the committed version: no committed metadata names them (tags only grow, and the
+   * commit is what makes a version current), and the redo may stage a different set of files.
+   */
+  async discardUncommitted(location: string, tag: string, committed: number): Promise<void> {
+    const keys: string[] = [];
+    for (const prefix of [`${location}/data/${tag}-`, `${location}/metadata/${tag}-`, `${location}/metadata/snap-${tag}`])
+      for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
+    for await (const key of listKeys(this.deps.s3, this.config.bucket, `${location}/metadata/v`)) {
+      const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
+      if (Number.isInteger(version) && version > committed) keys.push(key);
+    }
+    if (!keys.length) return;
+    this.deps.log.info('deleting Iceberg files of a merge that crashed before its commit', { location, tag, objects: keys.length });
+    await this.store.delete(keys);
   }
 
   /** Rows steps as merge-on-read changes, schema steps as schema evolution; one Iceberg snapshot per rows step. */
