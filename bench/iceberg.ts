@@ -30,7 +30,9 @@ await conn.query('CREATE DATABASE IF NOT EXISTS bench_iceberg');
 const [[existing]] = (await conn.query(`SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'bench_iceberg' AND TABLE_NAME = ?`, [
   name,
 ])) as unknown as [[{ n: number }]];
-if (Number(existing.n) === 0) {
+const [[count]] = Number(existing.n) ? ((await conn.query(`SELECT COUNT(*) AS n FROM bench_iceberg.${name}`)) as unknown as [[{ n: number }]]) : [[{ n: 0 }]];
+if (Number(existing.n) && Number(count.n) !== ROWS) await conn.query(`DROP TABLE bench_iceberg.${name}`); // a run that stopped half-way
+if (!Number(existing.n) || Number(count.n) !== ROWS) {
   console.error(`creating bench_iceberg.${name}…`);
   await conn.query(`CREATE TABLE bench_iceberg.${name} (
     id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, amount DECIMAL(12,2) NOT NULL, qty INT NOT NULL, created DATETIME NOT NULL)`);
@@ -104,7 +106,11 @@ const current = await loadVersion(store, state?.metadataKey as string);
 const compactBegan = process.hrtime.bigint();
 const compaction = await stageCompaction({ store }, current, { tag: 'bench-c', timestampMs: Date.now() });
 const compactSeconds = Number(process.hrtime.bigint() - compactBegan) / 1e9;
+// Back to the table as created, for the next run.
 await conn.query(`DELETE FROM bench_iceberg.${name} WHERE id > ${ROWS}`);
+await conn.query(`UPDATE bench_iceberg.${name} SET qty = qty - 1, amount = amount - 0.01 WHERE id % ${step} = 0 AND id % ${step * 10} <> ${step}`);
+await conn.query(`INSERT INTO bench_iceberg.${name} SELECT seq, CONCAT('customer-', seq), seq / 7, seq % 1000, '2026-01-01' - INTERVAL seq SECOND
+  FROM bench_iceberg.seq_1_to_${ROWS} WHERE seq % ${step * 10} = ${step}`);
 await conn.end();
 
 const mb = (bytes: number) => (bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(0)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
