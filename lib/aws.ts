@@ -5,6 +5,7 @@ import { ErrorCode, SluiceError } from './errors.ts';
 import { profileClient } from './profile.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
+import { DynamoDbMergeStore } from './state/iceberg-store.ts';
 
 /** The environment the SDK reads its settings from (process.env, unless a caller passes its own). */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -15,7 +16,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
  * `env`: the CLI hands its own environment (flags, the local stack's defaults) to the clients
  * without writing process.env. What `env` does not set, the SDK resolves as usual.
  */
-export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB') {
+export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB' | 'GLUE') {
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
   const endpoint = env[`AWS_ENDPOINT_URL_${service}`] ?? env.AWS_ENDPOINT_URL;
   const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
@@ -36,7 +37,13 @@ export function createClients(config: Config, env: Env = process.env) {
   profileClient(s3, 's3');
   profileClient(dynamo, 'dynamodb');
   nameMissingResources(s3, dynamo);
-  return { s3, dynamo, store: new DynamoDbStateStore(dynamo, config.stateTable), snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable) };
+  return {
+    s3,
+    dynamo,
+    store: new DynamoDbStateStore(dynamo, config.stateTable),
+    snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable),
+    merges: new DynamoDbMergeStore(dynamo, config.stateTable),
+  };
 }
 
 /**
@@ -75,7 +82,7 @@ function nameMissingResources(s3: S3Client, dynamo: DynamoDBClient): void {
 }
 
 /** Creates the bucket and state table if missing (local and dev use; serverless.yml owns them in AWS). */
-export async function initResources(config: Config, clients: ReturnType<typeof createClients>): Promise<{ bucket: 'exists' | 'created' }> {
+export async function initResources(config: Config, clients: Omit<ReturnType<typeof createClients>, 'merges'>): Promise<{ bucket: 'exists' | 'created' }> {
   await ensureStateTable(clients.dynamo, config.stateTable);
   try {
     await clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }));

@@ -124,6 +124,8 @@ export const ErrorCode = {
   ICEBERG_INCOMPATIBLE_TYPE: 'ICEBERG_INCOMPATIBLE_TYPE',
   /** A metadata, manifest or manifest-list file the table's metadata names is missing. Fatal. */
   ICEBERG_FILE_MISSING: 'ICEBERG_FILE_MISSING',
+  /** The Glue table points at a metadata file this merge did not replace: another writer changed it. */
+  ICEBERG_CATALOG_CONFLICT: 'ICEBERG_CATALOG_CONFLICT',
   /** The table holds a file kind sluice does not read (e.g. position deletes written by another engine). */
   ICEBERG_UNSUPPORTED: 'ICEBERG_UNSUPPORTED',
 

@@ -2,6 +2,9 @@ import { createClients, type Env, initResources } from '../aws.ts';
 import { runCapture } from '../capture/run.ts';
 import { loadConfig } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
+import { runIcebergMerge } from '../iceberg/merge.ts';
+import { s3ObjectStore } from '../iceberg/store.ts';
+import { loadVersion } from '../iceberg/table.ts';
 import { adminConnection, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
 import { eventLines } from '../materialize/feed.ts';
@@ -96,6 +99,23 @@ export async function runDemo(rounds: number, io: { env: Env; say: (line: string
     const live = [...latest].filter(([id, e]) => id.startsWith(`${table}:`) && e.op !== 'd').length;
     consistent &&= live === Number(n);
     say(`  shop.${table.padEnd(10)} ${String(perTable.get(table) ?? 0).padStart(5)} change events → ${live} live rows (MySQL has ${n})`);
+  }
+  // The same tables as Iceberg: one merge of the change log (lib/iceberg/merge.ts), read back from its metadata.
+  const merged = await runIcebergMerge({ ...deps, merges: clients.merges });
+  const store = s3ObjectStore(clients.s3, config.bucket);
+  say('\nas Iceberg tables (`sluice iceberg`):');
+  for (const t of merged.tables) {
+    if (!t.metadataKey) {
+      consistent = false;
+      say(`  ${t.table.db}.${t.table.table}: ${t.status}${t.reason ? ` (${t.reason})` : ''}`);
+      continue;
+    }
+    const snapshot = (await loadVersion(store, t.metadataKey)).metadata.snapshots.at(-1)?.summary;
+    const [[{ n }]] = (await conn.query(`SELECT COUNT(*) AS n FROM shop.\`${t.table.table}\``)) as unknown as [[{ n: number }]];
+    // A first merge writes the table whole (no delete files): its snapshot's record count is its row count.
+    const rows = snapshot?.['total-delete-files'] === '0' ? Number(snapshot['total-records']) : undefined;
+    if (rows !== undefined) consistent &&= rows === Number(n);
+    say(`  ${store.uri(t.metadataKey.replace(/\/metadata\/.*$/, ''))}: ${rows ?? '?'} rows (MySQL has ${n}), ${snapshot?.['total-data-files']} data file(s)`);
   }
   const status = await sourceStatus(config, clients.store);
   say(

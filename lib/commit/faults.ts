@@ -3,13 +3,13 @@
  * production `noFaults` is passed and each point costs one no-op call.
  */
 export type FaultPoint =
-  /** Staging objects and manifest written, state not yet committed. */
+  /** Staging objects and manifest written (Iceberg: data and metadata files), state not yet committed. */
   | 'after-staging'
   /** State committed (offset moved, renames recorded), no rename done yet. */
   | 'after-commit'
   /** Some but not all staging objects copied to their final keys. */
   | 'mid-rename'
-  /** All copies done, staging not yet deleted, pending not yet cleared. */
+  /** All copies done (Iceberg: the version published), staging not yet deleted, pending not yet cleared. */
   | 'before-clear';
 
 export interface Faults {

@@ -1,12 +1,13 @@
 import type { BinlogHistory } from '../core/history.ts';
 import type { BinlogPosition } from '../core/position.ts';
 import { AssertionError } from '../errors.ts';
+import type { MergeAdvance, MergeState, MergeStore } from '../state/iceberg-store.ts';
 import type { ChunkState, PageCommit, SnapshotStore } from '../state/snapshot-store.ts';
 import type { Fence, SnapshotRequest, SourceChange, SourceState, StateStore } from '../state/store.ts';
 import type { Ledger } from './protocol.ts';
 
 /**
- * The two ledgers the commit protocol advances. Each binds a writer (lease owner, clock) to one
+ * The ledgers the commit protocol advances. Each binds a writer (lease owner, clock) to one
  * item and fences every write on the version it last saw.
  */
 
@@ -54,5 +55,25 @@ export function chunkLedger(
   return {
     commit: (chunk, advance, pending) => snapshots.commitPage(job.sourceId, job.id, chunk, fence(chunk), { ...advance, pending, leaseUntil: leaseUntil() }),
     clear: (chunk) => snapshots.clearPending(job.sourceId, job.id, chunk, fence(chunk)),
+  };
+}
+
+/**
+ * The Iceberg merge's, for one table: a commit moves the merge offset (commit sequence, cut
+ * position, merged snapshot jobs) and makes the staged `vN.metadata.json` the table's current one in
+ * the same write. Settling publishes it (version-hint.text, the catalog) and deletes what an expiry
+ * freed; `publish` must be idempotent, as a roll-forward may run it again.
+ */
+export function mergeLedger(
+  merges: MergeStore,
+  owner: string,
+  clock: () => number,
+  publish: (state: MergeState) => Promise<void>,
+): Ledger<MergeState, MergeAdvance> {
+  const fence = (state: MergeState): Fence => ({ sourceId: state.sourceId, owner, expectVersion: state.version, now: clock() });
+  return {
+    commit: (state, advance, pending) => merges.commit(fence(state), state, advance, pending),
+    settle: publish,
+    clear: (state) => merges.clearPending(fence(state), state),
   };
 }

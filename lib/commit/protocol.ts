@@ -37,6 +37,11 @@ import type { Faults } from './faults.ts';
  * the data from the ledger's old position. After (2) → the next writer finds `pending` and rolls
  * (3)–(4) forward (rollForward) before reading anything.
  *
+ * A third caller, the Iceberg merge (lib/iceberg/merge.ts), stages its files at their final keys
+ * (deterministic names nobody reads until a metadata file that lists them is current), so its
+ * commit has nothing to copy: `commitInPlace` runs steps 2–4 with an empty copy list, and the
+ * ledger's settle publishes the committed metadata.
+ *
  * Fault points (lib/commit/faults.ts) sit here and nowhere else, so tests and the chaos suite crash
  * both callers at the same steps.
  */
@@ -164,6 +169,20 @@ export async function commit<S extends { readonly pending?: PendingCommit }, A>(
     ms: { stage: stagedAt - started, commit: committedAt - stagedAt, rename: ctx.clock() - committedAt },
   });
   return done;
+}
+
+/**
+ * Steps 2–4 for a commit whose objects the caller staged at their final keys itself (the Iceberg
+ * merge): the fenced write records an empty pending record, the roll-forward only settles (publishes).
+ */
+export async function commitInPlace<S extends { readonly pending?: PendingCommit }, A>(
+  ctx: CommitContext,
+  ledger: Ledger<S, A>,
+  state: S,
+  advance: A,
+): Promise<S> {
+  await ctx.faults.hit('after-staging');
+  return rollForward(ctx, ledger, await commitStaged(ctx, ledger, state, advance, { copies: [] }));
 }
 
 /** Moves the ledger with no data: the poller's heartbeat, a chunk's empty last page. */

@@ -169,6 +169,17 @@ const schema = z.object({
    * comma-separated, the position as the error names it.
    */
   SLUICE_DDL_OVERRIDES: z.string().default('').transform(parseDdlOverrides),
+  /** The Iceberg merge compacts a table (rewrites it into key-hash buckets, no delete files) once its current snapshot has more files than this. */
+  SLUICE_ICEBERG_COMPACT_FILES: positiveInt(64),
+  /** Iceberg snapshots older than this (other than the current one) are expired and their unreferenced files deleted. */
+  SLUICE_ICEBERG_RETENTION_HOURS: z.coerce.number().positive().default(24),
+  /** One table's merge lease, renewed while it works; a merge that was killed blocks the table this long at most. */
+  SLUICE_ICEBERG_LEASE_SECONDS: positiveInt(30),
+  /** Register and update each Iceberg table in this Glue database (AWS); empty: the file catalog only (version-hint.text). */
+  SLUICE_GLUE_DATABASE: z
+    .string()
+    .regex(/^[a-z0-9_]{1,255}$/, 'use lower-case letters, digits and "_" (a Glue/Athena database name)')
+    .optional(),
 });
 
 export type Config = Readonly<{
@@ -195,6 +206,7 @@ export type Config = Readonly<{
   stopWhenCaughtUp: boolean;
   snapshotFunction: string | undefined;
   ddlOverrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
+  iceberg: Readonly<{ compactFiles: number; retentionMs: number; leaseMs: number; glueDatabase: string | undefined }>;
 }>;
 
 /** Parses and validates the environment once; a bad value names the variable and what it accepts. */
@@ -243,6 +255,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     stopWhenCaughtUp: e.SLUICE_STOP_WHEN_CAUGHT_UP,
     snapshotFunction: e.SLUICE_SNAPSHOT_FUNCTION,
     ddlOverrides: e.SLUICE_DDL_OVERRIDES,
+    iceberg: Object.freeze({
+      compactFiles: e.SLUICE_ICEBERG_COMPACT_FILES,
+      retentionMs: e.SLUICE_ICEBERG_RETENTION_HOURS * 3600 * 1000,
+      leaseMs: e.SLUICE_ICEBERG_LEASE_SECONDS * 1000,
+      glueDatabase: e.SLUICE_GLUE_DATABASE,
+    }),
   });
 }
 

@@ -123,6 +123,13 @@ export const metadataKey = (location: string, version: number) => `${location}/m
 export const versionHintKey = (location: string) => `${location}/metadata/version-hint.text`;
 const bucketSuffix = (bucket: number) => `b${String(bucket).padStart(4, '0')}`;
 
+/** N of a `.../v<N>.metadata.json` key. */
+export function versionOf(key: string): number {
+  const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
+  if (!Number.isInteger(version)) throw new AssertionError(`${key} is not a v<N>.metadata.json file`);
+  return version;
+}
+
 /** Reads a committed version (the metadata location the caller stored). */
 export async function loadVersion(store: ObjectStore, key: string): Promise<TableVersion> {
   const body = await store.get(key);
@@ -133,7 +140,7 @@ export async function loadVersion(store: ObjectStore, key: string): Promise<Tabl
 }
 
 /** Makes a committed version the one file-catalog readers (version-hint.text) find. Idempotent. */
-export async function publish(store: ObjectStore, version: TableVersion): Promise<void> {
+export async function publish(store: ObjectStore, version: Pick<TableVersion, 'metadataKey' | 'version'>): Promise<void> {
   const location = version.metadataKey.replace(/\/metadata\/[^/]+$/, '');
   await store.put(versionHintKey(location), String(version.version));
 }

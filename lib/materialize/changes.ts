@@ -106,7 +106,7 @@ export async function changeSet(
 }
 
 /** One column of a query, streamed (bounded memory): the rows step's lines for a consumer such as the Iceberg layer. */
-async function* lines(duck: DuckDBConnection, sql: string): AsyncGenerator<string> {
+export async function* lines(duck: DuckDBConnection, sql: string): AsyncGenerator<string> {
   const result = await duck.stream(sql);
   for await (const rows of result.yieldRows()) for (const row of rows) yield String(row[0]);
 }

@@ -10,6 +10,9 @@ import { type CaptureDeps, runCapture } from '../../lib/capture/run.ts';
 import { type FaultPoint, type Faults, InjectedFault } from '../../lib/commit/faults.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../../lib/core/position.ts';
+import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
+import { s3ObjectStore } from '../../lib/iceberg/store.ts';
+import { loadVersion } from '../../lib/iceberg/table.ts';
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
@@ -20,7 +23,9 @@ import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
+import { DynamoDbMergeStore } from '../../lib/state/iceberg-store.ts';
 import { verify } from '../../lib/verify/verify.ts';
+import { icebergRowsAt, mysqlTextOf } from '../support/iceberg-merge.ts';
 import { FaultyHttpHandler } from './faulty-http.ts';
 
 /**
@@ -87,6 +92,8 @@ export async function runChaos(options: {
     SLUICE_SNAPSHOT_PAGE_ROWS: '300',
     SLUICE_SNAPSHOT_CHUNK_ROWS: '1000',
     SLUICE_SNAPSHOT_LEASE_SECONDS: '2',
+    SLUICE_ICEBERG_LEASE_SECONDS: '3',
+    SLUICE_ICEBERG_COMPACT_FILES: '6',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   };
   const config: Config = loadConfig(env);
@@ -98,6 +105,9 @@ export async function runChaos(options: {
   const store = new DynamoDbStateStore(dynamo, config.stateTable);
   const snapshots = new DynamoDbSnapshotStore(dynamo, config.stateTable);
   await initResources(config, { s3, dynamo, store, snapshots });
+  const merges = new DynamoDbMergeStore(dynamo, config.stateTable);
+  const merge = (faults?: Faults, waitForLeaseMs = 0) =>
+    runIcebergMerge({ config, s3, store, snapshots, merges, log: silentLog, faults }, { owner: `chaos-${Date.now()}-${random()}`, waitForLeaseMs });
   const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
   const deps = (faults?: Faults, budgetMs = 4_000, stopWhenCaughtUp = true): [CaptureDeps, { budgetMs: number; stopWhenCaughtUp: boolean }] => [
     { config, s3, store, snapshots, log: silentLog, faults },
@@ -317,6 +327,10 @@ export async function runChaos(options: {
         const [job] = running.length ? running : await snapshotsToRun(deps0, [{ db: 'shop', table: pick(['orders', itemsTable, 'blobs', 'audit']) }]);
         if (job) await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
       }),
+    'crash in the Iceberg merge commit': async () => {
+      await merge({ hit: crashOnce(pick(['after-staging', 'after-commit', 'before-clear'] as FaultPoint[])) });
+    },
+    'SIGKILL of sluice iceberg': () => killed(['iceberg']),
     'SIGKILL of sluice snapshot': async () => {
       const request = (await snapshots.activeJobs(sourceId)).length ? [] : ['--tables', `shop.${pick(['orders', itemsTable, 'audit'])}`];
       await killed(['snapshot', ...request, '--workers', '2']);
@@ -427,6 +441,23 @@ export async function runChaos(options: {
         throw new Error(`chaos: the stored position moved backwards: ${formatPosition(previous)} → ${formatPosition(position)}`);
       previous = position;
       const verdict = await verify({ config, s3, store, snapshots });
+      // The Iceberg tables, merged cleanly up to the recovered position (killed merges' leases expire first).
+      const merged = await merge(undefined, 10_000);
+      const objects = s3ObjectStore(s3, config.bucket);
+      let icebergDifferences = merged.tables.filter((t) => t.status !== 'merged' && t.status !== 'up-to-date').length;
+      // Every table verify compared: the current names (renamed items), the keyless audit table, scratch while it exists.
+      for (const table of verdict.tables.map((t) => t.ref.table)) {
+        const ledger = await merges.get(sourceId, { db: 'shop', table });
+        const iceberg = await icebergRowsAt(objects, ledger?.metadataKey ? (await loadVersion(objects, ledger.metadataKey)).metadata : undefined);
+        const mysqlRows = await mysqlTextOf(async (query, values) => (await admin.query(query, values))[0] as Record<string, unknown>[], 'shop', table);
+        if (JSON.stringify(iceberg) !== JSON.stringify(mysqlRows)) {
+          icebergDifferences++;
+          const extra = iceberg.filter((r) => !mysqlRows.includes(r)).slice(0, 2);
+          const missing = mysqlRows.filter((r) => !iceberg.includes(r)).slice(0, 2);
+          say(`round ${round}: Iceberg shop.${table} differs: extra ${JSON.stringify(extra)}, missing ${JSON.stringify(missing)}`);
+        }
+      }
+      differences += icebergDifferences;
       const seqs = new Set<string>();
       let events = 0;
       for await (const { line } of eventLines(s3, config.bucket, config.prefix, sourceId)) {
@@ -440,12 +471,12 @@ export async function runChaos(options: {
       differences += roundDifferences + (events - seqs.size) + staging.length;
       eventsChecked = events;
       say(
-        `round ${round}/${options.rounds}: ${chosen.join(', ')}${ddlDone.length ? ` + DDL ${ddlDone.join(', ')}` : ''} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences (${verdict.tables.map((t) => `${t.ref.table} ${t.compared}`).join(', ')} rows compared)`,
+        `round ${round}/${options.rounds}: ${chosen.join(', ')}${ddlDone.length ? ` + DDL ${ddlDone.join(', ')}` : ''} → ${events} events, ${events - seqs.size} duplicate seqs, ${staging.length} staging left, ${roundDifferences} differences, Iceberg ${icebergDifferences} tables differ (${verdict.tables.map((t) => `${t.ref.table} ${t.compared}`).join(', ')} rows compared)`,
       );
-      if (roundDifferences || events !== seqs.size || staging.length) {
+      if (roundDifferences || events !== seqs.size || staging.length || icebergDifferences) {
         await dumpEvidence(round);
         throw new Error(
-          `chaos round ${round} (seed ${options.seed}) failed: ${JSON.stringify(verdict.tables.map((t) => ({ table: t.table, missing: t.examples.missing, extra: t.examples.extra, differing: t.examples.differing, columns: [t.missingColumns, t.extraColumns] })))}, orphans ${JSON.stringify(verdict.orphans)}; duplicates ${events - seqs.size}; staging ${staging.slice(0, 3)}`,
+          `chaos round ${round} (seed ${options.seed}) failed (${icebergDifferences} Iceberg tables differ or failed: ${JSON.stringify(merged.tables.map((t) => [t.table.table, t.status, t.reason]))}): ${JSON.stringify(verdict.tables.map((t) => ({ table: t.table, missing: t.examples.missing, extra: t.examples.extra, differing: t.examples.differing, columns: [t.missingColumns, t.extraColumns] })))}, orphans ${JSON.stringify(verdict.orphans)}; duplicates ${events - seqs.size}; staging ${staging.slice(0, 3)}`,
         );
       }
     }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashAt } from '../../lib/commit/faults.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { tlsOptions } from '../../lib/source/mysql/tls.ts';
+import { merge } from '../support/iceberg-merge.ts';
 import { testSource } from '../support/source.ts';
 
 interface Resource {
@@ -239,9 +240,9 @@ describe('serverless package (osls 3, offline)', () => {
 
   it('sends failed async invocations to a queue; scheduled runs are not retried', () => {
     const configs = ofType(dev, 'AWS::Lambda::EventInvokeConfig').map((r) => r.Properties);
-    expect(configs).toHaveLength(2);
+    expect(configs).toHaveLength(3);
     for (const config of configs) expect(JSON.stringify(config.DestinationConfig)).toContain('FailedInvocations');
-    expect(configs.map((c) => c.MaximumRetryAttempts).sort()).toEqual([0, 2]);
+    expect(configs.map((c) => c.MaximumRetryAttempts).sort()).toEqual([0, 0, 2]);
   });
 
   it('creates an on-demand, recoverable state table, protected from deletion outside dev', () => {
@@ -413,6 +414,86 @@ describe('serverless package (osls 3, offline)', () => {
     expect(kinds(snapshot)).toContain('s3:PutObject manifests');
     expect(poller.filter((a) => !allowed(dev, 'PollerRole', a))).toEqual([]);
     expect(snapshot.filter((a) => !allowed(dev, 'SnapshotRole', a))).toEqual([]);
+  });
+
+  it('ships the Iceberg merge with DuckDB on x86_64, scheduled but disabled until a parameter turns it on, with its Glue database', () => {
+    expect(dev.Resources.IcebergLambdaFunction?.Properties).toMatchObject({ Architectures: ['x86_64'], Timeout: 900, MemorySize: 3008 });
+    const zip = readFileSync(join(out, 'dev', 'iceberg.zip'));
+    expect(zip.includes(Buffer.from('node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so'))).toBe(true);
+    expect(zip.includes(Buffer.from('node_modules/@aws-sdk/client-s3'))).toBe(false);
+    expect(readFileSync(join(out, 'dev', 'poller.zip')).includes(Buffer.from('duckdb'))).toBe(false);
+    const rules = ofType(dev, 'AWS::Events::Rule').map((r) => r.Properties);
+    expect(rules.find((r) => JSON.stringify(r.Targets).includes('Iceberg'))).toMatchObject({ ScheduleExpression: 'rate(5 minutes)', State: 'DISABLED' });
+    const env = (dev.Resources.IcebergLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables;
+    expect(env).toMatchObject({ SLUICE_GLUE_DATABASE: 'sluice_dev', SLUICE_ICEBERG_RETENTION_HOURS: '24' });
+    expect(deployed(dev).GlueDatabase?.Properties).toMatchObject({ DatabaseInput: { Name: 'sluice_dev' } });
+    expect(prod.Resources.GlueDatabase?.DeletionPolicy).toBe('Retain');
+  });
+
+  it('lets the Iceberg merge read the change log, write and delete only under iceberg/, and touch only its Glue database', () => {
+    for (const [template, prefix] of [
+      [dev, ''],
+      [prod, 'cdc/'],
+    ] as const) {
+      const object = (key: string) => `${BUCKET_ARN}/${prefix}${key}`;
+      const may = (action: string, key: string) => allowed(template, 'IcebergRole', { action, resource: object(key) });
+      for (const key of ['tables/db/t/main-000000000001.jsonl.gz', 'manifests/main/000000000001.json', 'schema/main/db/t/000001.json']) {
+        expect(may('s3:GetObject', key)).toBe(true);
+        expect(may('s3:PutObject', key)).toBe(false);
+        expect(may('s3:DeleteObject', key)).toBe(false);
+      }
+      for (const action of ['s3:PutObject', 's3:GetObject', 's3:DeleteObject']) expect(may(action, 'iceberg/db/t/data/m000000000001-data.parquet')).toBe(true);
+      expect(may('s3:DeleteObjectVersion', 'iceberg/db/t/data/m000000000001-data.parquet')).toBe(false);
+      const list = statements(template, 'IcebergRole');
+      for (const statement of list) {
+        expect(statement.Action.some((a) => a === '*' || a.endsWith(':*'))).toBe(false);
+        expect(JSON.stringify(statement.Resource)).not.toBe('"*"');
+      }
+      const glue = list.find((s) => s.Sid === 'GlueTables');
+      expect(glue?.Action.sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
+      expect(JSON.stringify(glue?.Resource)).toContain(`table/sluice_${template === dev ? 'dev' : 'prod'}/*`);
+    }
+    // The other functions cannot touch the Iceberg tables.
+    for (const role of ['PollerRole', 'SnapshotRole'])
+      expect(allowed(dev, role, { action: 's3:PutObject', resource: `${BUCKET_ARN}/iceberg/db/t/metadata/v1.metadata.json` })).toBe(false);
+  });
+
+  it('allows every S3 and DynamoDB request the Iceberg merge makes: a merge, a crash after staging and its redo, nothing new', async () => {
+    await using source = await testSource('iamice');
+    const accesses: Access[] = [];
+    await source.capture();
+    await source.sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    await source.capture();
+    // Only the merges' requests count (the captures between them are the poller's).
+    let recording = true;
+    recordAccesses(source.clients.s3, source.config.prefix, () => (recording ? accesses : []));
+    recordAccesses(source.clients.dynamo, source.config.prefix, () => (recording ? accesses : []));
+    expect((await merge(source)).tables[0]?.status).toBe('merged');
+    recording = false;
+    await source.sql("UPDATE t SET v = 'c' WHERE id = 1");
+    await source.capture();
+    recording = true;
+    expect((await merge(source, { faults: crashAt('after-staging') })).tables[0]?.status).toBe('failed');
+    expect((await merge(source)).tables[0]?.status).toBe('merged');
+    expect((await merge(source)).tables[0]?.status).toBe('up-to-date');
+    const kinds = new Set(
+      accesses.map((a) => (a.resource.startsWith(BUCKET_ARN) ? `${a.action} ${a.resource.slice(BUCKET_ARN.length + 1).split('/')[0]}` : a.action)),
+    );
+    expect(kinds).toEqual(
+      new Set([
+        's3:GetObject tables',
+        's3:GetObject manifests',
+        's3:GetObject schema',
+        's3:GetObject iceberg',
+        's3:PutObject iceberg',
+        // The redo deletes what the crashed run staged before staging again.
+        's3:DeleteObject iceberg',
+        's3:ListBucket ',
+        'dynamodb:GetItem',
+        'dynamodb:UpdateItem',
+      ]),
+    );
+    expect(accesses.filter((a) => !allowed(dev, 'IcebergRole', a))).toEqual([]);
   });
 
   it('decrypts the secret with its customer-managed key, through Secrets Manager only, and only when that key is given', () => {

@@ -1,0 +1,27 @@
+import type { Context } from 'aws-lambda';
+import { createClients } from '../lib/aws.ts';
+import { loadConfig } from '../lib/config/config.ts';
+import { formatTableRef } from '../lib/core/table-ref.ts';
+import { configuredCatalog } from '../lib/iceberg/catalog.ts';
+import { runIcebergMerge } from '../lib/iceberg/merge.ts';
+import { s3ObjectStore } from '../lib/iceberg/store.ts';
+import { createLogger } from '../lib/log.ts';
+
+const config = loadConfig();
+const clients = createClients(config);
+const logger = createLogger();
+const catalog = configuredCatalog(config, s3ObjectStore(clients.s3, config.bucket));
+/** No table is started in the last minutes of an invocation: one table's merge must fit in what is left. */
+const TABLE_MARGIN_MS = 5 * 60 * 1000;
+
+/** Scheduled Iceberg merge: every table up to the source's committed position; fails (alarm) if any table failed. */
+export const handler = async (_event: unknown, context: Context) => {
+  logger.addContext(context);
+  const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, merges: clients.merges, log: logger, catalog };
+  const result = await runIcebergMerge(deps, { owner: context.awsRequestId, budgetMs: Math.max(0, context.getRemainingTimeInMillis() - TABLE_MARGIN_MS) });
+  const summary = result.tables.map((t) => ({ table: formatTableRef(t.table), status: t.status, mode: t.mode, reason: t.reason }));
+  logger.info('Iceberg merge run finished', { cut: result.cut, tables: summary });
+  const failed = result.tables.filter((t) => t.status === 'failed');
+  if (failed.length) throw new Error(`Iceberg merge failed for ${failed.map((t) => `${formatTableRef(t.table)}: ${t.reason}`).join('; ')}`);
+  return summary;
+};

@@ -1,0 +1,145 @@
+import { createHash } from 'node:crypto';
+import {
+  AlreadyExistsException,
+  ConcurrentModificationException,
+  CreateTableCommand,
+  EntityNotFoundException,
+  GetTableCommand,
+  GlueClient,
+  type Table,
+  UpdateTableCommand,
+} from '@aws-sdk/client-glue';
+import { type Env, sdkSettings } from '../aws.ts';
+import type { Config } from '../config/config.ts';
+import type { TableRef } from '../core/table-ref.ts';
+import { ErrorCode, SluiceError } from '../errors.ts';
+import type { TableMetadata } from './metadata.ts';
+import type { ObjectStore } from './store.ts';
+import { publish, versionOf } from './table.ts';
+
+/**
+ * Where readers find a table's current metadata file. The file catalog (`version-hint.text` next to
+ * the metadata) is always written; the Glue Data Catalog is added when configured. Publishing is
+ * idempotent: the merge's roll-forward may publish the same version again.
+ */
+export interface IcebergCatalog {
+  publish(table: TableRef, version: { readonly metadataKey: string; readonly previousMetadataKey?: string }): Promise<void>;
+}
+
+/** `version-hint.text` for file-catalog readers (DuckDB, icebird, Spark's Hadoop catalog). */
+export function fileCatalog(store: ObjectStore): IcebergCatalog {
+  return {
+    async publish(_table, version) {
+      await publish(store, { metadataKey: version.metadataKey, version: versionOf(version.metadataKey) });
+    },
+  };
+}
+
+/** Publishes to every catalog in order (the file catalog first). */
+export function catalogs(...all: IcebergCatalog[]): IcebergCatalog {
+  return {
+    async publish(table, version) {
+      for (const catalog of all) await catalog.publish(table, version);
+    },
+  };
+}
+
+/** What sluice calls on Glue (the SDK's GlueClient, or a fake in tests). */
+export interface GlueLike {
+  send(command: GetTableCommand): Promise<{ Table?: Table }>;
+  send(command: CreateTableCommand | UpdateTableCommand): Promise<unknown>;
+}
+
+/**
+ * The Glue table name of a source table: `<db>__<table>`, lower case (Glue and Athena fold names),
+ * every character other than `[a-z0-9_]` as `_`; a name that needed any change gets a short hash of
+ * the exact names appended, so `Shop.A` and `shop.a` (or `a-b` and `a_b`) stay apart.
+ */
+export function glueTableName(table: TableRef): string {
+  const plain = `${table.db}__${table.table}`;
+  const name = plain.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  if (name === plain) return name;
+  return `${name}_${createHash('sha256')
+    .update(JSON.stringify([table.db, table.table]))
+    .digest('hex')
+    .slice(0, 8)}`;
+}
+
+/** The Hive type Glue lists for an Iceberg type (Athena reads the schema from the metadata file; this is for browsing). */
+function hiveType(iceberg: string): string {
+  if (iceberg.startsWith('decimal')) return iceberg;
+  const types: Record<string, string> = { int: 'int', long: 'bigint', timestamptz: 'timestamp', time: 'string' };
+  return types[iceberg] ?? iceberg;
+}
+
+/**
+ * The Glue Data Catalog: one table per source table in `database`, `table_type=ICEBERG`,
+ * `metadata_location` the current metadata file and `previous_metadata_location` the one before.
+ * Updates are optimistic on the Glue table's version (`VersionId`): the update applies only if the
+ * table still points at the version this commit replaced (or already at ours: a redo).
+ */
+export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore): IcebergCatalog {
+  return {
+    async publish(table, version) {
+      const Name = glueTableName(table);
+      const location = store.uri(version.metadataKey);
+      const previous = version.previousMetadataKey && store.uri(version.previousMetadataKey);
+      const body = await store.get(version.metadataKey);
+      if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${version.metadataKey} does not exist`);
+      const metadata = JSON.parse(new TextDecoder().decode(body)) as TableMetadata;
+      const schema = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
+      const input = (parameters: Record<string, string>) => ({
+        Name,
+        TableType: 'EXTERNAL_TABLE',
+        Description: `sluice: ${table.db}.${table.table}`,
+        Parameters: { ...parameters, table_type: 'ICEBERG', metadata_location: location },
+        StorageDescriptor: {
+          Location: metadata.location,
+          Columns: (schema?.fields ?? []).map((f) => ({ Name: f.name, Type: hiveType(f.type) })),
+        },
+      });
+      for (let attempt = 0; attempt < 5; attempt++) {
+        let current: Table | undefined;
+        try {
+          current = (await glue.send(new GetTableCommand({ DatabaseName: database, Name }))).Table;
+        } catch (error) {
+          if (!(error instanceof EntityNotFoundException) && (error as { name?: string }).name !== 'EntityNotFoundException') throw error;
+        }
+        try {
+          if (!current) {
+            await glue.send(new CreateTableCommand({ DatabaseName: database, TableInput: input({}) }));
+            return;
+          }
+          const at = current.Parameters?.metadata_location;
+          if (at === location) return;
+          if (at !== undefined && at !== previous)
+            throw new SluiceError(
+              ErrorCode.ICEBERG_CATALOG_CONFLICT,
+              `Glue table ${database}.${Name} points at ${at}, not at ${previous ?? 'nothing'} which this commit replaced: another writer changed it`,
+            );
+          const parameters = { ...current.Parameters, ...(at ? { previous_metadata_location: at } : {}) };
+          await glue.send(new UpdateTableCommand({ DatabaseName: database, TableInput: input(parameters), VersionId: current.VersionId }));
+          return;
+        } catch (error) {
+          const name = (error as { name?: string }).name;
+          // Someone changed it between our read and write: read again and decide again.
+          if (error instanceof ConcurrentModificationException || error instanceof AlreadyExistsException) continue;
+          if (name === 'ConcurrentModificationException' || name === 'AlreadyExistsException') continue;
+          throw error;
+        }
+      }
+      throw new SluiceError(ErrorCode.ICEBERG_CATALOG_CONFLICT, `Glue table ${database}.${Name} kept changing under the update`, { retriable: true });
+    },
+  };
+}
+
+/**
+ * The catalogs configuration asks for: the file catalog, and Glue when `SLUICE_GLUE_DATABASE` is set
+ * (its client from the same environment as the others: AWS_ENDPOINT_URL_GLUE / AWS_ENDPOINT_URL).
+ */
+export function configuredCatalog(config: Config, store: ObjectStore, env: Env = process.env): IcebergCatalog & { destroy(): void } {
+  const database = config.iceberg.glueDatabase;
+  if (!database) return { ...fileCatalog(store), destroy() {} };
+  const glue = new GlueClient({ ...sdkSettings(env, 'GLUE'), maxAttempts: 5 });
+  return { ...catalogs(fileCatalog(store), glueCatalog(glue, database, store)), destroy: () => glue.destroy() };
+}

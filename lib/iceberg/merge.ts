@@ -1,0 +1,625 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { type Faults, noFaults } from '../commit/faults.ts';
+import { mergeLedger } from '../commit/ledgers.ts';
+import { type CommitContext, commitInPlace, advance as moveLedger, rollForward } from '../commit/protocol.ts';
+import type { Config } from '../config/config.ts';
+import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
+import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
+import { type Manifest, readManifest } from '../format/manifest.ts';
+import type { Column } from '../format/types.ts';
+import type { Log } from '../log.ts';
+import { type ChangeStep, changeSet, lines, stepLines } from '../materialize/changes.ts';
+import { downloadObjects, loadEventsSql } from '../materialize/events.ts';
+import type { TableHistory } from '../materialize/history.ts';
+import { materializeRule } from '../materialize/rule.ts';
+import { tableHistory } from '../materialize/table.ts';
+import { manifestKey, pad, tablePath, unsegment } from '../sink/s3/keys.ts';
+import { listKeys } from '../sink/s3/objects.ts';
+import type { MergeAdvance, MergeState, MergeStore } from '../state/iceberg-store.ts';
+import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
+import type { StateStore } from '../state/store.ts';
+import { fileCatalog, type IcebergCatalog } from './catalog.ts';
+import { IncompatibleTypeChangeError } from './schema.ts';
+import { s3ObjectStore } from './store.ts';
+import {
+  loadVersion,
+  type Staged,
+  stageChanges,
+  stageCompaction,
+  stageExpiry,
+  stageReplace,
+  stageTruncate,
+  type TableSpec,
+  type TableVersion,
+} from './table.ts';
+
+/*
+ * The Iceberg merge: per captured table, an Iceberg v2 table under `<prefix>iceberg/<db>/<table>/`
+ * equal to the source table as of a committed point of the change log, kept exactly once.
+ *
+ * Each table has a ledger item (lib/state/iceberg-store.ts): the cut it is merged to (the last
+ * binlog commit `commitSeq`, the binlog position X before which every event is merged, the snapshot
+ * jobs whose pages are all in), the table's schema version and its current metadata file. A merge:
+ *
+ *   0. leases the table's ledger and rolls forward a commit a crashed run left unpublished;
+ *   1. reads the cut (N, X) from the source's state: every binlog event before X is in commits ≤ N
+ *      (when the source's newest commit is still pending, N−1 and that commit's end);
+ *   2. reads the table's events after its own cut: the objects of binlog commits (old N, N] and of
+ *      snapshot pages of finished jobs whose watermark L ≤ X, and applies the materialization rule
+ *      incrementally (lib/materialize/changes.ts) — or, after a reset, on a first merge, or when a
+ *      schema change rewrites existing values, the whole rule — and stages the new snapshot(s) with
+ *      lib/iceberg (files named by the merge sequence: a redo rewrites the same keys);
+ *   3. commits through the commit protocol (lib/commit/protocol.ts, `commitInPlace`): ONE fenced
+ *      write moves the ledger to (N, X) and makes the staged metadata current; settling publishes it
+ *      (version-hint.text, the Glue catalog) and deletes what an expiry freed; then clears.
+ *
+ * Exactly once. The events merged are always a prefix, in seq order, of the table's events: those
+ * before X. Binlog events before X are in commits ≤ N (the source's state says so), in order; every
+ * event not yet captured belongs to a transaction whose first event ends after X, so its seq sorts
+ * after X's. A snapshot page's rows sort at its low watermark L (docs/FORMAT.md), after every binlog
+ * event before L and before every one after it: a page is merged once L ≤ X and its job is done (a
+ * done job's pages are all visible: a chunk is done only after its last rename). Pages with L > X
+ * wait for a later cut. A job created after the cut was read has L ≥ X (L is the binlog end when a
+ * page is read, X at most the binlog end when the cut was read — so the jobs are read after the
+ * cut), and while it runs the table is held back (below), so nothing after X is merged before its
+ * pages; a page of it at exactly L = X, merged after another job's page at the same L, is the newer
+ * read and rightly replaces it. The ledger's write is the only step that makes
+ * anything current, and it moves the offset in the same write; files staged before it are invisible
+ * (no metadata names them) and a redo stages the same keys; after it, the roll-forward publishes
+ * the committed version, idempotently. So no event is applied twice and none is skipped.
+ *
+ * Hold-back rule. A table with a snapshot job that is not done (an initial copy, a re-snapshot a
+ * DDL asked for, an on-demand one) is not merged at all until the job is done: the change log holds
+ * only part of its rows meanwhile (after a `t resnapshot` the table "grows back" page by page), and
+ * its pages may still commit below the cut. The Iceberg table keeps its last complete state. A
+ * source commit that requests a job is not merged while it is pending either (the cut stops before
+ * it), so the reset and its job are seen together.
+ */
+
+/** What a merge run needs; clients are injected (lib/aws.ts builds the real ones). */
+export interface MergeDeps {
+  readonly config: Config;
+  readonly s3: S3Client;
+  readonly store: StateStore;
+  readonly snapshots: SnapshotStore;
+  readonly merges: MergeStore;
+  readonly log: Log;
+  /** Where committed versions are published; the file catalog (version-hint.text) when absent. */
+  readonly catalog?: IcebergCatalog;
+  readonly clock?: () => number;
+  readonly faults?: Faults;
+  /** Parent folder for scratch files (DuckDB, downloads); the OS temp folder by default. */
+  readonly workDir?: string;
+}
+
+export interface MergeOptions {
+  /** Only these tables (default: every table with a schema history). */
+  readonly tables?: readonly TableRef[];
+  /** The lease owner (the Lambda request id); a random one by default. */
+  readonly owner?: string;
+  /** No table is started once this much time has passed. */
+  readonly budgetMs?: number;
+  /**
+   * How long to wait for a table whose lease another run holds (a killed run's lease expires after
+   * `SLUICE_ICEBERG_LEASE_SECONDS`); 0 (the schedule's choice): report it busy, the next tick merges it.
+   */
+  readonly waitForLeaseMs?: number;
+}
+
+/** What a merge did to one table. */
+export interface TableMergeResult {
+  readonly table: TableRef;
+  readonly status: 'merged' | 'up-to-date' | 'held-back' | 'busy' | 'failed';
+  /** Why held back, busy or failed. */
+  readonly reason?: string;
+  /** How the rows were applied: incrementally, as a full rewrite, or emptied (truncate / gone). */
+  readonly mode?: 'incremental' | 'rewrite' | 'empty';
+  readonly commitSeq?: number;
+  readonly mergeSeq?: number;
+  readonly metadataKey?: string;
+  readonly rowsWritten?: number;
+  readonly deletes?: number;
+  readonly compacted?: boolean;
+  readonly expiredSnapshots?: number;
+  readonly error?: SluiceError | Error;
+}
+
+export interface MergeResult {
+  /** The cut the run merged to; undefined when the source has not committed yet. */
+  readonly cut?: Cut;
+  readonly tables: readonly TableMergeResult[];
+}
+
+/** Where a run merges to: every binlog event before `position` is in commits ≤ `commitSeq`. */
+export interface Cut {
+  readonly commitSeq: number;
+  readonly position: BinlogPosition;
+}
+
+/** The Iceberg table of a source table: `<prefix>iceberg/<db-seg>/<table-seg>`. */
+export const icebergLocation = (prefix: string, table: TableRef) => `${prefix}iceberg/${tablePath(table)}`;
+
+const sameTable = (a: TableRef, b: TableRef) => a.db === b.db && a.table === b.table;
+
+/** Merges every table (or `options.tables`) up to the source's committed position. */
+export async function runIcebergMerge(deps: MergeDeps, options: MergeOptions = {}): Promise<MergeResult> {
+  const run = new MergeRun(deps, options);
+  return run.run();
+}
+
+/** The change log as one run reads it: manifests cached, the cut and the jobs read once, in that order. */
+class MergeRun {
+  readonly clock: () => number;
+  readonly owner: string;
+  readonly manifests = new Map<number, Manifest>();
+  readonly started: number;
+  readonly store;
+  readonly catalog: IcebergCatalog;
+  readonly ctx: CommitContext;
+
+  constructor(
+    readonly deps: MergeDeps,
+    readonly options: MergeOptions,
+  ) {
+    this.clock = deps.clock ?? Date.now;
+    this.owner = options.owner ?? `merge-${randomBytes(4).toString('hex')}`;
+    this.started = this.clock();
+    this.store = s3ObjectStore(deps.s3, deps.config.bucket);
+    this.catalog = deps.catalog ?? fileCatalog(this.store);
+    this.ctx = { s3: deps.s3, bucket: deps.config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock: this.clock };
+  }
+
+  get config() {
+    return this.deps.config;
+  }
+
+  async run(): Promise<MergeResult> {
+    // Order matters (see the header): the cut first, then the jobs.
+    const cut = await this.readCut();
+    const tables = this.options.tables ?? (await this.listTables());
+    if (!cut) return { tables: tables.map((table) => ({ table, status: 'up-to-date', reason: 'the source has not committed yet' })) };
+    const active = await this.deps.snapshots.activeJobs(this.config.sourceId);
+    const results: TableMergeResult[] = [];
+    for (const table of tables) {
+      if (this.options.budgetMs !== undefined && this.clock() - this.started >= this.options.budgetMs) {
+        results.push({ table, status: 'busy', reason: 'out of time; the next run merges it' });
+        continue;
+      }
+      const job = active.find((j) => covers(j, table));
+      if (job) {
+        results.push({ table, status: 'held-back', reason: `snapshot ${job.id} is copying it (${job.status})` });
+        continue;
+      }
+      try {
+        results.push(await this.mergeTable(table, cut));
+      } catch (error) {
+        this.deps.log.error('Iceberg merge failed', { table: formatTableRef(table), error: error as Error });
+        results.push({ table, status: 'failed', reason: (error as Error).message, error: error as Error });
+      }
+    }
+    return { cut, tables: results };
+  }
+
+  /** Step 1: the cut, from the source's state. */
+  async readCut(): Promise<Cut | undefined> {
+    const state = await this.deps.store.get(this.config.sourceId);
+    if (!state?.position) return undefined;
+    if (!state.pending) return { commitSeq: state.commitSeq, position: state.position };
+    // The newest commit may not be renamed yet: cut at the one before, at its end.
+    const previous = state.commitSeq - 1;
+    if (previous < 1) return undefined;
+    const manifest = await this.manifest(previous);
+    if (!manifest?.position) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${previous} of a committed commit is missing`);
+    return { commitSeq: previous, position: manifest.position.to };
+  }
+
+  /** Every table the schema history knows (`schema/<source>/<db-seg>/<table-seg>/`). */
+  async listTables(): Promise<TableRef[]> {
+    const root = `${this.config.prefix}schema/${this.config.sourceId}/`;
+    const tables: TableRef[] = [];
+    for (const db of await this.folders(root)) {
+      if (db.startsWith('@')) continue;
+      for (const table of await this.folders(`${root}${db}/`)) tables.push({ db: unsegment(db), table: unsegment(table) });
+    }
+    return tables;
+  }
+
+  /** The sub-folders of `prefix` (one level). */
+  async folders(prefix: string): Promise<string[]> {
+    const out: string[] = [];
+    let ContinuationToken: string | undefined;
+    do {
+      const page = await this.deps.s3.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken }));
+      for (const p of page.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(prefix.length, -1));
+      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+    return out;
+  }
+
+  async text(key: string): Promise<string | undefined> {
+    try {
+      const object = await this.deps.s3.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key }));
+      return await (object.Body as { transformToString(): Promise<string> }).transformToString();
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
+      throw error;
+    }
+  }
+
+  /** Binlog commit `n`'s manifest (every commit up to the cut has one). */
+  async manifest(n: number): Promise<Manifest | undefined> {
+    const cached = this.manifests.get(n);
+    if (cached) return cached;
+    const text = await this.text(manifestKey(this.config.prefix, this.config.sourceId, n));
+    if (text === undefined) return undefined;
+    const manifest = readManifest(text);
+    this.manifests.set(n, manifest);
+    return manifest;
+  }
+
+  /** The table's objects in binlog commits (from, to], and its newest shape there. */
+  async binlogObjects(table: TableRef, from: number, to: number) {
+    const keys: string[] = [];
+    let shape: Manifest['tables'][number] | undefined;
+    for (let n = from + 1; n <= to; n++) {
+      const manifest = await this.manifest(n);
+      if (!manifest) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${pad(n)} of a committed commit is missing`);
+      for (const o of manifest.objects) if (sameTable(o, table)) keys.push(o.key);
+      shape = manifest.tables.find((t) => sameTable(t, table)) ?? shape;
+    }
+    return { keys, shape };
+  }
+
+  /**
+   * The table's snapshot pages below the cut, of done jobs other than `skip`: their objects, and the
+   * jobs all of whose pages are in. Pages of jobs not done are left for later (see the header).
+   */
+  async pageObjects(table: TableRef, cut: Cut, skip: ReadonlySet<string>) {
+    const root = `${this.config.prefix}manifests/${this.config.sourceId}/snapshots/`;
+    const keys: string[] = [];
+    const complete: string[] = [];
+    for (const id of await this.folders(root)) {
+      if (skip.has(id)) continue;
+      const pages: string[] = [];
+      for await (const key of listKeys(this.deps.s3, this.config.bucket, `${root}${id}/${tablePath(table)}/`)) pages.push(key);
+      const job = await this.deps.snapshots.job(this.config.sourceId, id);
+      if (job?.status !== 'done') continue;
+      // A done job without pages of this table never gets any: remembered, so it is not listed again.
+      if (!pages.length) {
+        complete.push(id);
+        continue;
+      }
+      let all = true;
+      for (const key of pages.sort()) {
+        const text = await this.text(key);
+        if (text === undefined) throw new SluiceError(ErrorCode.ASSERTION, `snapshot page manifest ${key} vanished`);
+        const manifest = readManifest(text);
+        const watermark = manifest.snapshot?.watermark;
+        if (!watermark || comparePositions(watermark, cut.position) > 0) {
+          all = false;
+          continue;
+        }
+        for (const o of manifest.objects) if (sameTable(o, table)) keys.push(o.key);
+      }
+      if (all) complete.push(id);
+    }
+    return { keys, complete };
+  }
+
+  /** Steps 0–3 for one table. */
+  async mergeTable(table: TableRef, cut: Cut): Promise<TableMergeResult> {
+    const { config, merges, log } = this.deps;
+    let state: MergeState;
+    const waitUntil = Date.now() + (this.options.waitForLeaseMs ?? 0);
+    for (;;) {
+      const now = this.clock();
+      try {
+        state = await merges.acquire(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now);
+        break;
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) throw error;
+        if (Date.now() >= waitUntil) return { table, status: 'busy', reason: error.message };
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
+    // Renewed while the merge works, without bumping the version: a killed run blocks the table for one lease at most.
+    const renewal = setInterval(() => {
+      const now = this.clock();
+      merges.renew(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now).catch((error: Error) => {
+        log.warn('could not renew the Iceberg merge lease; its commit will be refused if the lease is lost', { table: formatTableRef(table), error });
+      });
+    }, config.iceberg.leaseMs / 3);
+    renewal.unref();
+    const work = mkdtempSync(join(this.deps.workDir ?? tmpdir(), 'sluice-iceberg-'));
+    try {
+      const ledger = mergeLedger(merges, this.owner, this.clock, (s) => this.settle(s));
+      if (state.pending) log.info('publishing an Iceberg commit a crashed merge left behind', { table: formatTableRef(table), metadata: state.metadataKey });
+      state = await rollForward(this.ctx, ledger, state);
+      const binlog = await this.binlogObjects(table, state.commitSeq, cut.commitSeq);
+      const pages = await this.pageObjects(table, cut, new Set(state.jobs));
+      const keys = [...binlog.keys, ...pages.keys];
+      const moved = (extra: Partial<MergeAdvance> = {}): MergeAdvance => ({
+        commitSeq: cut.commitSeq,
+        position: cut.position,
+        jobs: [...state.jobs, ...pages.complete],
+        schemaVersion: state.schemaVersion,
+        gone: state.gone,
+        metadataKey: state.metadataKey,
+        ...extra,
+      });
+      if (!keys.length) {
+        const maintained = await this.maintain(table, state, moved());
+        if (maintained) return maintained;
+        // Nothing of this table in the new commits: move its offset so the next run starts there.
+        const position = state.position && comparePositions(cut.position, state.position) === 0;
+        if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
+        return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
+      }
+      const duck = await Duck.open(work);
+      try {
+        const history = await tableHistory(
+          { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+          { table, keys, shape: binlog.shape },
+        );
+        if (!history) throw new SluiceError(ErrorCode.MATERIALIZE_HISTORY, `${formatTableRef(table)} has events but no schema history`);
+        const dir = join(work, 'events');
+        mkdirSync(dir, { recursive: true });
+        await duck.conn.run(loadEventsSql('e_ev', await downloadObjects(this.deps.s3, config.bucket, keys, dir)));
+        const staged = await this.stage(table, state, cut, duck.conn, history, work);
+        return await this.commit(table, state, ledger, staged, moved({ schemaVersion: staged.schemaVersion, gone: staged.gone }));
+      } finally {
+        duck.close();
+      }
+    } finally {
+      clearInterval(renewal);
+      rmSync(work, { recursive: true, force: true });
+      await merges.release(config.sourceId, table, this.owner);
+    }
+  }
+
+  /** The Iceberg side of step 2: the new version(s), chained from the committed one. */
+  async stage(table: TableRef, state: MergeState, cut: Cut, duck: DuckDBConnection, history: TableHistory, work: string): Promise<StagedMerge> {
+    const location = icebergLocation(this.config.prefix, table);
+    const deps = { store: this.store, workDir: work };
+    const current = state.metadataKey ? await loadVersion(this.store, state.metadataKey) : undefined;
+    const tag = `m${pad(state.mergeSeq + 1)}`;
+    await this.discardUncommitted(location, tag, current?.version ?? 0);
+    const at = this.clock();
+    const options = (suffix: string) => ({ tag: `${tag}${suffix}`, timestampMs: at, summary: { 'sluice.commit-seq': String(cut.commitSeq) } });
+    const changes = await changeSet(duck, history, 'e_ev', { version: state.schemaVersion ?? null }, 'e');
+    const reset = changes.steps.find((s): s is Extract<ChangeStep, { kind: 'reset' }> => s.kind === 'reset');
+    const to = changes.version.version;
+
+    if (changes.gone) {
+      // Dropped, renamed away or excluded: the Iceberg table is emptied (kept for readers and time travel).
+      if (!current) return { version: undefined, schemaVersion: to, gone: true, mode: 'empty', stats: [] };
+      const staged = await stageTruncate(deps, current, spec(history, location, state.schemaVersion ?? to, undefined), options(''));
+      return { version: staged.version, schemaVersion: state.schemaVersion, gone: true, mode: 'empty', stats: [staged] };
+    }
+    const rewrite = async (events: string, prefix: string, recreate: boolean) => {
+      const rule = await materializeRule(duck, history, events, prefix);
+      const rows = lines(duck, `SELECT row FROM ${rule.state}, range(${rule.state}.n)`);
+      const from = recreate ? undefined : state.schemaVersion;
+      const staged = await stageReplace(deps, current, spec(history, location, to, from, recreate && current !== undefined), rows, options(''));
+      return { version: staged.version, schemaVersion: to, gone: false, mode: rule.rows ? 'rewrite' : 'empty', stats: [staged] } as StagedMerge;
+    };
+    // After a reset nothing before it counts: these events alone give the table. A new table under
+    // the name (create, rename-in, include) shares no column identity with the old one.
+    if (reset || !current || state.gone)
+      return await rewrite('e_ev', 'r', reset !== undefined && !['truncate', 'resnapshot', 'snapshot'].includes(reset.marker.kind ?? ''));
+    const rewritesValues = changes.steps.some((s) => s.kind === 'schema' && (s.fills || s.rerenders || s.rekey));
+    if (!rewritesValues) {
+      try {
+        return await this.incremental(deps, current, history, location, state.schemaVersion ?? to, changes.steps, to, duck, options);
+      } catch (error) {
+        if (!(error instanceof IncompatibleTypeChangeError)) throw error;
+        this.deps.log.info('a column type Iceberg cannot promote: rewriting the table', { table: formatTableRef(table), error: error.message });
+      }
+    }
+    // A schema change that rewrites existing values: the whole table by the rule, from every event up to the cut.
+    const all = await this.binlogObjects(table, 0, cut.commitSeq);
+    const pages = await this.pageObjects(table, cut, new Set());
+    const dir = join(work, 'all');
+    mkdirSync(dir, { recursive: true });
+    await duck.run(loadEventsSql('a_ev', await downloadObjects(this.deps.s3, this.config.bucket, [...all.keys, ...pages.keys], dir)));
+    return await rewrite('a_ev', 'a', false);
+  }
+
+  /**
+   * Deletes what a run that crashed before its commit staged under this merge's tag, and metadata
+   * files past the committed version: no committed metadata names them (tags only grow, and the
+   * commit is what makes a version current), and the redo may stage a different set of files.
+   */
+  async discardUncommitted(location: string, tag: string, committed: number): Promise<void> {
+    const keys: string[] = [];
+    for (const prefix of [`${location}/data/${tag}-`, `${location}/metadata/${tag}-`, `${location}/metadata/snap-${tag}`])
+      for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
+    for await (const key of listKeys(this.deps.s3, this.config.bucket, `${location}/metadata/v`)) {
+      const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
+      if (Number.isInteger(version) && version > committed) keys.push(key);
+    }
+    if (!keys.length) return;
+    this.deps.log.info('deleting Iceberg files of a merge that crashed before its commit', { location, tag, objects: keys.length });
+    await this.store.delete(keys);
+  }
+
+  /** Rows steps as merge-on-read changes, schema steps as schema evolution; one Iceberg snapshot per rows step. */
+  async incremental(
+    deps: { store: ReturnType<typeof s3ObjectStore>; workDir: string },
+    current: TableVersion,
+    history: TableHistory,
+    location: string,
+    from: number,
+    steps: readonly ChangeStep[],
+    to: number,
+    duck: DuckDBConnection,
+    options: (suffix: string) => { tag: string; timestampMs: number; summary: Record<string, string> },
+  ): Promise<StagedMerge> {
+    let version = current;
+    let at = from;
+    const stats: Staged[] = [];
+    for (const step of steps) {
+      if (step.kind !== 'rows') continue;
+      const { upserts, deletes } = stepLines(duck, step);
+      const staged = await stageChanges(deps, version, spec(history, location, step.version.version, at), { upserts, deletes }, options(`-${stats.length}`));
+      stats.push(staged);
+      version = staged.version;
+      at = step.version.version;
+    }
+    if (at !== to || !stats.length) {
+      // A schema change after the last row (or no row at all): a snapshot with the new schema.
+      const staged = await stageChanges(deps, version, spec(history, location, to, at), { upserts: [], deletes: [] }, options(`-${stats.length}`));
+      stats.push(staged);
+      version = staged.version;
+    }
+    return { version, schemaVersion: to, gone: false, mode: 'incremental', stats };
+  }
+
+  /**
+   * Compaction and expiry, when due, chained onto `staged` (or the committed version): a
+   * compaction once the snapshot holds more than `compactFiles` files, an expiry once a snapshot
+   * other than the current one is older than the retention.
+   */
+  async housekeeping(location: string, version: TableVersion, tag: string) {
+    const { compactFiles, retentionMs } = this.config.iceberg;
+    const deps = { store: this.store };
+    const now = this.clock();
+    let result = version;
+    let compacted = false;
+    const snapshot = result.metadata.snapshots.find((s) => s['snapshot-id'] === result.metadata['current-snapshot-id']);
+    const files = Number(snapshot?.summary['total-data-files'] ?? 0) + Number(snapshot?.summary['total-delete-files'] ?? 0);
+    if (files > compactFiles) {
+      result = (await stageCompaction(deps, result, { tag: `${tag}-c`, timestampMs: now })).version;
+      compacted = true;
+    }
+    const currentId = result.metadata['current-snapshot-id'];
+    const old = result.metadata.snapshots.filter((s) => s['snapshot-id'] !== currentId && now - s['timestamp-ms'] > retentionMs);
+    if (!old.length) return { version: result, compacted, expired: 0, cleanup: undefined };
+    const expiry = await stageExpiry(deps, result, { retainLast: 1, maxAgeMs: retentionMs, nowMs: now });
+    const cleanup = expiry.unreferenced.length ? `${location}/metadata/${tag}-unreferenced.json` : undefined;
+    if (cleanup) await this.store.put(cleanup, JSON.stringify(expiry.unreferenced));
+    return { version: expiry.version, compacted, expired: expiry.expiredSnapshots.length, cleanup };
+  }
+
+  /** Step 3, with housekeeping chained on. */
+  async commit(
+    table: TableRef,
+    state: MergeState,
+    ledger: ReturnType<typeof mergeLedger>,
+    staged: StagedMerge,
+    advance: MergeAdvance,
+  ): Promise<TableMergeResult> {
+    const tag = `m${pad(state.mergeSeq + 1)}`;
+    const location = icebergLocation(this.config.prefix, table);
+    const kept = staged.version ? await this.housekeeping(location, staged.version, tag) : undefined;
+    const metadataKey = kept?.version.metadataKey ?? state.metadataKey;
+    const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup });
+    const result: TableMergeResult = {
+      table,
+      status: 'merged',
+      mode: staged.mode,
+      commitSeq: committed.commitSeq,
+      mergeSeq: committed.mergeSeq,
+      metadataKey,
+      rowsWritten: staged.stats.reduce((n, s) => n + s.stats.rowsWritten, 0),
+      deletes: staged.stats.reduce((n, s) => n + s.stats.deletes, 0),
+      compacted: kept?.compacted ?? false,
+      expiredSnapshots: kept?.expired ?? 0,
+    };
+    this.deps.log.info('Iceberg merge committed', { ...result, table: formatTableRef(table) });
+    return result;
+  }
+
+  /** No new events: compaction or expiry may still be due (time passes). Undefined when neither is. */
+  async maintain(table: TableRef, state: MergeState, advance: MergeAdvance): Promise<TableMergeResult | undefined> {
+    if (!state.metadataKey) return undefined;
+    const tag = `m${pad(state.mergeSeq + 1)}`;
+    const location = icebergLocation(this.config.prefix, table);
+    const current = await loadVersion(this.store, state.metadataKey);
+    const kept = await this.housekeeping(location, current, tag);
+    if (kept.version === current) return undefined;
+    const ledger = mergeLedger(this.deps.merges, this.owner, this.clock, (s) => this.settle(s));
+    const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey: kept.version.metadataKey, cleanup: kept.cleanup });
+    return {
+      table,
+      status: 'merged',
+      commitSeq: committed.commitSeq,
+      mergeSeq: committed.mergeSeq,
+      metadataKey: kept.version.metadataKey,
+      rowsWritten: 0,
+      deletes: 0,
+      compacted: kept.compacted,
+      expiredSnapshots: kept.expired,
+    };
+  }
+
+  /** The ledger's settle: publish the committed version, then delete what its expiry freed. Idempotent. */
+  async settle(state: MergeState): Promise<void> {
+    if (!state.metadataKey) return;
+    await this.catalog.publish(state.table, { metadataKey: state.metadataKey, previousMetadataKey: state.previousMetadataKey });
+    if (!state.cleanup) return;
+    const body = await this.store.get(state.cleanup);
+    if (!body) return; // a roll-forward after the deletes
+    await this.store.delete(JSON.parse(new TextDecoder().decode(body)) as string[]);
+    await this.store.delete([state.cleanup]);
+  }
+}
+
+/** What `stage` produced: the version to commit (none when a gone table never had one). */
+interface StagedMerge {
+  readonly version: TableVersion | undefined;
+  readonly schemaVersion: number | undefined;
+  readonly gone: boolean;
+  readonly mode: NonNullable<TableMergeResult['mode']>;
+  readonly stats: readonly Staged[];
+}
+
+/** Whether a job copies `table` (its request, or its plan, names it; a request of every table does). */
+function covers(job: SnapshotJob, table: TableRef): boolean {
+  if (job.requested === null) return true;
+  return job.requested.some((t) => sameTable(t, table)) || (job.tables ?? []).some((t) => sameTable(t, table));
+}
+
+/**
+ * The Iceberg layer's description of schema version `to`; `from` is the version the Iceberg table is
+ * at (sluice column ids say which columns were renamed, or dropped and added again under one name).
+ */
+export function spec(history: TableHistory, location: string, to: number, from: number | undefined, recreateAll = false): TableSpec {
+  const v = history.version(to);
+  const columns: Column[] = v.columns.map((c) => ({ name: c.name, kind: c.kind, sqlType: c.type, ...(c.fsp !== undefined ? { fsp: c.fsp } : {}) }));
+  const renamed = new Map<string, string>();
+  const recreated = new Set<string>(recreateAll ? v.columns.map((c) => c.name) : []);
+  if (from !== undefined && !recreateAll) {
+    const old = history.version(from);
+    for (const c of v.columns) {
+      const before = old.columns.find((o) => o.id === c.id);
+      if (before && before.name !== c.name) renamed.set(c.name, before.name);
+      else if (!before && old.columns.some((o) => o.name === c.name)) recreated.add(c.name);
+    }
+  }
+  return { location, columns, key: v.key ?? [], renamed, recreated };
+}
+
+/** A scratch DuckDB database for one table's events (spills to disk). */
+class Duck {
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    readonly conn: DuckDBConnection,
+  ) {}
+
+  static async open(work: string): Promise<Duck> {
+    const instance = await DuckDBInstance.create(join(work, 'merge.duckdb'), { temp_directory: join(work, 'spill') });
+    return new Duck(instance, await instance.connect());
+  }
+
+  close(): void {
+    this.conn.closeSync();
+    this.instance.closeSync();
+  }
+}

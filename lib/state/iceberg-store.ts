@@ -1,0 +1,190 @@
+import { ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { BinlogPosition } from '../core/position.ts';
+import type { TableRef } from '../core/table-ref.ts';
+import { LeaseLostError } from '../errors.ts';
+import { tablePath } from '../sink/s3/keys.ts';
+import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
+import type { Fence, PendingCommit } from './store.ts';
+
+/**
+ * The Iceberg merge's ledger for one table (lib/iceberg/merge.ts): where in the change log the
+ * Iceberg table stands and which metadata file is current. One item per table in the state table,
+ * so that one conditional write moves both (the merge's commit).
+ */
+export interface MergeState {
+  readonly sourceId: string;
+  readonly table: TableRef;
+  /** Bumped by every write; each write names the version it read. */
+  readonly version: number;
+  /** Iceberg commits made so far; the next one's files are tagged with it (plus one). */
+  readonly mergeSeq: number;
+  /** The last binlog commit (`commitSeq`) merged. */
+  readonly commitSeq: number;
+  /** The cut: every event of the table before this binlog position is merged, none after it. */
+  readonly position?: BinlogPosition;
+  /** Snapshot jobs every page of which (for this table) is merged. */
+  readonly jobs: readonly string[];
+  /** The sluice schema version the Iceberg table is at; absent before the first merge. */
+  readonly schemaVersion?: number;
+  /** The table was dropped, renamed away or excluded: its Iceberg table is empty. */
+  readonly gone: boolean;
+  /** The committed `vN.metadata.json` (object key); absent before the first merge. */
+  readonly metadataKey?: string;
+  /** The one before it (catalogs record it as `previous_metadata_location`). */
+  readonly previousMetadataKey?: string;
+  /** An object listing files to delete once the committed version is published (an expiry). */
+  readonly cleanup?: string;
+  /** Set by a commit, removed once it is published: the commit protocol's pending record (no copies). */
+  readonly pending?: PendingCommit;
+  readonly lease?: { readonly owner: string; readonly expiresAt: number };
+  readonly updatedAt?: number;
+}
+
+/** What one merge commit writes. */
+export interface MergeAdvance {
+  readonly commitSeq: number;
+  readonly position: BinlogPosition;
+  readonly jobs: readonly string[];
+  readonly schemaVersion: number | undefined;
+  readonly gone: boolean;
+  /** The table's metadata file after the commit (undefined: the table has none yet). */
+  readonly metadataKey: string | undefined;
+  readonly cleanup?: string;
+}
+
+/** Port for the merge ledgers; adapters map failed conditions to LeaseLostError / OffsetConflictError. */
+export interface MergeStore {
+  get(sourceId: string, table: TableRef): Promise<MergeState | undefined>;
+  /** Takes the table's merge lease if it is free, expired or ours. */
+  acquire(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<MergeState>;
+  /** Moves the ledger and records the new metadata in one write, refused while a commit is pending; with `pending`, counts one more Iceberg commit. */
+  commit(fence: Fence, state: MergeState, advance: MergeAdvance, pending: PendingCommit | undefined): Promise<MergeState>;
+  /** Removes the pending record (and the cleanup list) once the version is published. */
+  clearPending(fence: Fence, state: MergeState): Promise<MergeState>;
+  /** Extends the lease its live holder `owner` has, without bumping the version (the holder's fence stays valid); LeaseLostError if it is gone. */
+  renew(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<void>;
+  release(sourceId: string, table: TableRef, owner: string): Promise<void>;
+}
+
+const key = (sourceId: string, table: TableRef) => `iceberg#${sourceId}#${tablePath(table)}`;
+
+function toState(sourceId: string, table: TableRef, item: Item): MergeState {
+  return {
+    sourceId,
+    table,
+    version: item.version ?? 0,
+    mergeSeq: (item.merge_seq as number | undefined) ?? 0,
+    commitSeq: (item.commit_seq as number | undefined) ?? 0,
+    position: item.position as BinlogPosition | undefined,
+    jobs: (item.jobs as string[] | undefined) ?? [],
+    schemaVersion: item.schema_version as number | undefined,
+    gone: item.gone === true,
+    metadataKey: item.metadata_key as string | undefined,
+    previousMetadataKey: item.previous_metadata_key as string | undefined,
+    cleanup: item.cleanup as string | undefined,
+    pending: item.pending as PendingCommit | undefined,
+    lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
+    updatedAt: item.updated_at as number | undefined,
+  };
+}
+
+/** DynamoDB adapter: one item per (source, table), `iceberg#<source>#<db-seg>/<table-seg>`, every write fenced. */
+export class DynamoDbMergeStore implements MergeStore {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get(sourceId: string, table: TableRef): Promise<MergeState | undefined> {
+    const { Item } = await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: key(sourceId, table) } }, ConsistentRead: true }));
+    return Item ? toState(sourceId, table, unmarshall(Item) as Item) : undefined;
+  }
+
+  async acquire(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<MergeState> {
+    const what = `Iceberg merge of ${tablePath(table)}`;
+    return toState(sourceId, table, await acquire(this.client, this.tableName, key(sourceId, table), what, owner, expiresAt, now));
+  }
+
+  async commit(fence: Fence, state: MergeState, advance: MergeAdvance, pending: PendingCommit | undefined): Promise<MergeState> {
+    const moved = state.metadataKey !== undefined && advance.metadataKey !== undefined && state.metadataKey !== advance.metadataKey;
+    const meta = advance.metadataKey !== undefined;
+    const item = await fencedUpdate(this.client, this.tableName, key(fence.sourceId, state.table), `Iceberg merge of ${tablePath(state.table)}`, fence, {
+      set: [
+        '#db = :db',
+        '#tbl = :tbl',
+        '#cseq = :cseq',
+        '#position = :position',
+        '#jobs = :jobs',
+        '#gone = :gone',
+        ...(meta ? ['#meta = :meta'] : []),
+        ...(moved ? ['#prev = :prev'] : []),
+        ...(advance.schemaVersion !== undefined ? ['#schema = :schema'] : []),
+        ...(advance.cleanup ? ['#cleanup = :cleanup'] : []),
+        ...(pending ? ['#pending = :pending', '#mseq = if_not_exists(#mseq, :zero) + :one'] : []),
+      ],
+      remove: advance.cleanup ? [] : ['#cleanup'],
+      condition: 'attribute_not_exists(#pending)',
+      names: {
+        '#db': 'db',
+        '#tbl': 'table',
+        '#cseq': 'commit_seq',
+        '#position': 'position',
+        '#jobs': 'jobs',
+        '#gone': 'gone',
+        '#cleanup': 'cleanup',
+        '#pending': 'pending',
+        ...(meta ? { '#meta': 'metadata_key' } : {}),
+        ...(moved ? { '#prev': 'previous_metadata_key' } : {}),
+        ...(advance.schemaVersion !== undefined ? { '#schema': 'schema_version' } : {}),
+        ...(pending ? { '#mseq': 'merge_seq' } : {}),
+      },
+      values: {
+        ':db': state.table.db,
+        ':tbl': state.table.table,
+        ':cseq': advance.commitSeq,
+        ':position': advance.position,
+        ':jobs': [...advance.jobs],
+        ':gone': advance.gone,
+        ...(meta ? { ':meta': advance.metadataKey } : {}),
+        ...(moved ? { ':prev': state.metadataKey } : {}),
+        ...(advance.schemaVersion !== undefined ? { ':schema': advance.schemaVersion } : {}),
+        ...(advance.cleanup ? { ':cleanup': advance.cleanup } : {}),
+        ...(pending ? { ':pending': pending, ':zero': 0 } : {}),
+      },
+    });
+    return toState(fence.sourceId, state.table, item);
+  }
+
+  async clearPending(fence: Fence, state: MergeState): Promise<MergeState> {
+    const item = await fencedUpdate(this.client, this.tableName, key(fence.sourceId, state.table), `Iceberg merge of ${tablePath(state.table)}`, fence, {
+      set: [],
+      remove: ['#pending', '#cleanup'],
+      names: { '#pending': 'pending', '#cleanup': 'cleanup' },
+      values: {},
+    });
+    return toState(fence.sourceId, state.table, item);
+  }
+
+  async renew(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: key(sourceId, table) } },
+          UpdateExpression: 'SET #expires = :expires',
+          ConditionExpression: '#owner = :owner AND #expires > :now',
+          ExpressionAttributeNames: { '#owner': 'owner', '#expires': 'expires' },
+          ExpressionAttributeValues: marshall({ ':owner': owner, ':expires': expiresAt, ':now': now }),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new LeaseLostError(`lease on the Iceberg merge of ${tablePath(table)} was lost`);
+      throw error;
+    }
+  }
+
+  release(sourceId: string, table: TableRef, owner: string): Promise<void> {
+    return release(this.client, this.tableName, key(sourceId, table), owner);
+  }
+}
