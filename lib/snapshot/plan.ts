@@ -129,7 +129,7 @@ export async function snapshotTableInfo(conn: SqlConnection, config: Config, tab
   return identity?.length ? tableInfo(conn, table.db, table.table, undefined, identity) : info;
 }
 
-/** Splits every requested table into key ranges; idempotent, so concurrent planners agree. */
+/** Splits every requested table into key ranges; of planners racing on one job, one plan wins whole (markPlanned) and every planner returns it. */
 export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promise<SnapshotJob> {
   if (job.status !== 'requested') return job;
   const { config, snapshots } = deps;
@@ -153,8 +153,13 @@ export async function planSnapshot(deps: SnapshotDeps, job: SnapshotJob): Promis
     }
     if (refused.length) throw new SluiceError(ErrorCode.SNAPSHOT_REFUSED, `snapshot refused, nothing was copied:\n  ${refused.join('\n  ')}`);
     const planned: PlannedTable[] = [];
+    // Planners may race on one job (several workers start at once), each reading the table at its
+    // own moment, so their chunk boundaries differ. Chunks are named by this planner's attempt and
+    // only the plan that wins markPlanned is ever read, so no job mixes two planners' boundaries
+    // (which could leave a key range between them unread). A losing attempt's chunks are unused.
+    const attempt = randomUUID().slice(0, 8);
     for (const info of infos) {
-      const id = tablePath(info);
+      const id = `${tablePath(info)}@${attempt}`;
       if (!info.key.length) {
         // No key to page by: one chunk, read whole at one point (lib/snapshot/worker.ts).
         await snapshots.putChunk(config.sourceId, job.id, { table: id, n: 0, lo: null, hi: null });

@@ -22,7 +22,8 @@ export interface SnapshotJob {
 export interface PlannedTable extends TableRef {
   /**
    * The table's identity in its chunks (`ChunkState.table`, chunk keys, snapshot seqs): an opaque
-   * string, `<db-seg>/<table-seg>` (lib/sink/s3/keys.ts `tablePath`), which no two tables share.
+   * string, `<db-seg>/<table-seg>@<attempt>` (lib/sink/s3/keys.ts `tablePath`, and the planning
+   * attempt whose plan the job kept: lib/snapshot/plan.ts), which no two tables share.
    */
   readonly id: string;
   readonly chunks: number;

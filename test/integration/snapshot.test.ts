@@ -7,9 +7,11 @@ import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults
 import { loadConfig } from '../../lib/config/config.ts';
 import { SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
-import { tablePath } from '../../lib/sink/s3/keys.ts';
 import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/invocation.ts';
+import { planSnapshot, requestSnapshot } from '../../lib/snapshot/plan.ts';
 import { restartStalledSnapshots } from '../../lib/snapshot/progress.ts';
+import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
+import type { SnapshotStore } from '../../lib/state/snapshot-store.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
 
 /** Random inserts/updates/deletes on `table` (int id, v, n) until `stop()`; returns how many it made. */
@@ -64,6 +66,36 @@ describe('snapshot (real stack)', () => {
     expect(snapshotRows(events, 'a').every((e) => e.source.snapshot === true && e.before === null)).toBe(true);
   });
 
+  it('two planners racing on one job keep one plan: no key range falls between their boundaries', async () => {
+    await using source = await testSource('planrace', { SLUICE_STARTUP: 'latest', SLUICE_SNAPSHOT_CHUNK_ROWS: '700' });
+    await seed(source, 'a', 2000);
+    await source.capture();
+    const deps = { ...source.clients, config: source.config, log: silentLog };
+    const job = await requestSnapshot(deps, [{ db: source.db, table: 'a' }]);
+    // Planner A has written two chunks when planner B plans the whole job after rows moved the boundaries.
+    let raced = false;
+    const racing = Object.create(source.clients.snapshots, {
+      putChunk: {
+        value: async (...args: Parameters<SnapshotStore['putChunk']>) => {
+          if (args[2].n === 2 && !raced) {
+            raced = true;
+            await source.sql('DELETE FROM a WHERE id <= 50');
+            await planSnapshot(deps, job);
+          }
+          return source.clients.snapshots.putChunk(...args);
+        },
+      },
+    }) as SnapshotStore;
+    const planned = await planSnapshot({ ...deps, snapshots: racing }, job);
+    expect(raced).toBe(true);
+    expect(planned.tables?.[0]?.chunks).toBeGreaterThan(2);
+    expect((await runSnapshotWorker(deps, { budgetMs: 30_000, snapshotId: job.id })).complete).toBe(true);
+    await source.capture();
+    const { duplicates, differences } = await expectExactlyOnce(source, ['a']);
+    expect(duplicates).toBe(0);
+    expect(differences).toEqual([]);
+  });
+
   it.each(['after-staging', 'after-commit', 'mid-rename', 'before-clear'] as FaultPoint[])(
     'a crash at %s during a page commit, then a rerun: every row exactly once',
     async (point) => {
@@ -87,12 +119,12 @@ describe('snapshot (real stack)', () => {
     await seed(source, 'a', 250);
     await expect(source.snapshot({ faults: crashAt('after-commit') })).rejects.toBeInstanceOf(InjectedFault);
     const job = await source.clients.snapshots.latestJob(source.db);
-    const chunk = await source.clients.snapshots.chunk(source.db, job?.id ?? '', tablePath({ db: source.db, table: 'a' }), 0);
+    const chunk = await source.clients.snapshots.chunk(source.db, job?.id ?? '', job?.tables?.[0]?.id ?? '', 0);
     expect(chunk?.pending?.copies.length).toBeGreaterThan(0);
     await source.clients.dynamo.send(
       new UpdateItemCommand({
         TableName: source.config.stateTable,
-        Key: { pk: { S: `chunk#${source.db}#${job?.id}#${source.db}/a#0` } },
+        Key: { pk: { S: `chunk#${source.db}#${job?.id}#${job?.tables?.[0]?.id}#0` } },
         UpdateExpression: 'SET #pending.#seq = :page',
         ExpressionAttributeNames: { '#pending': 'pending', '#seq': 'commitSeq' },
         ExpressionAttributeValues: { ':page': { N: String(chunk?.pages) } },
@@ -121,15 +153,14 @@ describe('snapshot (real stack)', () => {
     // Kill it once some pages are committed, i.e. mid-run.
     for (let i = 0; i < 300; i++) {
       const job = await source.clients.snapshots.latestJob(source.db);
-      const chunk =
-        job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, tablePath({ db: source.db, table: 'a' }), 0) : undefined;
+      const chunk = job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, job.tables?.[0]?.id ?? '', 0) : undefined;
       if ((chunk?.pages ?? 0) >= 3) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     const job = await source.clients.snapshots.latestJob(source.db);
-    const killedAt = await source.clients.snapshots.chunk(source.db, job?.id ?? '', tablePath({ db: source.db, table: 'a' }), 0);
+    const killedAt = await source.clients.snapshots.chunk(source.db, job?.id ?? '', job?.tables?.[0]?.id ?? '', 0);
     expect(killedAt?.done).toBe(false);
     expect(killedAt?.rows).toBeGreaterThan(0);
 
