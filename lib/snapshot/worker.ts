@@ -100,8 +100,8 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
         }
         try {
           if (reading) {
-            const copy = reading.info.key.length ? copyChunk : copyWhole;
-            chunk = await copy(deps, ctx, owner, job, table, reading, chunk, reader, schema, softDeadline, leaseExpires, result).catch(async (error) => {
+            const copy: TableCopy = { deps, ctx, owner, job, planned: table, reading, reader, schema, softDeadline, hardDeadline: leaseExpires, result };
+            chunk = await (reading.info.key.length ? copyChunk : copyWhole)(copy, chunk).catch(async (error) => {
               reading = unlessGone(error);
               // Pages may have committed before the table went: go on from the chunk as stored.
               return (await snapshots.chunk(config.sourceId, job.id, table.id, n)) ?? chunk;
@@ -154,6 +154,24 @@ async function skipGone(
   return advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
 }
 
+/** What copying a chunk of one table needs besides the chunk: the same for all of its chunks in a worker's run. */
+interface TableCopy {
+  readonly deps: SnapshotDeps;
+  readonly ctx: CommitContext;
+  readonly owner: string;
+  readonly job: SnapshotJob;
+  readonly planned: PlannedTable;
+  /** Updated in place when the table's structure changed (readTable again). */
+  readonly reading: TableReading;
+  readonly reader: ReturnType<typeof pagingConnection>;
+  readonly schema: PageSchema;
+  /** Stop starting pages (the worker's budget less the safety margin). */
+  readonly softDeadline: number;
+  /** The worker's lease: no chunk lease is renewed past it. */
+  readonly hardDeadline: number;
+  readonly result: WorkerResult;
+}
+
 /**
  * How the worker reads a table: `info` (the columns its SELECT names, the key it pages by) and the
  * structure that was current when `info` was read. A page is read only while the table still has
@@ -191,20 +209,8 @@ async function readTable(
  * cursor mean nothing under the new key: the chunk then copies the whole table by the new key from
  * the start, keeping its progress only in memory (a keyed table's rows read twice merge by seq).
  */
-async function copyChunk(
-  deps: SnapshotDeps,
-  ctx: CommitContext,
-  owner: string,
-  job: SnapshotJob,
-  planned: PlannedTable,
-  reading: TableReading,
-  claimed: ChunkState,
-  reader: ReturnType<typeof pagingConnection>,
-  schema: PageSchema,
-  softDeadline: number,
-  hardDeadline: number,
-  result: WorkerResult,
-): Promise<ChunkState> {
+async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkState> {
+  const { deps, ctx, owner, job, planned, reading, reader, schema, softDeadline, hardDeadline, result } = copy;
   const { config } = deps;
   const { sourceId } = config;
   const clock = ctx.clock;
@@ -233,7 +239,7 @@ async function copyChunk(
       const info = reading.info;
       if (!info.key.length) {
         await settleRenames();
-        return copyWhole(deps, ctx, owner, job, planned, reading, chunk, reader, schema, softDeadline, hardDeadline, result);
+        return copyWhole(copy, chunk);
       }
       const whole = !sameNames(info.key, planned.key);
       const watermark = await masterPosition(reader.sql);
@@ -343,20 +349,9 @@ function chunkWork(deps: SnapshotDeps, owner: string, job: SnapshotJob, claimed:
  * another transaction: a worker that dies leaves its pages, and the next attempt supersedes them
  * with its own reset at its later watermark. Cost: one full read per attempt, within one worker run.
  */
-async function copyWhole(
-  deps: SnapshotDeps,
-  ctx: CommitContext,
-  owner: string,
-  job: SnapshotJob,
-  planned: PlannedTable,
-  reading: TableReading,
-  claimed: ChunkState,
-  reader: ReturnType<typeof pagingConnection>,
-  schema: PageSchema,
-  _softDeadline: number, // an attempt cannot stop half-way: it reads on until done or out of lease
-  hardDeadline: number,
-  result: WorkerResult,
-): Promise<ChunkState> {
+async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkState> {
+  // No soft deadline: an attempt cannot stop half-way; it reads on until done or out of lease.
+  const { deps, ctx, owner, job, reading, reader, schema, hardDeadline, result } = copy;
   const { config } = deps;
   const clock = ctx.clock;
   const { ledger, stagingRoot } = chunkWork(deps, owner, job, claimed, clock, hardDeadline);
@@ -368,8 +363,7 @@ async function copyWhole(
   if (before !== reading.structure || (await schema.structureOf(reader.sql, reading.info)) !== before) {
     await reader.sql.query('COMMIT');
     Object.assign(reading, await readTable(reader, config, reading.info, schema));
-    const copy = reading.info.key.length ? copyChunk : copyWhole;
-    return copy(deps, ctx, owner, job, planned, reading, chunk, reader, schema, _softDeadline, hardDeadline, result);
+    return (reading.info.key.length ? copyChunk : copyWhole)(copy, chunk);
   }
   const info = reading.info;
   try {
