@@ -75,7 +75,9 @@ async function requireTables(conn: SqlConnection, config: Config, tables: readon
         `${formatTableRef(table)}: no such table, or the sluice user cannot see it (check the name's quoting, or GRANT SELECT ON <db>.* TO the sluice user)`,
       );
     else if (type !== 'BASE TABLE')
-      problems.push(`${formatTableRef(table)}: a ${type.toLowerCase()}, not a table; only tables have binlog events to keep a copy current`);
+      problems.push(
+        `${formatTableRef(table)}: a ${type.toLowerCase()} (information_schema TABLE_TYPE), not a base table; the snapshot copies base tables only`,
+      );
     else if (!accept(table.db, table.table))
       problems.push(
         `${formatTableRef(table)}: excluded by SLUICE_INCLUDE/SLUICE_EXCLUDE, so the poller would not keep its copy current; change the filters first`,

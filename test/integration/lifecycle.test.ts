@@ -339,7 +339,7 @@ describe('DDL while a table is snapshotted (real stack)', () => {
     });
     await source.sql('CREATE VIEW v AS SELECT * FROM a');
     await expect(source.snapshot({ tables: [{ db: source.db, table: 'v' }] })).rejects.toMatchObject({
-      message: expect.stringContaining('a view, not a table'),
+      message: expect.stringContaining('a view (information_schema TABLE_TYPE), not a base table'),
     });
     const job = await requestSnapshot({ ...source.clients, config: source.config, log: silentLog }, [{ db: source.db, table: 'a' }]);
     await source.sql('RENAME TABLE a TO b; INSERT INTO b VALUES (6, 6)');
