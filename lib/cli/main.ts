@@ -427,7 +427,7 @@ function commands(cli: Cli): Command {
           catalog,
         };
         // A table whose merge was killed is leased until its lease expires: wait for it rather than skip it.
-        const result = await runIcebergMerge(deps, { tables, owner: `cli-${process.pid}`, waitForLeaseMs: config.iceberg.leaseMs + 5000 });
+        const result = await runIcebergMerge(deps, { tables, waitForLeaseMs: config.iceberg.leaseMs + 5000 });
         cli.out(
           `change log committed to ${result.cut ? `commit ${result.cut.commitSeq}, ${formatPosition(result.cut.position)}` : '- (the source has not committed yet)'}`,
         );

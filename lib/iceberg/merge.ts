@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -168,7 +168,7 @@ class MergeRun {
     readonly options: MergeOptions,
   ) {
     this.clock = deps.clock ?? Date.now;
-    this.owner = options.owner ?? `merge-${randomBytes(4).toString('hex')}`;
+    this.owner = options.owner ?? `merge-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`; // unique: a lease held under it is this run's
     this.started = this.clock();
     this.store = s3ObjectStore(deps.s3, deps.config.bucket);
     this.catalog = deps.catalog ?? fileCatalog(this.store);
@@ -277,24 +277,25 @@ class MergeRun {
   }
 
   /**
-   * The table's snapshot pages below the cut, of done jobs other than `skip`: their objects, and the
-   * jobs all of whose pages are in. Pages of jobs not done are left for later (see the header).
+   * The table's snapshot pages below the cut, of done jobs other than `skip` (and, given `only`, in
+   * it): their objects, the jobs all of whose pages are in, and the done jobs with pages past the
+   * cut (`waiting`: the table waits for them whole — merging some of a job's pages now and the
+   * rest later would apply the early ones a second time, over newer changes). Pages of jobs not
+   * done are left for later (see the header). A job's status is read before its pages are listed:
+   * once done, every page of it is in the listing.
    */
-  async pageObjects(table: TableRef, cut: Cut, skip: ReadonlySet<string>) {
+  async pageObjects(table: TableRef, cut: Cut, skip: ReadonlySet<string>, only?: ReadonlySet<string>) {
     const root = `${this.config.prefix}manifests/${this.config.sourceId}/snapshots/`;
     const keys: string[] = [];
     const complete: string[] = [];
+    const waiting: string[] = [];
     for (const id of await this.folders(root)) {
-      if (skip.has(id)) continue;
-      const pages: string[] = [];
-      for await (const key of listKeys(this.deps.s3, this.config.bucket, `${root}${id}/${tablePath(table)}/`)) pages.push(key);
+      if (skip.has(id) || (only && !only.has(id))) continue;
       const job = await this.deps.snapshots.job(this.config.sourceId, id);
       if (job?.status !== 'done') continue;
-      // A done job without pages of this table never gets any: remembered, so it is not listed again.
-      if (!pages.length) {
-        complete.push(id);
-        continue;
-      }
+      const pages: string[] = [];
+      for await (const key of listKeys(this.deps.s3, this.config.bucket, `${root}${id}/${tablePath(table)}/`)) pages.push(key);
+      const objects: string[] = [];
       let all = true;
       for (const key of pages.sort()) {
         const text = await this.text(key);
@@ -303,13 +304,18 @@ class MergeRun {
         const watermark = manifest.snapshot?.watermark;
         if (!watermark || comparePositions(watermark, cut.position) > 0) {
           all = false;
-          continue;
+          break;
         }
-        for (const o of manifest.objects) if (sameTable(o, table)) keys.push(o.key);
+        for (const o of manifest.objects) if (sameTable(o, table)) objects.push(o.key);
       }
-      if (all) complete.push(id);
+      // A done job without pages of this table never gets any: complete, so it is not listed again.
+      if (!all) waiting.push(id);
+      else {
+        keys.push(...objects);
+        complete.push(id);
+      }
     }
-    return { keys, complete };
+    return { keys, complete, waiting };
   }
 
   /** Steps 0–3 for one table. */
@@ -341,8 +347,17 @@ class MergeRun {
       const ledger = mergeLedger(merges, this.owner, this.clock, (s) => this.settle(s));
       if (state.pending) log.info('publishing an Iceberg commit a crashed merge left behind', { table: formatTableRef(table), metadata: state.metadataKey });
       state = await rollForward(this.ctx, ledger, state);
+      // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
+      if (state.commitSeq > cut.commitSeq || (state.position && comparePositions(state.position, cut.position) > 0))
+        return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
       const binlog = await this.binlogObjects(table, state.commitSeq, cut.commitSeq);
       const pages = await this.pageObjects(table, cut, new Set(state.jobs));
+      if (pages.waiting.length)
+        return {
+          table,
+          status: 'held-back',
+          reason: `snapshot ${pages.waiting.join(', ')} has pages past the committed position; merged once the poller passes them`,
+        };
       const keys = [...binlog.keys, ...pages.keys];
       const moved = (extra: Partial<MergeAdvance> = {}): MergeAdvance => ({
         commitSeq: cut.commitSeq,
@@ -371,7 +386,7 @@ class MergeRun {
         const dir = join(work, 'events');
         mkdirSync(dir, { recursive: true });
         await duck.conn.run(loadEventsSql('e_ev', await downloadObjects(this.deps.s3, config.bucket, keys, dir)));
-        const staged = await this.stage(table, state, cut, duck.conn, history, work);
+        const staged = await this.stage(table, state, cut, duck.conn, history, work, new Set(moved().jobs));
         return await this.commit(table, state, ledger, staged, moved({ schemaVersion: staged.schemaVersion, gone: staged.gone }));
       } finally {
         duck.close();
@@ -384,7 +399,16 @@ class MergeRun {
   }
 
   /** The Iceberg side of step 2: the new version(s), chained from the committed one. */
-  async stage(table: TableRef, state: MergeState, cut: Cut, duck: DuckDBConnection, history: TableHistory, work: string): Promise<StagedMerge> {
+  async stage(
+    table: TableRef,
+    state: MergeState,
+    cut: Cut,
+    duck: DuckDBConnection,
+    history: TableHistory,
+    work: string,
+    /** The snapshot jobs merged once this commits: a full rewrite reads exactly their pages. */
+    jobs: ReadonlySet<string>,
+  ): Promise<StagedMerge> {
     const location = icebergLocation(this.config.prefix, table);
     const deps = { store: this.store, workDir: work };
     const current = state.metadataKey ? await loadVersion(this.store, state.metadataKey) : undefined;
@@ -424,7 +448,7 @@ class MergeRun {
     }
     // A schema change that rewrites existing values: the whole table by the rule, from every event up to the cut.
     const all = await this.binlogObjects(table, 0, cut.commitSeq);
-    const pages = await this.pageObjects(table, cut, new Set());
+    const pages = await this.pageObjects(table, cut, new Set(), jobs);
     const dir = join(work, 'all');
     mkdirSync(dir, { recursive: true });
     await duck.run(loadEventsSql('a_ev', await downloadObjects(this.deps.s3, this.config.bucket, [...all.keys, ...pages.keys], dir)));
