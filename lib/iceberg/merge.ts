@@ -28,6 +28,7 @@ import { fileCatalog, type IcebergCatalog } from './catalog.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
 import { s3ObjectStore } from './store.ts';
 import {
+  DEFAULT_ROWS_PER_FILE,
   loadVersion,
   type Staged,
   stageChanges,
@@ -518,7 +519,9 @@ class MergeRun {
     let compacted = false;
     const snapshot = result.metadata.snapshots.find((s) => s['snapshot-id'] === result.metadata['current-snapshot-id']);
     const files = Number(snapshot?.summary['total-data-files'] ?? 0) + Number(snapshot?.summary['total-delete-files'] ?? 0);
-    if (files > compactFiles) {
+    // A compacted table holds one file per bucket of DEFAULT_ROWS_PER_FILE rows: count files beyond those.
+    const buckets = Math.ceil(Number(snapshot?.summary['total-records'] ?? 0) / DEFAULT_ROWS_PER_FILE);
+    if (files > compactFiles + buckets) {
       result = (await stageCompaction(deps, result, { tag: `${tag}-c`, timestampMs: now })).version;
       compacted = true;
     }
