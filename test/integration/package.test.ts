@@ -197,6 +197,7 @@ describe('serverless package (osls 3, offline)', () => {
       'vpcId=vpc-1',
       'routeTableIds=rtb-1,rtb-2',
       'vpcEndpoints=dynamodb,lambda',
+      'icebergEnabled=true',
     ]);
     optIns = await packageStage(
       'prod',
@@ -426,8 +427,12 @@ describe('serverless package (osls 3, offline)', () => {
     expect(rules.find((r) => JSON.stringify(r.Targets).includes('Iceberg'))).toMatchObject({ ScheduleExpression: 'rate(5 minutes)', State: 'DISABLED' });
     const env = (dev.Resources.IcebergLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables;
     expect(env).toMatchObject({ SLUICE_GLUE_DATABASE: 'sluice_dev', SLUICE_ICEBERG_RETENTION_HOURS: '24' });
-    expect(deployed(dev).GlueDatabase?.Properties).toMatchObject({ DatabaseInput: { Name: 'sluice_dev' } });
+    // The Glue database exists only while the merge is enabled (prod here); the function runs outside the VPC.
+    expect(deployed(dev).GlueDatabase).toBeUndefined();
+    expect(deployed(prod).GlueDatabase?.Properties).toMatchObject({ DatabaseInput: { Name: 'sluice_prod' } });
     expect(prod.Resources.GlueDatabase?.DeletionPolicy).toBe('Retain');
+    expect(prod.Resources.IcebergLambdaFunction?.Properties.VpcConfig).toBeUndefined();
+    expect(prod.Resources.PollerLambdaFunction?.Properties.VpcConfig).toBeDefined();
   });
 
   it('lets the Iceberg merge read the change log, write and delete only under iceberg/, and touch only its Glue database', () => {
@@ -450,8 +455,12 @@ describe('serverless package (osls 3, offline)', () => {
         expect(JSON.stringify(statement.Resource)).not.toBe('"*"');
       }
       const glue = list.find((s) => s.Sid === 'GlueTables');
-      expect(glue?.Action.sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
-      expect(JSON.stringify(glue?.Resource)).toContain(`table/sluice_${template === dev ? 'dev' : 'prod'}/*`);
+      if (template === dev)
+        expect(glue).toBeUndefined(); // the merge is disabled there: no Glue database to touch
+      else {
+        expect(glue?.Action.sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
+        expect(JSON.stringify(glue?.Resource)).toContain('table/sluice_prod/*');
+      }
     }
     // The other functions cannot touch the Iceberg tables.
     for (const role of ['PollerRole', 'SnapshotRole'])
