@@ -52,13 +52,16 @@ export interface GlueLike {
 
 /**
  * The Glue table name of a source table: `<db>__<table>`, lower case (Glue and Athena fold names),
- * every character other than `[a-z0-9_]` as `_`; a name that needed any change gets a short hash of
- * the exact names appended, so `Shop.A` and `shop.a` (or `a-b` and `a_b`) stay apart.
+ * every character other than `[a-z0-9_]` as `_`; a name that needed any change, or whose separator
+ * would be ambiguous (`__` inside a name, `_` next to the separator: `a__b`.`c` and `a`.`b__c`,
+ * `x_`.`y` and `x`.`_y`), gets a short hash of the exact names appended, so `Shop.A` and `shop.a`
+ * (or `a-b` and `a_b`) stay apart.
  */
 export function glueTableName(table: TableRef): string {
   const plain = `${table.db}__${table.table}`;
   const name = plain.toLowerCase().replace(/[^a-z0-9_]/g, '_');
-  if (name === plain) return name;
+  const separable = !/__|_$/.test(table.db) && !/__|^_/.test(table.table);
+  if (name === plain && separable) return name;
   return `${name}_${createHash('sha256')
     .update(JSON.stringify([table.db, table.table]))
     .digest('hex')

@@ -137,5 +137,14 @@ describe('Glue catalog (fake Glue client)', () => {
     expect(a).toMatch(/^shop__a_b_[0-9a-f]{8}$/);
     expect(b).toBe('shop__a_b');
     expect(glueTableName({ db: 'shop', table: 'A-b' })).not.toBe(a);
+    // Where the separator is ambiguous, every side is hashed: no two tables share a name.
+    const names = [
+      { db: 'a__b', table: 'c' },
+      { db: 'a', table: 'b__c' },
+      { db: 'x_', table: 'y' },
+      { db: 'x', table: '_y' },
+    ].map(glueTableName);
+    expect(new Set(names).size).toBe(4);
+    for (const name of names) expect(name).toMatch(/_[0-9a-f]{8}$/);
   });
 });
