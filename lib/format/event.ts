@@ -32,6 +32,17 @@ export interface EncodedShape extends TableShape {
 
 export type Row = Record<string, unknown>;
 
+/** Names mysql2 refuses as result fields; a row object's `__proto__` would even set its prototype (zongji assigns rows by name). */
+const OBJECT_ACCESSORS = new Set(['__proto__', '__defineGetter__', '__defineSetter__', '__lookupGetter__', '__lookupSetter__']);
+
+/**
+ * The property a column's value has in a row object: its name, except for the names of
+ * Object.prototype's accessors, which are read as `<name>\u0001` (the snapshot's SELECT aliases
+ * them so, the binlog reader renames zongji's descriptors so). A table that also has a column
+ * named exactly that cannot be told apart from it; U+0001 in a name is not worth a second scheme.
+ */
+export const rowProperty = (name: string): string => (OBJECT_ACCESSORS.has(name) ? `${name}\u0001` : name);
+
 interface RowEncoders {
   /** The row as a JSON object of every column. */
   readonly row: (row: Row) => string;
@@ -49,7 +60,7 @@ interface RowEncoders {
 function compileEncoders(shape: TableShape, names: readonly string[]): RowEncoders {
   const encoders = shape.columns.map((c) => valueEncoder(c.kind, c.fsp));
   const part = (index: number, first: boolean) =>
-    `${JSON.stringify((first ? '{' : ',') + names[index])} + e${index}(r[${JSON.stringify((shape.columns[index] as Column).name)}])`;
+    `${JSON.stringify((first ? '{' : ',') + names[index])} + e${index}(r[${JSON.stringify(rowProperty((shape.columns[index] as Column).name))}])`;
   const object = (indexes: readonly number[]) => (indexes.length ? `${indexes.map((index, i) => part(index, i === 0)).join(' + ')} + '}'` : "'{}'");
   const row = object(shape.columns.map((_, i) => i));
   const key = shape.key ? object(shape.key) : "'null'";

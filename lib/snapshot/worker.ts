@@ -5,7 +5,7 @@ import { advance, type CommitContext, commitStaged, recover, rollForward, stage 
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
-import { type EncodedShape, encodeKey, encodeRow, encodeShape, encodeSource, eventLine, markerLine, type Row } from '../format/event.ts';
+import { type EncodedShape, encodeKey, encodeRow, encodeShape, encodeSource, eventLine, markerLine, type Row, rowProperty } from '../format/event.ts';
 import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
@@ -265,7 +265,7 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
           wait = batch.write(shape, eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
         }
         const lastRow = rows[rows.length - 1] as Row;
-        last = info.key.map((k) => lastRow[k]);
+        last = info.key.map((k) => lastRow[rowProperty(k)]);
         if (wait) await wait;
       }
       const done = count < config.snapshot.pageRows;

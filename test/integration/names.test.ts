@@ -9,7 +9,7 @@ import { formatTableRef, type TableRef, tableKey } from '../../lib/core/table-re
 import { segment, tablePath } from '../../lib/sink/s3/keys.ts';
 import type { SnapshotJob } from '../../lib/state/snapshot-store.ts';
 import { cliEnv, sluice } from '../support/cli.ts';
-import { type ChangeEvent, expectExactlyOnce, quoted, type TestSource, testSource } from '../support/source.ts';
+import { type ChangeEvent, expectExactlyOnce, materialize, quoted, type TestSource, testSource } from '../support/source.ts';
 
 // Issue 9, "Names": every database and table name lands in its own folder and round-trips through
 // capture, snapshot, verify and materialize, whatever characters it holds.
@@ -154,6 +154,39 @@ describe('table names (real stack)', () => {
     expect(broken.stdout).toMatch(new RegExp(`^ok {4}${literally(formatTableRef(refs[1] as TableRef))}: `, 'm'));
     expect(broken.stdout).toMatch(new RegExp(`^DIFF {2}${literally(formatTableRef(refs[0] as TableRef))}: .*0 missing, 0 extra, 1 differing`, 'm'));
     expect(broken.stdout).toMatch(/planted/);
+  });
+
+  it("columns named like Object.prototype's accessors (`__proto__` the key): snapshot, capture, verify and materialize keep every value", async () => {
+    await using source = await testSource('accessors');
+    const ref: TableRef = { db: source.db, table: 'acc' };
+    // `row.__proto__ = v` sets a prototype (the value is lost) and mysql2 refuses these field names.
+    const names = ['__proto__', '__defineGetter__', '__defineSetter__', '__lookupGetter__', '__lookupSetter__', 'constructor', 'hasOwnProperty'];
+    const [key, ...rest] = names.map(quoted);
+    await source.sql(`CREATE TABLE ${sqlName(ref)} (${key} INT PRIMARY KEY, ${rest.map((c) => `${c} VARCHAR(20)`).join(', ')})`);
+    const values = (n: string) => rest.map((_, i) => `CONCAT('${n}', ${i}, '-', seq)`).join(', ');
+    await source.sql(`INSERT INTO ${sqlName(ref)} SELECT seq, ${values('s')} FROM seq_1_to_30`);
+    await source.capture();
+    const env = cliEnv(source, { SLUICE_INCLUDE: `${source.db}.*`, SLUICE_SNAPSHOT_PAGE_ROWS: '7', SLUICE_SNAPSHOT_CHUNK_ROWS: '10' });
+    const snapshot = await sluice(['snapshot', '--tables', formatTableRef(ref), '--workers', '2'], env);
+    expect(snapshot.code, snapshot.stderr).toBe(0);
+    expect(snapshot.stdout).toMatch(/: 30 rows in \d+ pages this run; complete/);
+    await source.sql(
+      `START TRANSACTION; UPDATE ${sqlName(ref)} SET ${rest.map((c) => `${c} = CONCAT('u', ${c})`).join(', ')} WHERE ${key} <= 3; DELETE FROM ${sqlName(ref)} WHERE ${key} = 10; INSERT INTO ${sqlName(ref)} SELECT seq, ${values('b')} FROM seq_100_to_102; COMMIT`,
+    );
+    await source.capture();
+
+    // Read back under aliases (mysql2 refuses the names), as objects with the names as own properties.
+    const rows = await source.sql(`SELECT ${names.map((n, i) => `${quoted(n)} AS c${i}`).join(', ')} FROM ${sqlName(ref)}`);
+    const expected = rows.map((r) => Object.fromEntries(names.map((n, i) => [n, r[`c${i}`]])));
+    expect(expected).toHaveLength(32);
+    const state = materialize(await source.events(), ref);
+    const byKey = (a: Record<string, unknown>, b: Record<string, unknown>) => Number(a[names[0] as string]) - Number(b[names[0] as string]);
+    expect([...state.values()].sort(byKey)).toEqual(expected.sort(byKey));
+    expect(JSON.stringify([...state.values()])).toContain('"__proto__":101,"__defineGetter__":"b0-101"');
+    expect(await materialized(env, ref).then((r) => r.length)).toBe(32);
+    const verified = await sluice(['verify', '--tables', formatTableRef(ref)], env);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    expect(verified.stdout).toMatch(/: 32 rows compared/);
   });
 
   it('a malformed --tables names the problem and exits non-zero before touching anything', async () => {

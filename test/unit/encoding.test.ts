@@ -9,15 +9,17 @@ import {
   type ZongjiColumn,
   type ZongjiColumnSchema,
 } from '../../lib/format/binlog-columns.ts';
-import { encodeKey, encodeRow, encodeShape, eventLine } from '../../lib/format/event.ts';
+import { encodeKey, encodeRow, encodeShape, eventLine, rowProperty } from '../../lib/format/event.ts';
 import { type ColumnKind, encodeValue, float32Text, inet6Text, uuidText, valueEncoder } from '../../lib/format/types.ts';
 
 describe('value encoding', () => {
   it('compiles row and key encoders for any column names (quotes, backslashes, line separators, empty)', () => {
     const names = ['a"b', 'c\\d', 'e\u2028f', '', '__proto__', 'constructor', "g'h`$" + '{i}'];
     const shape = encodeShape({ db: 'd', table: 't', columns: names.map((name) => ({ name, kind: 'string', sqlType: 'text' })), key: [1, 0] });
-    const row = Object.fromEntries(names.map((name, i) => [name, `v${i}`]));
-    expect(JSON.parse(encodeRow(shape, row))).toEqual(row);
+    // Values are read under each name's rowProperty: `__proto__` from `__proto__\u0001`, as the readers store it.
+    const row = Object.fromEntries(names.map((name, i) => [rowProperty(name), `v${i}`]));
+    expect(rowProperty('__proto__')).toBe('__proto__\u0001');
+    expect(JSON.parse(encodeRow(shape, row))).toEqual(Object.fromEntries(names.map((name, i) => [name, `v${i}`])));
     expect(encodeRow(shape, row)).toBe(`{${names.map((name, i) => `${JSON.stringify(name)}:"v${i}"`).join(',')}}`);
     expect(encodeKey(shape, row)).toBe(`{${JSON.stringify(names[1])}:"v1",${JSON.stringify(names[0])}:"v0"}`);
     expect(encodeKey(encodeShape({ ...shape, key: null }), row)).toBe('null');

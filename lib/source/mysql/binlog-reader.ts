@@ -15,7 +15,7 @@ import {
   type ZongjiColumn,
   type ZongjiColumnSchema,
 } from '../../format/binlog-columns.ts';
-import { type EncodedShape, encodeShape, type Row } from '../../format/event.ts';
+import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../format/event.ts';
 import { profiling, timed } from '../../profile.ts';
 import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
@@ -113,6 +113,8 @@ interface TableState {
   decoders: [name: string, decode: BinlogDecoder][];
   /** Columns whose values the server converts (ServerText) before the rows are yielded. */
   byServer: string[];
+  /** Columns zongji must store under another property than their name (see `rowProperty`), by index. */
+  renamed: number[];
 }
 
 function decodeRows(rows: Row[], decoders: TableState['decoders']): void {
@@ -245,17 +247,20 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           kept.map((i) => columns[i] as ZongjiColumn),
         );
       // Read before applyRaw below rewrites zongji's descriptors.
-      table = { signature, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], byServer: [] };
+      table = { signature, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], byServer: [], renamed: [] };
       for (const [i, c] of columns.entries()) {
+        if (rowProperty(c.name) !== c.name) table.renamed.push(i);
         const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
         if (!raw) continue;
         table.raw.push([i, raw]);
-        if (raw.decode) table.decoders.push([c.name, raw.decode]);
-        if (raw.byServer) table.byServer.push(c.name);
+        if (raw.decode) table.decoders.push([rowProperty(c.name), raw.decode]);
+        if (raw.byServer) table.byServer.push(rowProperty(c.name));
       }
       this.shapes.set(ev.tableId, table);
     }
     for (const [i, raw] of table.raw) applyRaw(columns[i] as ZongjiColumn, raw, schemas[i], labels[i]);
+    // zongji stores each value as row[descriptor.name]: `row.__proto__ = value` would be lost.
+    for (const i of table.renamed) (columns[i] as ZongjiColumn).name = rowProperty((columns[i] as ZongjiColumn).name);
   }
 
   /**

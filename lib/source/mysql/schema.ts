@@ -1,5 +1,6 @@
 import { formatName, formatTableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
+import { rowProperty } from '../../format/event.ts';
 import type { Column, ColumnKind, LogicalType } from '../../format/types.ts';
 import type { SqlConnection } from './server.ts';
 
@@ -107,12 +108,20 @@ function schemaColumn(row: ColumnRow): Column {
  * - YEAR(2) as the full year: the column itself reads as two digits, and 2000 and the zero year
  *   both as 0, while YEAR() reads the stored byte as the binlog does (1900 for the zero year).
  */
-function selectOf(row: ColumnRow): string {
+function readOf(row: ColumnRow): string {
   const type = row.DATA_TYPE.toLowerCase();
-  if (SPATIAL.has(type)) return `CAST(${id(row.COLUMN_NAME)} AS BINARY) AS ${id(row.COLUMN_NAME)}`;
-  if (type === 'year' && /^year\(2\)/i.test(row.COLUMN_TYPE)) return `YEAR(${id(row.COLUMN_NAME)}) AS ${id(row.COLUMN_NAME)}`;
+  if (SPATIAL.has(type)) return `CAST(${id(row.COLUMN_NAME)} AS BINARY)`;
+  if (type === 'year' && /^year\(2\)/i.test(row.COLUMN_TYPE)) return `YEAR(${id(row.COLUMN_NAME)})`;
   return id(row.COLUMN_NAME);
 }
+
+/** `expression AS property`: a row's value arrives under the column's `rowProperty`. */
+export function selectAs(expression: string, name: string): string {
+  const as = id(rowProperty(name));
+  return expression === as ? expression : `${expression} AS ${as}`;
+}
+
+const selectOf = (row: ColumnRow) => selectAs(readOf(row), row.COLUMN_NAME);
 
 /** How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via DOUBLE. */
 function keyParam(column: Column, row: ColumnRow): string {
@@ -167,7 +176,7 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
     const row = columnRows.find((r) => r.COLUMN_NAME === name) as ColumnRow;
     // Pages resume after the last key read; a key read through an expression would not compare
     // with the column (MariaDB even orders YEAR(2) by its full year but compares its two digits).
-    if (selectOf(row) !== id(name))
+    if (readOf(row) !== id(name))
       throw new SluiceError(
         ErrorCode.SNAPSHOT_BAD_KEY,
         `table ${formatTableRef({ db, table })} is keyed by ${formatName(name)} (${row.COLUMN_TYPE}), which the snapshot cannot page by (MariaDB orders YEAR(2) by the full year but compares two digits; spatial values have no usable order). Change the key (e.g. to YEAR) or exclude the table (SLUICE_EXCLUDE).`,

@@ -1,7 +1,7 @@
 import mysql from 'mysql2';
 import type { KeyValues } from '../../core/key-values.ts';
-import type { Row } from '../../format/event.ts';
-import type { TableInfo } from './schema.ts';
+import { type Row, rowProperty } from '../../format/event.ts';
+import { selectAs, type TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';
 
@@ -51,17 +51,19 @@ function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | n
 
 /** The first key at or beyond `step` rows after `after` (a chunk boundary), or null past the end. */
 export async function keyAtOffset(conn: SqlConnection, info: TableInfo, after: KeyValues | null, step: number): Promise<KeyValues | null> {
-  const { sql, values } = pageQuery({ ...info, selects: info.key.map(id) }, after, null, 1);
+  const { sql, values } = pageQuery({ ...info, selects: info.key.map((k) => selectAs(id(k), k)) }, after, null, 1);
   const [rows] = await conn.query(`${sql} OFFSET ${step - 1}`, values);
   const row = (rows as Row[])[0];
-  return row ? info.key.map((k) => row[k]) : null;
+  return row ? info.key.map((k) => row[rowProperty(k)]) : null;
 }
 
 export async function lastKey(conn: SqlConnection, info: TableInfo): Promise<KeyValues | null> {
   const order = info.key.map((k) => `${id(k)} DESC`).join(', ');
-  const [rows] = await conn.query(`SELECT ${info.key.map(id).join(', ')} FROM ${id(info.db)}.${id(info.table)} ORDER BY ${order} LIMIT 1`);
+  const [rows] = await conn.query(
+    `SELECT ${info.key.map((k) => selectAs(id(k), k)).join(', ')} FROM ${id(info.db)}.${id(info.table)} ORDER BY ${order} LIMIT 1`,
+  );
   const row = (rows as Row[])[0];
-  return row ? info.key.map((k) => row[k]) : null;
+  return row ? info.key.map((k) => row[rowProperty(k)]) : null;
 }
 
 /**
