@@ -26,7 +26,7 @@ import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
 import { fileCatalog, type IcebergCatalog } from './catalog.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
-import { s3ObjectStore } from './store.ts';
+import { fenced, type ObjectStore, s3ObjectStore } from './store.ts';
 import {
   DEFAULT_ROWS_PER_FILE,
   loadVersion,
@@ -55,7 +55,8 @@ import {
  *      snapshot pages of finished jobs whose watermark L ≤ X, and applies the materialization rule
  *      incrementally (lib/materialize/changes.ts) — or, after a reset, on a first merge, or when a
  *      schema change rewrites existing values, the whole rule — and stages the new snapshot(s) with
- *      lib/iceberg (files named by the merge sequence: a redo rewrites the same keys);
+ *      lib/iceberg (files named by the merge sequence and the run: a redo first deletes what earlier
+ *      attempts of the same merge staged);
  *   3. commits through the commit protocol (lib/commit/protocol.ts, `commitInPlace`): ONE fenced
  *      write moves the ledger to (N, X) and makes the staged metadata current; settling publishes it
  *      (version-hint.text, the Glue catalog) and deletes what an expiry freed; then clears.
@@ -72,7 +73,7 @@ import {
  * pages; a page of it at exactly L = X, merged after another job's page at the same L, is the newer
  * read and rightly replaces it. The ledger's write is the only step that makes
  * anything current, and it moves the offset in the same write; files staged before it are invisible
- * (no metadata names them) and a redo stages the same keys; after it, the roll-forward publishes
+ * (no metadata names them) and a redo discards them; after it, the roll-forward publishes
  * the committed version, idempotently. So no event is applied twice and none is skipped.
  *
  * Hold-back rule. A table with a snapshot job that is not done (an initial copy, a re-snapshot a
@@ -160,9 +161,13 @@ class MergeRun {
   readonly owner: string;
   readonly manifests = new Map<number, Manifest>();
   readonly started: number;
-  readonly store;
+  readonly store: ObjectStore;
   readonly catalog: IcebergCatalog;
   readonly ctx: CommitContext;
+  /** This run's part of the names of the files it stages: a run that lost its lease never writes a key another run's commit names. */
+  readonly attempt = randomBytes(4).toString('hex');
+  /** The table being merged and until when (this run's clock) its lease surely holds: past that, nothing is written. */
+  private lease: { table: TableRef; writableUntil: number } | undefined;
 
   constructor(
     readonly deps: MergeDeps,
@@ -171,13 +176,36 @@ class MergeRun {
     this.clock = deps.clock ?? Date.now;
     this.owner = options.owner ?? `merge-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`; // unique: a lease held under it is this run's
     this.started = this.clock();
-    this.store = s3ObjectStore(deps.s3, deps.config.bucket);
-    this.catalog = deps.catalog ?? fileCatalog(this.store);
+    this.store = fenced(s3ObjectStore(deps.s3, deps.config.bucket), () => this.checkLease());
+    const catalog = deps.catalog ?? fileCatalog(this.store);
+    this.catalog = {
+      publish: async (table, version) => {
+        this.checkLease();
+        await catalog.publish(table, version);
+      },
+    };
     this.ctx = { s3: deps.s3, bucket: deps.config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock: this.clock };
   }
 
   get config() {
     return this.deps.config;
+  }
+
+  /** The names this run's files of the table's next merge take: `m<merge seq>_<attempt>`. */
+  tagFor(state: MergeState): string {
+    return `m${pad(state.mergeSeq + 1)}_${this.attempt}`;
+  }
+
+  /**
+   * Refuses a write once the table's lease may have run out (its renewals failing): another run may
+   * hold it by then, and this one's files or version-hint.text would land over that run's. The
+   * last quarter of the lease is kept clear for writes in flight.
+   */
+  checkLease(): void {
+    if (this.lease && this.clock() >= this.lease.writableUntil)
+      throw new LeaseLostError(
+        `the Iceberg merge of ${formatTableRef(this.lease.table)} could not renew its lease in time; it stops before writing more (the next run redoes it)`,
+      );
   }
 
   async run(): Promise<MergeResult> {
@@ -328,6 +356,7 @@ class MergeRun {
       const now = this.clock();
       try {
         state = await merges.acquire(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now);
+        this.lease = { table, writableUntil: now + (config.iceberg.leaseMs * 3) / 4 };
         break;
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
@@ -338,10 +367,14 @@ class MergeRun {
     // Renewed while the merge works, without bumping the version: a killed run blocks the table for one lease at most.
     const renewal = setInterval(() => {
       const now = this.clock();
-      merges.renew(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now).catch((error: Error) => {
-        log.warn('could not renew the Iceberg merge lease; its commit will be refused if the lease is lost', { table: formatTableRef(table), error });
-      });
-    }, config.iceberg.leaseMs / 3);
+      merges.renew(config.sourceId, table, this.owner, now + config.iceberg.leaseMs, now).then(
+        () => {
+          if (this.lease?.table === table) this.lease.writableUntil = now + (config.iceberg.leaseMs * 3) / 4;
+        },
+        (error: Error) =>
+          log.warn('could not renew the Iceberg merge lease; the merge stops writing once it may have run out', { table: formatTableRef(table), error }),
+      );
+    }, config.iceberg.leaseMs / 4);
     renewal.unref();
     const work = mkdtempSync(join(this.deps.workDir ?? tmpdir(), 'sluice-iceberg-'));
     try {
@@ -394,6 +427,7 @@ class MergeRun {
       }
     } finally {
       clearInterval(renewal);
+      this.lease = undefined;
       rmSync(work, { recursive: true, force: true });
       await merges.release(config.sourceId, table, this.owner);
     }
@@ -413,8 +447,8 @@ class MergeRun {
     const location = icebergLocation(this.config.prefix, table);
     const deps = { store: this.store, workDir: work };
     const current = state.metadataKey ? await loadVersion(this.store, state.metadataKey) : undefined;
-    const tag = `m${pad(state.mergeSeq + 1)}`;
-    await this.discardUncommitted(location, tag, current?.version ?? 0);
+    const tag = this.tagFor(state);
+    await this.discardUncommitted(location, state, current?.version ?? 0);
     const at = this.clock();
     const options = (suffix: string) => ({ tag: `${tag}${suffix}`, timestampMs: at, summary: { 'sluice.commit-seq': String(cut.commitSeq) } });
     const changes = await changeSet(duck, history, 'e_ev', { version: state.schemaVersion ?? null }, 'e');
@@ -457,20 +491,21 @@ class MergeRun {
   }
 
   /**
-   * Deletes what a run that crashed before its commit staged under this merge's tag, and metadata
-   * files past the committed version: no committed metadata names them (tags only grow, and the
-   * commit is what makes a version current), and the redo may stage a different set of files.
+   * Deletes what earlier attempts of this merge staged (runs that crashed or lost their lease before
+   * their commit), and metadata files past the committed version: no committed metadata names them
+   * (merge sequences only grow, and the commit is what makes a version current).
    */
-  async discardUncommitted(location: string, tag: string, committed: number): Promise<void> {
+  async discardUncommitted(location: string, state: MergeState, committed: number): Promise<void> {
     const keys: string[] = [];
-    for (const prefix of [`${location}/data/${tag}-`, `${location}/metadata/${tag}-`, `${location}/metadata/snap-${tag}`])
+    const seq = `m${pad(state.mergeSeq + 1)}_`;
+    for (const prefix of [`${location}/data/${seq}`, `${location}/metadata/${seq}`, `${location}/metadata/snap-${seq}`])
       for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
     for await (const key of listKeys(this.deps.s3, this.config.bucket, `${location}/metadata/v`)) {
       const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
       if (Number.isInteger(version) && version > committed) keys.push(key);
     }
     if (!keys.length) return;
-    this.deps.log.info('deleting Iceberg files of a merge that crashed before its commit', { location, tag, objects: keys.length });
+    this.deps.log.info('deleting Iceberg files of a merge attempt that did not commit', { location, merge: state.mergeSeq + 1, objects: keys.length });
     await this.store.delete(keys);
   }
 
@@ -542,7 +577,7 @@ class MergeRun {
     staged: StagedMerge,
     advance: MergeAdvance,
   ): Promise<TableMergeResult> {
-    const tag = `m${pad(state.mergeSeq + 1)}`;
+    const tag = this.tagFor(state);
     const location = icebergLocation(this.config.prefix, table);
     const kept = staged.version ? await this.housekeeping(location, staged.version, tag) : undefined;
     const metadataKey = kept?.version.metadataKey ?? state.metadataKey;
@@ -566,7 +601,7 @@ class MergeRun {
   /** No new events: compaction or expiry may still be due (time passes). Undefined when neither is. */
   async maintain(table: TableRef, state: MergeState, advance: MergeAdvance): Promise<TableMergeResult | undefined> {
     if (!state.metadataKey) return undefined;
-    const tag = `m${pad(state.mergeSeq + 1)}`;
+    const tag = this.tagFor(state);
     const location = icebergLocation(this.config.prefix, table);
     const current = await loadVersion(this.store, state.metadataKey);
     const kept = await this.housekeeping(location, current, tag);

@@ -77,6 +77,25 @@ export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
   };
 }
 
+/** `store` with `check` run before every write: it throws to stop them (a merge that lost its lease). */
+export function fenced(store: ObjectStore, check: () => void): ObjectStore {
+  return {
+    ...store,
+    async put(key, body) {
+      check();
+      await store.put(key, body);
+    },
+    async putFile(key, path) {
+      check();
+      await store.putFile(key, path);
+    },
+    async delete(keys) {
+      check();
+      await store.delete(keys);
+    },
+  };
+}
+
 /** An in-memory store for unit tests; `objects` is exposed so tests can look inside. */
 export function memoryObjectStore(bucket = 'memory'): ObjectStore & { objects: Map<string, Uint8Array> } {
   const objects = new Map<string, Uint8Array>();

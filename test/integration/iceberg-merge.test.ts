@@ -1,8 +1,10 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
-import { icebergLocation } from '../../lib/iceberg/merge.ts';
+import { LeaseLostError } from '../../lib/errors.ts';
+import { icebergLocation, runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import { versionHintKey } from '../../lib/iceberg/table.ts';
+import { silentLog } from '../../lib/log.ts';
 import { cliEnv, sluice } from '../support/cli.ts';
 import { committedVersion, icebergRows, icebirdRows, merge, mysqlText } from '../support/iceberg-merge.ts';
 import { type TestSource, testSource } from '../support/source.ts';
@@ -335,6 +337,52 @@ describe('Iceberg merge (real stack)', () => {
     await expectIcebird(source, 'k', 'v');
   });
 
+  it('a merge that cannot renew its lease stops before writing anything, and the next run merges the table', async () => {
+    await using source = await testSource('icelease', { SLUICE_STARTUP: 'latest' });
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}`);
+    await source.capture();
+    expect((await merge(source)).tables[0]).toMatchObject({ status: 'merged' });
+    await source.sql(`USE \`${source.db}\`; UPDATE t SET name = 'late' WHERE id = 1; INSERT INTO t (id, name) VALUES (8, 'eight')`);
+    await source.capture();
+    const location = icebergLocation(source.config.prefix, { db: source.db, table: 't' });
+    const before = await source.keys(`${location}/`);
+
+    // Time runs out right after the lease is taken, and DynamoDB refuses every renewal: the run
+    // must not write (another run may hold the lease by then and stage the same merge).
+    let skew = 0;
+    const { merges } = source.clients;
+    const stalled = Object.assign(Object.create(merges) as typeof merges, {
+      acquire: async (...args: Parameters<typeof merges.acquire>) => {
+        const state = await merges.acquire(...args);
+        skew = source.config.iceberg.leaseMs;
+        return state;
+      },
+      renew: async () => {
+        throw new Error('DynamoDB unreachable');
+      },
+    });
+    const { clients } = source;
+    const lost = await runIcebergMerge(
+      {
+        config: source.config,
+        s3: clients.s3,
+        store: clients.store,
+        snapshots: clients.snapshots,
+        merges: stalled,
+        log: silentLog,
+        clock: () => Date.now() + skew,
+      },
+      { tables: [{ db: source.db, table: 't' }], owner: 'stalled-merge' },
+    );
+    expect(lost.tables[0]?.status).toBe('failed');
+    expect(lost.tables[0]?.error).toBeInstanceOf(LeaseLostError);
+    expect(await source.keys(`${location}/`)).toEqual(before);
+
+    expect((await merge(source)).tables[0]).toMatchObject({ status: 'merged' });
+    await expectEqual(source, ['t']);
+  });
+
   describe.each<FaultPoint>(['after-staging', 'after-commit', 'before-clear'])('a crash %s', (point) => {
     it('is finished or redone by the next merge: same table, no duplicate, no extra version', async () => {
       await using source = await testSource('icecrash', { SLUICE_STARTUP: 'latest' });
@@ -354,10 +402,13 @@ describe('Iceberg merge (real stack)', () => {
       const ledger = await source.clients.merges.get(source.config.sourceId, { db: source.db, table: 't' });
       // Before the write the ledger is where it was; after it, it names the new version with a publish pending.
       const location = icebergLocation(source.config.prefix, { db: source.db, table: 't' });
-      const planted = [`${location}/data/m${String((ledger?.mergeSeq ?? 0) + 1).padStart(12, '0')}-b0007.parquet`, `${location}/metadata/v99.metadata.json`];
+      const planted = [
+        `${location}/data/m${String((ledger?.mergeSeq ?? 0) + 1).padStart(12, '0')}_0a1b2c3d-b0007.parquet`,
+        `${location}/metadata/v99.metadata.json`,
+      ];
       if (point === 'after-staging') {
         expect(ledger).toMatchObject({ metadataKey: before?.metadataKey, pending: undefined });
-        // What a crashed run might have staged that its redo does not stage again.
+        // What a crashed attempt of this merge might have staged (its own tag): the redo deletes it.
         for (const key of planted) await source.clients.s3.send(new PutObjectCommand({ Bucket: source.config.bucket, Key: key, Body: 'junk' }));
       } else expect(ledger?.pending).toBeDefined();
 
