@@ -111,12 +111,21 @@ interface TableState {
   raw: [index: number, raw: RawValues][];
   /** Columns whose zongji values need converting. */
   decoders: [name: string, decode: BinlogDecoder][];
+  /** Converts one row's values in place (`compileDecoder` of `decoders`); undefined when none need it. */
+  decode: ((row: Row) => void) | undefined;
   /** Columns whose values the server converts (ServerText) before the rows are yielded. */
   byServer: string[];
 }
 
-function decodeRows(rows: Row[], decoders: TableState['decoders']): void {
-  for (const row of rows) for (const [name, decode] of decoders) row[name] = decode(row[name]);
+/**
+ * One function converting a row's values in place, reading and writing each column by its literal
+ * name (as the shape's encoders do, event.ts): a loop over names would make every access a keyed,
+ * megamorphic one, for every row. Names enter the source only as JSON string literals.
+ */
+function compileDecoder(decoders: TableState['decoders']): TableState['decode'] {
+  if (!decoders.length) return undefined;
+  const body = decoders.map(([name], i) => `r[${JSON.stringify(name)}] = d${i}(r[${JSON.stringify(name)}]);`).join(' ');
+  return new Function(...decoders.map((_, i) => `d${i}`), `return (r) => { ${body} };`)(...decoders.map(([, decode]) => decode));
 }
 
 export class BinlogReader implements AsyncIterable<BinlogItem> {
@@ -245,7 +254,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           kept.map((i) => columns[i] as ZongjiColumn),
         );
       // Read before applyRaw below rewrites zongji's descriptors.
-      table = { signature, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], byServer: [] };
+      table = { signature, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [] };
       for (const [i, c] of columns.entries()) {
         const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
         if (!raw) continue;
@@ -253,6 +262,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         if (raw.decode) table.decoders.push([c.name, raw.decode]);
         if (raw.byServer) table.byServer.push(c.name);
       }
+      table.decode = compileDecoder(table.decoders);
       this.shapes.set(ev.tableId, table);
     }
     for (const [i, raw] of table.raw) applyRaw(columns[i] as ZongjiColumn, raw, schemas[i], labels[i]);
@@ -393,10 +403,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows': {
-        const { shape, map, decoders, byServer } = this.tableOf(ev);
-        if (decoders.length) {
-          if (type === 'UpdateRows') for (const row of ev.rows) decodeRows([row.before, row.after], decoders);
-          else decodeRows(ev.rows, decoders);
+        const { shape, map, decode, byServer } = this.tableOf(ev);
+        if (decode) {
+          if (type === 'UpdateRows')
+            for (const row of ev.rows) {
+              decode(row.before);
+              decode(row.after);
+            }
+          else for (const row of ev.rows) decode(row);
         }
         if (byServer.length) this.serverText.set(ev.rows, byServer);
         this.push({ kind: 'rows', op: ROWS_OP[type], shape, map, rows: ev.rows, pos: ev.nextPosition, tsMs: ev.timestamp }, ev.rows.length);
