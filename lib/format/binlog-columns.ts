@@ -157,19 +157,21 @@ export function binlogColumn(column: ZongjiColumn, facts: ColumnFacts = {}): Col
 }
 
 /**
- * Everything binlogColumn and rawBinlogValues read of a column, as text: a table's shape and its
- * decoders are rebuilt only when this changes, not at each of its TABLE_MAPs.
+ * Appends everything binlogColumn and rawBinlogValues read of a column to `out`: a table's shape and
+ * its decoders are rebuilt only when these values change, not at each of its TABLE_MAPs. Compared
+ * value by value (no text is built: a TABLE_MAP comes with every transaction that writes the table).
  */
-export function columnSignature(
+export function pushColumnFacts(
+  out: unknown[],
   column: ZongjiColumn,
   unsigned: boolean,
   geometryType: number | undefined,
   schema: ZongjiColumnSchema | undefined,
   hasLabels: boolean,
-): string {
+): void {
   const { type, charset, metadata: m } = original(column);
   const classic = type === T.TIME || type === T.DATETIME || type === T.TIMESTAMP ? schema?.COLUMN_TYPE : '';
-  return `${column.name}/${type}/${charset}/${unsigned ? 'u' : ''}/${geometryType ?? ''}/${m?.decimals}/${m?.precision}/${m?.bits}/${m?.max_length}/${hasLabels ? 'l' : ''}/${classic}`;
+  out.push(column.name, type, charset, unsigned, geometryType, m?.decimals, m?.precision, m?.bits, m?.max_length, hasLabels, classic);
 }
 
 const LOGICAL_WIDTH: Record<LogicalType, number> = { uuid: 16, inet4: 4, inet6: 16 };

@@ -1,13 +1,12 @@
 import ZongJi from '@vlasky/zongji';
 import type { BinlogPosition } from '../../core/position.ts';
-import { tableKey } from '../../core/table-ref.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
   applyRaw,
   type BinlogDecoder,
   binlogColumn,
-  columnSignature,
   maybeLogical,
+  pushColumnFacts,
   type RawValues,
   rawBinlogValues,
   ServerText,
@@ -104,7 +103,8 @@ type Ev = any;
 
 /** A table as its latest TABLE_MAP describes it. */
 interface TableState {
-  signature: string;
+  /** What the TABLE_MAP said that the rest is built from (`pushColumnFacts`), compared value by value at the next one. */
+  facts: unknown[];
   shape: EncodedShape;
   map: TableMapStructure;
   /** What to change in zongji's descriptors at each TABLE_MAP, by column index (see rawBinlogValues). */
@@ -115,6 +115,12 @@ interface TableState {
   decode: ((row: Row) => void) | undefined;
   /** Columns whose values the server converts (ServerText) before the rows are yielded. */
   byServer: string[];
+}
+
+function sameFacts(a: unknown[], b: unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -237,11 +243,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
     // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
-    let signature = `${tableKey({ db: map.parentSchema, table: map.tableName })}:${key}`;
+    const facts: unknown[] = [map.parentSchema, map.tableName, key?.length, ...(key ?? [])];
     for (let i = 0; i < columns.length; i++)
-      signature += `,${columnSignature(columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined)}`;
+      pushColumnFacts(facts, columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
     let table = this.shapes.get(ev.tableId);
-    if (table?.signature !== signature) {
+    if (!table || !sameFacts(table.facts, facts)) {
       // MariaDB logs a hidden DB_ROW_HASH_<n> column per long unique key: not part of the table's rows.
       const kept = columns.map((_, i) => i).filter((i) => !isHiddenHashColumn((columns[i] as ZongjiColumn).name));
       const described = kept.map((i) =>
@@ -254,7 +260,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           kept.map((i) => columns[i] as ZongjiColumn),
         );
       // Read before applyRaw below rewrites zongji's descriptors.
-      table = { signature, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [] };
+      table = { facts, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [] };
       for (const [i, c] of columns.entries()) {
         const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
         if (!raw) continue;
