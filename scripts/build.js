@@ -26,6 +26,21 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** Packages not bundled: they read files next to their own code, or are optional and absent. */
 const EXTERNAL = ['@duckdb/node-api', '@guanmingchiu/sqlparser-ts', '@aws-sdk/signature-v4-crt'];
 
+/**
+ * zod's `z.locales` re-exports every language's error messages: 0.36 MB, half of zod's part of the
+ * bundle, parsed at every start of a command that reads its configuration. sluice uses the English
+ * default, which zod imports on its own; the namespace becomes empty.
+ */
+const withoutZodLocales = {
+  name: 'without-zod-locales',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: 'zod-locales', namespace: 'sluice-empty' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'sluice-empty' }, () => ({ contents: 'export {};', loader: 'js' }));
+  },
+};
+
 /** Builds dist/ (replacing it whole, so a CLI starting meanwhile never mixes two builds). */
 export async function buildCli() {
   let esbuild;
@@ -48,6 +63,7 @@ export async function buildCli() {
       platform: 'node',
       target: 'node20',
       external: EXTERNAL,
+      plugins: [withoutZodLocales],
       // Packages' ES module builds where they have one: a dynamic import() of a bundled CommonJS
       // module yields only its `default`, where Node's own import() also gives its named exports.
       mainFields: ['module', 'main'],
@@ -60,7 +76,7 @@ export async function buildCli() {
     });
     const patches = existsSync(join(root, 'patches')) ? readdirSync(join(root, 'patches')).map((name) => `patches/${name}`) : [];
     const inputs = [
-      ...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/')),
+      ...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/') && !file.startsWith('sluice-empty:')),
       'scripts/build.js',
       ...['node_modules/.package-lock.json', ...patches].filter((file) => existsSync(join(root, file))),
     ];
