@@ -214,7 +214,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.pauses++;
       this.zongji.connection?.pause();
     }
-    this.wake?.();
+    // Once: the other events of this socket read find the waiting iterator already woken.
+    const wake = this.wake;
+    if (wake) {
+      this.wake = undefined;
+      wake();
+    }
   }
 
   private fail(error: Error & { errno?: number }): void {
