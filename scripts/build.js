@@ -18,7 +18,7 @@
  * (serverless.yml).
  */
 import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -38,6 +38,23 @@ const withoutZodLocales = {
       /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: 'zod-locales', namespace: 'sluice-empty' } : undefined,
     );
     build.onLoad({ filter: /.*/, namespace: 'sluice-empty' }, () => ({ contents: 'export {};', loader: 'js' }));
+  },
+};
+
+/**
+ * iconv-lite (mysql2 and zongji each ship a copy) reads its CJK code tables from JSON files when a
+ * charset first needs them, which sluice's connections never do; bundled, the tables' 1 MB would be
+ * parsed at every start. They stay files, required from node_modules as iconv-lite would (dist/cli
+ * and dist/chunks both sit two levels below the root).
+ */
+const iconvTablesOutside = {
+  name: 'iconv-tables-outside',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/tables\/.*\.json$/ }, (args) => {
+      if (!/[\\/]iconv-lite[\\/]encodings$/.test(args.resolveDir)) return undefined;
+      const file = relative(root, join(args.resolveDir, args.path)).split(sep).join('/');
+      return { path: `../../${file}`, external: true };
+    });
   },
 };
 
@@ -63,7 +80,7 @@ export async function buildCli() {
       platform: 'node',
       target: 'node20',
       external: EXTERNAL,
-      plugins: [withoutZodLocales],
+      plugins: [withoutZodLocales, iconvTablesOutside],
       // Packages' ES module builds where they have one: a dynamic import() of a bundled CommonJS
       // module yields only its `default`, where Node's own import() also gives its named exports.
       mainFields: ['module', 'main'],
