@@ -91,12 +91,18 @@ export function writeRows(batch: Batch, item: Extract<BinlogItem, { kind: 'rows'
   let entry: TableObject | undefined;
   let lines = 0;
   let size = 0;
+  let first = -1;
+  let firstSeq = '';
   let last = -1;
   let wait: Promise<void> | undefined;
   const emit = (op: Op, keyRow: Row, before: Row | null, after: Row | null) => {
     const index = cursor.nextIndex();
     last = index;
-    entry ??= batch.objectOf(shape, cursor.seqAt(index));
+    if (!entry) {
+      first = index;
+      firstSeq = cursor.seqAt(index);
+      entry = batch.objectOf(shape, firstSeq);
+    }
     const object = entry.object;
     const out = object.reserve(LINE_ROOM);
     const at = object.offset;
@@ -133,6 +139,6 @@ export function writeRows(batch: Batch, item: Extract<BinlogItem, { kind: 'rows'
     for (const row of item.rows) emit('d', row, row, null);
   }
   // The batch's count, size and last seq (also when the last line went as text).
-  if (entry && last >= 0) batch.wrote(entry, lines, size, cursor.seqAt(last));
+  if (entry) batch.wrote(entry, lines, size, last === first ? firstSeq : cursor.seqAt(last));
   return wait;
 }
