@@ -18,13 +18,45 @@
  * (serverless.yml).
  */
 import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Packages not bundled: they read files next to their own code, or are optional and absent. */
 const EXTERNAL = ['@duckdb/node-api', '@guanmingchiu/sqlparser-ts', '@aws-sdk/signature-v4-crt'];
+
+/**
+ * zod's `z.locales` re-exports every language's error messages: 0.36 MB, half of zod's part of the
+ * bundle, parsed at every start of a command that reads its configuration. sluice uses the English
+ * default, which zod imports on its own; the namespace becomes empty.
+ */
+const withoutZodLocales = {
+  name: 'without-zod-locales',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: 'zod-locales', namespace: 'sluice-empty' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'sluice-empty' }, () => ({ contents: 'export {};', loader: 'js' }));
+  },
+};
+
+/**
+ * iconv-lite (mysql2 and zongji each ship a copy) reads its CJK code tables from JSON files when a
+ * charset first needs them, which sluice's connections never do; bundled, the tables' 1 MB would be
+ * parsed at every start. They stay files, required from node_modules as iconv-lite would (dist/cli
+ * and dist/chunks both sit two levels below the root).
+ */
+const iconvTablesOutside = {
+  name: 'iconv-tables-outside',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/tables\/.*\.json$/ }, (args) => {
+      if (!/[\\/]iconv-lite[\\/]encodings$/.test(args.resolveDir)) return undefined;
+      const file = relative(root, join(args.resolveDir, args.path)).split(sep).join('/');
+      return { path: `../../${file}`, external: true };
+    });
+  },
+};
 
 /** Builds dist/ (replacing it whole, so a CLI starting meanwhile never mixes two builds). */
 export async function buildCli() {
@@ -48,6 +80,7 @@ export async function buildCli() {
       platform: 'node',
       target: 'node20',
       external: EXTERNAL,
+      plugins: [withoutZodLocales, iconvTablesOutside],
       // Packages' ES module builds where they have one: a dynamic import() of a bundled CommonJS
       // module yields only its `default`, where Node's own import() also gives its named exports.
       mainFields: ['module', 'main'],
@@ -60,7 +93,7 @@ export async function buildCli() {
     });
     const patches = existsSync(join(root, 'patches')) ? readdirSync(join(root, 'patches')).map((name) => `patches/${name}`) : [];
     const inputs = [
-      ...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/')),
+      ...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/') && !file.startsWith('sluice-empty:')),
       'scripts/build.js',
       ...['node_modules/.package-lock.json', ...patches].filter((file) => existsSync(join(root, file))),
     ];

@@ -379,8 +379,21 @@ class CaptureStream {
       filter: tableFilter(config),
       capture: { history: this.spec.history },
     });
-    for await (const item of this.reader) {
-      if (await this.onItem(item)) break;
+    // Items ready at hand are taken synchronously; the iterator only to wait (see takeReady).
+    const items = this.reader[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        let item = this.reader.takeReady();
+        if (!item) {
+          const next = await items.next();
+          if (next.done) break;
+          item = next.value;
+        }
+        const end = this.onItem(item);
+        if (end === true || (end !== false && (await end))) break;
+      }
+    } finally {
+      await items.return?.();
     }
     this.result.position = this.committed;
     this.result.caughtUp ||= this.caughtUp();
@@ -389,8 +402,8 @@ class CaptureStream {
       this.result.caughtUp || this.idle || lastTimestamp === undefined ? 0 : Math.max(0, Math.round((this.clock() - lastTimestamp) / 1000));
   }
 
-  /** Handles one item; true when the run ends here. */
-  private async onItem(item: BinlogItem): Promise<boolean> {
+  /** Handles one item; true when the run ends here. Synchronous unless the item needs to wait (a commit, back-pressure, a DDL). */
+  private onItem(item: BinlogItem): boolean | Promise<boolean> {
     const now = this.clock();
     this.idle = item.kind === 'idle';
     if (item.kind === 'idle') return this.cursor.inTransaction ? false : this.atBoundary(now);
@@ -405,12 +418,12 @@ class CaptureStream {
       case 'begin':
         this.cursor.begin(item);
         return false;
-      case 'rows':
-        await this.onRows(item, now);
-        return false;
+      case 'rows': {
+        const wait = this.onRows(item, now);
+        return wait ? wait.then(() => false) : false;
+      }
       case 'query':
-        await this.onQuery(item, now);
-        return false;
+        return this.onQuery(item, now).then(() => false);
       case 'commit':
         if (this.cursor.end() && this.batch) this.batch.transactions++;
         this.position = item.position;
@@ -421,15 +434,15 @@ class CaptureStream {
     }
   }
 
-  private async onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> {
+  /** Writes a rows event; returns what to await before reading on (back-pressure), if anything. */
+  private onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> | undefined {
     const { shape, outcome } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
     if (outcome) {
       this.cursor.hasRows = true;
       this.writeOutcome(outcome, this.cursor.source, now);
     }
     const batch = this.openBatch(now);
-    const wait = encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
-    if (wait) await wait;
+    return encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
   }
 
   /** A DDL statement changes the schema history. (DML logged as a statement writing a captured table never gets here: the reader's guard stops before it.) */
@@ -443,7 +456,7 @@ class CaptureStream {
   }
 
   /** At a transaction boundary: commit, heartbeat or wait as the policy says; true when the run ends here. */
-  private async atBoundary(now: number): Promise<boolean> {
+  private atBoundary(now: number): boolean | Promise<boolean> {
     const stop = shouldStop(now, this.spec.limits, this.spec.stopWhenCaughtUp, this.caughtUp) || this.spec.signal?.aborted === true;
     const decidedAt = this.clock();
     const action = boundaryAction({
@@ -458,12 +471,10 @@ class CaptureStream {
       limits: this.deps.config.batch,
       commitIntervalMs: this.deps.config.commitIntervalMs,
     });
-    if (action === 'commit') await this.commitBatch();
-    else if (action === 'heartbeat') await this.heartbeat(decidedAt);
-    else {
-      const wait = latencyWait(decidedAt, this.batch, this.deps.config.batch);
-      if (wait !== undefined) this.reader?.wakeWithin(wait);
-    }
+    if (action === 'commit') return this.commitBatch().then(() => stop);
+    if (action === 'heartbeat') return this.heartbeat(decidedAt).then(() => stop);
+    const wait = latencyWait(decidedAt, this.batch, this.deps.config.batch);
+    if (wait !== undefined) this.reader?.wakeWithin(wait);
     return stop;
   }
 

@@ -107,7 +107,7 @@ export function versionFromTableMap(
 
 export class SchemaTracker {
   /** Stamped shapes by the reader's shape: the check against the catalog runs once per shape and version. */
-  private readonly stamped = new WeakMap<EncodedShape, { version: SchemaVersion; shape: EncodedShape }>();
+  private readonly stamped = new WeakMap<EncodedShape, { version: SchemaVersion; shape: EncodedShape; revision: number }>();
 
   constructor(
     readonly catalog: Catalog,
@@ -217,9 +217,14 @@ export class SchemaTracker {
     position: BinlogPosition,
   ): { shape: EncodedShape; outcome?: DdlOutcome } {
     const known = this.stamped.get(shape);
+    // A rows event per transaction: the catalog is looked up again only once it changed.
+    if (known?.revision === this.catalog.revision) return { shape: known.shape };
     const table = { db: shape.db, table: shape.table };
     const live = this.catalog.live(table);
-    if (known && known.version === live) return { shape: known.shape };
+    if (known && known.version === live) {
+      known.revision = this.catalog.revision;
+      return { shape: known.shape };
+    }
     let outcome: DdlOutcome | undefined;
     let version = live;
     let structure: string;
@@ -244,7 +249,7 @@ export class SchemaTracker {
       }
     }
     const stamped = encodeShape({ ...shape, schema: version.version });
-    this.stamped.set(shape, { version, shape: stamped });
+    this.stamped.set(shape, { version, shape: stamped, revision: this.catalog.revision });
     return { shape: stamped, outcome };
   }
 

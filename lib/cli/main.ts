@@ -219,8 +219,13 @@ function commands(cli: Cli): Command {
       const { runCapture } = await import('../capture/run.ts');
       const { createLogger } = await import('../log.ts');
       const { config, clients } = await cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined });
-      for (const warning of await filterWarningsOf(config)) cli.err(`sluice: warning: ${warning}`);
-      const result = await runCapture(
+      // The filters' check (its own MySQL connection and query) runs beside the run's start instead of
+      // before it; its warnings are printed before the run's outcome, and its failure fails the command, as before.
+      const checked = filterWarningsOf(config).then(
+        (warnings) => ({ warnings, error: undefined }),
+        (error: unknown) => ({ warnings: [], error }),
+      );
+      const outcome = await runCapture(
         {
           config,
           s3: clients.s3,
@@ -233,7 +238,15 @@ function commands(cli: Cli): Command {
             ),
         },
         { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000 },
+      ).then(
+        (result) => ({ result, error: undefined }),
+        (error: unknown) => ({ result: undefined, error }),
       );
+      const check = await checked;
+      for (const warning of check.warnings) cli.err(`sluice: warning: ${warning}`);
+      if (!outcome.result) throw outcome.error;
+      if (check.error) throw check.error;
+      const { result } = outcome;
       cli.out(
         result.status === 'busy'
           ? 'another run holds the lease; nothing done'

@@ -157,19 +157,21 @@ export function binlogColumn(column: ZongjiColumn, facts: ColumnFacts = {}): Col
 }
 
 /**
- * Everything binlogColumn and rawBinlogValues read of a column, as text: a table's shape and its
- * decoders are rebuilt only when this changes, not at each of its TABLE_MAPs.
+ * Appends everything binlogColumn and rawBinlogValues read of a column to `out`: a table's shape and
+ * its decoders are rebuilt only when these values change, not at each of its TABLE_MAPs. Compared
+ * value by value (no text is built: a TABLE_MAP comes with every transaction that writes the table).
  */
-export function columnSignature(
+export function pushColumnFacts(
+  out: unknown[],
   column: ZongjiColumn,
   unsigned: boolean,
   geometryType: number | undefined,
   schema: ZongjiColumnSchema | undefined,
   hasLabels: boolean,
-): string {
+): void {
   const { type, charset, metadata: m } = original(column);
   const classic = type === T.TIME || type === T.DATETIME || type === T.TIMESTAMP ? schema?.COLUMN_TYPE : '';
-  return `${column.name}/${type}/${charset}/${unsigned ? 'u' : ''}/${geometryType ?? ''}/${m?.decimals}/${m?.precision}/${m?.bits}/${m?.max_length}/${hasLabels ? 'l' : ''}/${classic}`;
+  out.push(column.name, type, charset, unsigned, geometryType, m?.decimals, m?.precision, m?.bits, m?.max_length, hasLabels, classic);
 }
 
 const LOGICAL_WIDTH: Record<LogicalType, number> = { uuid: 16, inet4: 4, inet6: 16 };
@@ -249,6 +251,136 @@ export function time2Text(bytes: Buffer, fsp: number): string {
   return fsp ? `${text}.${String(micros).padStart(6, '0').slice(0, fsp)}` : text;
 }
 
+const char = String.fromCharCode;
+const digit = (n: number) => 48 + n;
+
+/** `n` (0–99) as two digits. */
+const two = (n: number) => (n < 10 ? `0${n}` : String(n));
+
+/**
+ * `.` and the `fsp` fraction digits stored after a DATETIME2/TIMESTAMP2/TIME2's whole seconds:
+ * ceil(fsp / 2) big-endian bytes, holding the fraction times 10 when fsp is odd. Empty for fsp 0.
+ */
+function fractionText(bytes: Buffer, at: number, fsp: number): string {
+  if (!fsp) return '';
+  const width = (fsp + 1) >> 1;
+  let value = bytes.readUIntBE(at, width);
+  if (fsp & 1) value = Math.floor(value / 10);
+  return `.${String(value).padStart(fsp, '0')}`;
+}
+
+/** `YYYY-MM-DD HH:MM:SS` from its parts, each in range, as one flat string (no concatenation). */
+function dateTimeText(year: number, month: number, day: number, hour: number, minute: number, second: number): string {
+  if (year > 9999 || month > 99 || day > 99 || hour > 99) {
+    // Cannot come from a valid value; spelled as zongji would (the last four digits of the year).
+    return `${String(year).padStart(4, '0').slice(-4)}-${two(month)}-${two(day)} ${two(hour)}:${two(minute)}:${two(second)}`;
+  }
+  return char(
+    digit(Math.floor(year / 1000)),
+    digit(Math.floor(year / 100) % 10),
+    digit(Math.floor(year / 10) % 10),
+    digit(year % 10),
+    45,
+    digit(Math.floor(month / 10)),
+    digit(month % 10),
+    45,
+    digit(Math.floor(day / 10)),
+    digit(day % 10),
+    32,
+    digit(Math.floor(hour / 10)),
+    digit(hour % 10),
+    58,
+    digit(Math.floor(minute / 10)),
+    digit(minute % 10),
+    58,
+    digit(Math.floor(second / 10)),
+    digit(second % 10),
+  );
+}
+
+/**
+ * DATETIME2 bytes as MariaDB prints them, "YYYY-MM-DD HH:MM:SS[.f]" with `fsp` digits: 5 bytes
+ * big-endian, a sign bit (always set), year × 13 + month in 17 bits, day 5, hour 5, minute 6,
+ * second 6 (TIME_from_longlong_datetime_packed); then the fraction. Zero dates stay zero.
+ */
+export function datetime2Text(bytes: Buffer, fsp: number): string {
+  const yearMonth = (((bytes[0] as number) & 0x7f) << 10) | ((bytes[1] as number) << 2) | ((bytes[2] as number) >> 6);
+  const rest = (((bytes[2] as number) & 0x3f) << 16) | ((bytes[3] as number) << 8) | (bytes[4] as number);
+  const text = dateTimeText(Math.floor(yearMonth / 13), yearMonth % 13, rest >> 17, (rest >> 12) & 31, (rest >> 6) & 63, rest & 63);
+  return fsp ? text + fractionText(bytes, 5, fsp) : text;
+}
+
+/**
+ * TIMESTAMP2 bytes as zongji printed them with timezone 'Z': 4 bytes big-endian seconds since the
+ * epoch (unsigned: MariaDB 11.5 stores instants up to 2106), then the fraction, as UTC
+ * "YYYY-MM-DD HH:MM:SS[.f]"; the zero timestamp (0 seconds, zero fraction) as "0000-00-00 00:00:00[.0…]".
+ */
+export function timestamp2Text(bytes: Buffer, fsp: number): string {
+  const seconds = bytes.readUInt32BE(0);
+  const fraction = fractionText(bytes, 4, fsp);
+  if (seconds === 0 && !/[1-9]/.test(fraction)) return `0000-00-00 00:00:00${fraction}`;
+  // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
+  const days = Math.floor(seconds / 86_400);
+  const time = seconds - days * 86_400;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365);
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const mp = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const text = dateTimeText(year, month, day, Math.floor(time / 3600), Math.floor(time / 60) % 60, time % 60);
+  return fsp ? text + fraction : text;
+}
+
+/** Bytes of a DECIMAL's group of fewer than 9 digits (dig2bytes in MySQL's decimal.c). */
+const DIGIT_BYTES = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4] as const;
+
+/** Bytes of a DECIMAL(precision, scale) value in the binlog (decimal_bin_size). */
+export function decimalSize(precision: number, scale: number): number {
+  const integral = precision - scale;
+  return Math.floor(integral / 9) * 4 + (DIGIT_BYTES[integral % 9] ?? 0) + Math.floor(scale / 9) * 4 + (DIGIT_BYTES[scale % 9] ?? 0);
+}
+
+/**
+ * NEWDECIMAL bytes as MariaDB prints them (decimal2bin's layout read back): groups of 9 digits in
+ * 4 bytes big-endian, a shorter leading (integral) and trailing (fraction) group in fewer; a
+ * negative value is stored with every bit inverted; the first bit is flipped (set when positive).
+ * Leading zeros of the integral part are dropped (one digit kept), the fraction has `scale` digits.
+ */
+export function decimalText(bytes: Buffer, precision: number, scale: number): string {
+  const integral = precision - scale;
+  const negative = ((bytes[0] as number) & 0x80) === 0;
+  const mask = negative ? 0xff : 0;
+  let at = 0;
+  const group = (width: number) => {
+    let value = 0;
+    for (let end = at + width; at < end; at++) value = value * 256 + (((bytes[at] as number) ^ mask ^ (at === 0 ? 0x80 : 0)) & 0xff);
+    return value;
+  };
+  // Up to 15 integral digits are exact as one number, which drops the leading zeros by itself.
+  const leading = integral % 9;
+  let whole: string;
+  if (integral <= 15) {
+    let value = group(DIGIT_BYTES[leading] ?? 0);
+    for (let i = Math.floor(integral / 9); i > 0; i--) value = value * 1e9 + group(4);
+    whole = String(value);
+  } else {
+    whole = String(group(DIGIT_BYTES[leading] ?? 0));
+    for (let i = Math.floor(integral / 9); i > 0; i--) whole += String(group(4)).padStart(9, '0');
+    whole = whole.replace(/^0+(?=\d)/, '');
+  }
+  let text = negative ? `-${whole}` : whole;
+  if (!scale) return text;
+  text += '.';
+  for (let i = Math.floor(scale / 9); i > 0; i--) text += String(group(4)).padStart(9, '0');
+  const trailing = scale % 9;
+  if (trailing) text += String(group(DIGIT_BYTES[trailing] ?? 0)).padStart(trailing, '0');
+  return text;
+}
+
 /** A classic (fsp 0, pre-5.6.4 / MariaDB 5.3-format) TIME: ±HHMMSS in 3 bytes, little-endian. */
 export function classicTimeText(bytes: Buffer): string {
   const value = bytes.readIntLE(0, 3);
@@ -269,6 +401,29 @@ const time2Decoder =
   (value) =>
     Buffer.isBuffer(value) ? time2Text(value, fsp) : value;
 const time2 = [0, 1, 2, 3, 4, 5, 6].map(time2Decoder);
+const datetime2 = [0, 1, 2, 3, 4, 5, 6].map(
+  (fsp): BinlogDecoder =>
+    (value) =>
+      Buffer.isBuffer(value) ? datetime2Text(value, fsp) : value,
+);
+const timestamp2 = [0, 1, 2, 3, 4, 5, 6].map(
+  (fsp): BinlogDecoder =>
+    (value) =>
+      Buffer.isBuffer(value) ? timestamp2Text(value, fsp) : value,
+);
+const decimals = new Map<string, BinlogDecoder>();
+/** The decoder of a DECIMAL(precision, scale), made once per type. */
+function decimalDecoder(precision: number, scale: number): BinlogDecoder {
+  const type = `${precision},${scale}`;
+  let decode = decimals.get(type);
+  if (!decode) {
+    decode = (value) => (Buffer.isBuffer(value) ? decimalText(value, precision, scale) : value);
+    decimals.set(type, decode);
+  }
+  return decode;
+}
+/** zongji's descriptor of a column it is to hand over as `bytes` raw bytes (a BIT of that width). */
+const rawBytes = (charset: ZongjiColumn['charset'], bytes: number) => ({ type: T.BIT, charset, metadata: { bits: 8 * bytes } });
 const latin1: BinlogDecoder = (value) => (typeof value === 'string' ? latin1Text(value) : value);
 const serverDecoders = new Map<string, BinlogDecoder>();
 /** zongji's one-char-per-byte string back to bytes, for the server to convert. */
@@ -295,6 +450,9 @@ function serverText(charset: string): BinlogDecoder {
  *   zongji's decoding, with the server's '?' for bytes above 0x7F. ENUM/SET labels in such
  *   charsets are swapped for the TABLE_MAP's raw label bytes (FULL metadata) the same way.
  * - ENUM: zongji gives undefined for the invalid value (index 0), which the server prints as ''.
+ * - DATETIME2, TIMESTAMP2, NEWDECIMAL: not lossy, but zongji builds their text from many small
+ *   strings (its zeroPad was ~10% of a capture's CPU); retyped as a BIT of their width, the bytes
+ *   are printed here as one flat string, the same text (docs/PERFORMANCE.md).
  * Computed once per table shape; `applyRaw` does the retyping at every TABLE_MAP.
  */
 export function rawBinlogValues(column: ZongjiColumn, schema: ZongjiColumnSchema | undefined, hasLabels: boolean): RawValues | undefined {
@@ -304,7 +462,23 @@ export function rawBinlogValues(column: ZongjiColumn, schema: ZongjiColumnSchema
       return { retype: { type: T.BLOB, charset: null, metadata } };
     case T.TIME2: {
       const fsp = metadata?.decimals ?? 0;
-      return { retype: { type: T.BIT, charset, metadata: { bits: 8 * (3 + Math.ceil(fsp / 2)) } }, decode: time2[fsp] ?? time2Decoder(fsp) };
+      return { retype: rawBytes(charset, 3 + Math.ceil(fsp / 2)), decode: time2[fsp] ?? time2Decoder(fsp) };
+    }
+    case T.DATETIME2: {
+      const fsp = metadata?.decimals ?? 0;
+      const decode = datetime2[fsp];
+      return decode && { retype: rawBytes(charset, 5 + Math.ceil(fsp / 2)), decode };
+    }
+    case T.TIMESTAMP2: {
+      const fsp = metadata?.decimals ?? 0;
+      const decode = timestamp2[fsp];
+      return decode && { retype: rawBytes(charset, 4 + Math.ceil(fsp / 2)), decode };
+    }
+    case T.NEWDECIMAL: {
+      const precision = metadata?.precision;
+      const scale = metadata?.decimals;
+      if (precision === undefined || scale === undefined) return undefined;
+      return { retype: rawBytes(charset, decimalSize(precision, scale)), decode: decimalDecoder(precision, scale) };
     }
     case T.TIME:
       // With fraction digits this is MariaDB 5.3's own format, which zongji reads right.

@@ -149,6 +149,12 @@ export function encodeValue(kind: ColumnKind, value: unknown, fsp?: number): str
   }
 }
 
+/** Whether DATETIME/TIME text has exactly `fsp` fraction digits, so `encodeValue` keeps it as it is. */
+export function hasFraction(text: string, fsp: number): boolean {
+  const dot = text.lastIndexOf('.');
+  return fsp === 0 ? dot < 0 : dot === text.length - fsp - 1 && dot > text.lastIndexOf(':');
+}
+
 /** One column's encoder: `encodeValue` for its kind, with the common cases of each kind up front. */
 export type ValueEncoder = (value: unknown) => string;
 
@@ -179,14 +185,10 @@ export function valueEncoder(kind: ColumnKind, fsp?: number): ValueEncoder {
     case 'date':
       return (value) => (typeof value === 'string' ? JSON.stringify(value) : generic(value));
     case 'datetime':
-    case 'time': {
+    case 'time':
       // Text that already has exactly `fsp` fraction digits (what the binlog gives) is kept as it is.
-      const exact = (text: string) => {
-        const dot = text.lastIndexOf('.');
-        return fsp === 0 ? dot < 0 : dot === text.length - (fsp ?? 0) - 1 && dot > text.lastIndexOf(':');
-      };
-      return (value) => (typeof value === 'string' ? JSON.stringify(fsp === undefined || exact(value) ? value : withFraction(value, fsp)) : generic(value));
-    }
+      return (value) =>
+        typeof value === 'string' ? JSON.stringify(fsp === undefined || hasFraction(value, fsp) ? value : withFraction(value, fsp)) : generic(value);
     default:
       return generic;
   }

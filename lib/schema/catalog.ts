@@ -55,6 +55,8 @@ export class Catalog {
   private changed = false;
   /** The filters the catalog was kept with (undefined: before sluice recorded them). */
   filter: CatalogFilter | undefined;
+  /** Counts changes of the tables' versions (`put`): a lookup cached at one revision holds until the next. */
+  revision = 0;
 
   static from(document: CatalogDocument | undefined): Catalog {
     const catalog = new Catalog();
@@ -87,6 +89,7 @@ export class Catalog {
    */
   put(entry: CatalogTable, history = true): void {
     this.tables.set(tableKey(entry.version), entry);
+    this.revision++;
     if (history) this.made.push(entry);
     this.changed = true;
   }

@@ -27,12 +27,23 @@ describe('the binlog reader', () => {
       for (let polls = 0; polls < 600 && reader.backPressure.pauses === 0 && reader.backPressure.queuedRows < rows; polls++)
         await new Promise((resolve) => setTimeout(resolve, 50));
       expect(reader.backPressure.pauses).toBe(1);
+      // Read as the capture loop reads: what is at hand synchronously, through the iterator to wait.
       let read = 0;
-      for await (const item of reader) {
+      let atHand = 0;
+      const items = reader[Symbol.asyncIterator]();
+      for (;;) {
+        let item = reader.takeReady();
+        if (item) atHand++;
+        else {
+          const next = await items.next();
+          if (next.done) break;
+          item = next.value;
+        }
         if (item.kind === 'rows') read += item.rows.length;
         if (item.kind === 'commit' && read > 0) break;
       }
       expect(read).toBe(rows);
+      expect(atHand).toBeGreaterThan(0);
       // Never more than the bound plus what the connection had already received when it paused
       // (one socket read, at most 64 KiB: ~2,000 of these rows at most).
       expect(reader.backPressure.peakQueuedRows).toBeLessThan(2 * highWaterRows);

@@ -51,6 +51,12 @@ const NUMERIC: Case[] = [
   c('d55', 'DECIMAL(5,5)', 'decimal', 'decimal(5,5)', ["'0.99999'", "'-0.00001'", "'0'"]),
   c('d102', 'DECIMAL(10,2)', 'decimal', 'decimal(10,2)', ['12.5', '-0.5', '-99999999.99']),
   c('d199', 'DECIMAL(19,9)', 'decimal', 'decimal(19,9)', ["'-9999999999.999999999'", "'0.000000001'"]),
+  // Around 15 integral digits (the most sluice's decoder reads as one number) and single-digit groups.
+  c('d150', 'DECIMAL(15,0)', 'decimal', 'decimal(15,0)', ["'999999999999999'", "'-999999999999999'", "'-1'", "'0'"]),
+  c('d160', 'DECIMAL(16,0)', 'decimal', 'decimal(16,0)', ["'9999999999999999'", "'-1000000000000000'", "'7'"]),
+  c('d183', 'DECIMAL(18,3)', 'decimal', 'decimal(18,3)', ["'-999999999999999.999'", "'0.001'", "'100000000.000'"]),
+  c('d10', 'DECIMAL(1,0)', 'decimal', 'decimal(1,0)', ["'9'", "'-9'", "'0'"]),
+  c('d3030', 'DECIMAL(30,30)', 'decimal', 'decimal(30,30)', ["'0.000000000000000000000000000001'", "'-0.123456789012345678901234567890'"]),
   c('du', 'DECIMAL(4,1) UNSIGNED', 'decimal', 'decimal(4,1) unsigned', ["'999.9'"]),
   c('nu', 'NUMERIC(5,2)', 'decimal', 'decimal(5,2)', ['-1.5']),
   c('dzf', 'DECIMAL(10,2) ZEROFILL', 'decimal', 'decimal(10,2) unsigned', ['12.5', '0']),
@@ -154,7 +160,8 @@ const TEXT: Case[] = [
   c('c255', 'CHAR(255)', 'text', 'char', ["REPEAT('😀', 255)", "'a'"]),
   c('nch', 'NATIONAL CHAR(3)', 'text', 'char', ["'é'"]),
   c('tt', 'TINYTEXT', 'text', 'text', ["'😀'", "''", "'x  '"]),
-  c('tx', 'TEXT', 'text', 'text', ["'😀'", "REPEAT('ab', 1000)"]),
+  // 40,000 bytes: longer than the room a change line is written into as bytes, so it goes as text.
+  c('tx', 'TEXT', 'text', 'text', ["'😀'", "REPEAT('ab', 1000)", "REPEAT('é', 20000)"]),
   c('mt', 'MEDIUMTEXT', 'text', 'text', ["'😀'"]),
   c('lt', 'LONGTEXT', 'text', 'text', ["'😀'"]),
   c('u3', 'VARCHAR(10) CHARACTER SET utf8mb3', 'text', 'varchar', ["'é€'"]),

@@ -3,9 +3,13 @@ import {
   applyRaw,
   binlogColumn,
   classicTimeText,
+  datetime2Text,
+  decimalSize,
+  decimalText,
   rawBinlogValues,
   ServerText,
   time2Text,
+  timestamp2Text,
   type ZongjiColumn,
   type ZongjiColumnSchema,
 } from '../../lib/format/binlog-columns.ts';
@@ -146,6 +150,72 @@ describe('value encoding', () => {
     // The classic TIME of old tables: ±HHMMSS, little-endian.
     expect(classicTimeText(Buffer.from([0xf0, 0xd8, 0xff]))).toBe('-01:00:00');
     expect(classicTimeText(Buffer.from([0xa7, 0xf5, 0x7f]))).toBe('838:59:59');
+  });
+
+  it('prints DATETIME2, TIMESTAMP2 and NEWDECIMAL bytes as zongji did (vectors checked against its decoder)', () => {
+    const bytes = (hex: string) => Buffer.from(hex, 'hex');
+    expect(datetime2Text(bytes('8000000000'), 0)).toBe('0000-00-00 00:00:00');
+    expect(datetime2Text(bytes('fef3ff7efb0f423f'), 6)).toBe('9999-12-31 23:59:59.999999');
+    expect(datetime2Text(bytes('99b2bb7efb32'), 1)).toBe('2024-02-29 23:59:59.5');
+    expect(datetime2Text(bytes('99b20000000046'), 3)).toBe('2024-00-00 00:00:00.007');
+    expect(datetime2Text(bytes('8cb242000000000a'), 5)).toBe('1000-01-01 00:00:00.00001');
+    expect(timestamp2Text(bytes('00000000'), 0)).toBe('0000-00-00 00:00:00');
+    expect(timestamp2Text(bytes('000000000000'), 3)).toBe('0000-00-00 00:00:00.000');
+    expect(timestamp2Text(bytes('0000000005'), 2)).toBe('1970-01-01 00:00:00.05');
+    expect(timestamp2Text(bytes('00000001'), 0)).toBe('1970-01-01 00:00:01');
+    expect(timestamp2Text(bytes('7fffffff0f423f'), 6)).toBe('2038-01-19 03:14:07.999999');
+    expect(timestamp2Text(bytes('65e079f004d2'), 4)).toBe('2024-02-29 12:34:56.1234');
+    expect(timestamp2Text(bytes('38bb0c00'), 0)).toBe('2000-02-29 00:00:00');
+    // Seconds past 2^31 (MariaDB 11.5 and later): unsigned, as the server stores them.
+    expect(timestamp2Text(bytes('ffffffff'), 0)).toBe('2106-02-07 06:28:15');
+    /** MySQL's decimal2bin: 9-digit groups in 4 bytes, shorter edge groups in fewer, negatives inverted, the first bit flipped. */
+    const decimal = (text: string, precision: number, scale: number) => {
+      const negative = text.startsWith('-');
+      const [whole = '', fraction = ''] = text.replace('-', '').split('.');
+      const integral = (whole as string).replace(/^0+/, '').padStart(precision - scale, '0');
+      const groups: [string, number][] = [];
+      const widths = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
+      const lead = (precision - scale) % 9;
+      if (lead) groups.push([integral.slice(0, lead), widths[lead] as number]);
+      for (let i = lead; i < integral.length; i += 9) groups.push([integral.slice(i, i + 9), 4]);
+      const digits = (fraction as string).padEnd(scale, '0');
+      for (let i = 0; i + 9 <= scale; i += 9) groups.push([digits.slice(i, i + 9), 4]);
+      if (scale % 9) groups.push([digits.slice(scale - (scale % 9)), widths[scale % 9] as number]);
+      const out = Buffer.concat(
+        groups.map(([g, w]) =>
+          Buffer.from(
+            Number(g)
+              .toString(16)
+              .padStart(w * 2, '0'),
+            'hex',
+          ),
+        ),
+      );
+      if (negative) for (let i = 0; i < out.length; i++) out[i] = ~(out[i] as number) & 0xff;
+      out[0] = (out[0] as number) ^ 0x80;
+      expect(out.length).toBe(decimalSize(precision, scale));
+      return decimalText(out, precision, scale);
+    };
+    for (const [text, precision, scale] of [
+      ['12.50', 12, 2],
+      ['-0.50', 10, 2],
+      ['0.00', 10, 2],
+      ['-99999999.99', 10, 2],
+      ['999999999999999', 15, 0],
+      ['-999999999999999', 15, 0],
+      ['9999999999999999', 16, 0],
+      ['-1000000000000000', 16, 0],
+      ['7', 16, 0],
+      ['-9', 1, 0],
+      ['0.99999', 5, 5],
+      ['-0.00001', 5, 5],
+      ['-999999999999999.999', 18, 3],
+      ['0.000000000000000000000000000001', 30, 30],
+      ['-99999999999999999999999999999999999.999999999999999999999999999999', 65, 30],
+      ['-12345678901234567890123456789012345.123456789012345678901234567890', 65, 30],
+      ['-99999999999999999999999999999999999999999999999999999999999999999', 65, 0],
+    ] as const)
+      expect(decimal(text, precision, scale)).toBe(text);
   });
 
   it('hands zongji raw bytes where its decoding loses information, and describes the column as the binlog did', () => {

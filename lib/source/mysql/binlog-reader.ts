@@ -1,13 +1,12 @@
 import ZongJi from '@vlasky/zongji';
 import type { BinlogPosition } from '../../core/position.ts';
-import { tableKey } from '../../core/table-ref.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
   applyRaw,
   type BinlogDecoder,
   binlogColumn,
-  columnSignature,
   maybeLogical,
+  pushColumnFacts,
   type RawValues,
   rawBinlogValues,
   ServerText,
@@ -104,21 +103,37 @@ type Ev = any;
 
 /** A table as its latest TABLE_MAP describes it. */
 interface TableState {
-  signature: string;
+  /** What the TABLE_MAP said that the rest is built from (`pushColumnFacts`), compared value by value at the next one. */
+  facts: unknown[];
   shape: EncodedShape;
   map: TableMapStructure;
   /** What to change in zongji's descriptors at each TABLE_MAP, by column index (see rawBinlogValues). */
   raw: [index: number, raw: RawValues][];
   /** Columns whose zongji values need converting. */
   decoders: [name: string, decode: BinlogDecoder][];
+  /** Converts one row's values in place (`compileDecoder` of `decoders`); undefined when none need it. */
+  decode: ((row: Row) => void) | undefined;
   /** Columns whose values the server converts (ServerText) before the rows are yielded. */
   byServer: string[];
   /** Columns zongji must store under another property than their name (see `rowProperty`), by index. */
   renamed: number[];
 }
 
-function decodeRows(rows: Row[], decoders: TableState['decoders']): void {
-  for (const row of rows) for (const [name, decode] of decoders) row[name] = decode(row[name]);
+function sameFacts(a: unknown[], b: unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * One function converting a row's values in place, reading and writing each column by its literal
+ * name (as the shape's encoders do, event.ts): a loop over names would make every access a keyed,
+ * megamorphic one, for every row. Names enter the source only as JSON string literals.
+ */
+function compileDecoder(decoders: TableState['decoders']): TableState['decode'] {
+  if (!decoders.length) return undefined;
+  const body = decoders.map(([name], i) => `r[${JSON.stringify(name)}] = d${i}(r[${JSON.stringify(name)}]);`).join(' ');
+  return new Function(...decoders.map((_, i) => `d${i}`), `return (r) => { ${body} };`)(...decoders.map(([, decode]) => decode));
 }
 
 export class BinlogReader implements AsyncIterable<BinlogItem> {
@@ -201,7 +216,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.pauses++;
       this.zongji.connection?.pause();
     }
-    this.wake?.();
+    // Once: the other events of this socket read find the waiting iterator already woken.
+    const wake = this.wake;
+    if (wake) {
+      this.wake = undefined;
+      wake();
+    }
   }
 
   private fail(error: Error & { errno?: number }): void {
@@ -230,11 +250,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
     // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
-    let signature = `${tableKey({ db: map.parentSchema, table: map.tableName })}:${key}`;
+    const facts: unknown[] = [map.parentSchema, map.tableName, key?.length, ...(key ?? [])];
     for (let i = 0; i < columns.length; i++)
-      signature += `,${columnSignature(columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined)}`;
+      pushColumnFacts(facts, columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
     let table = this.shapes.get(ev.tableId);
-    if (table?.signature !== signature) {
+    if (!table || !sameFacts(table.facts, facts)) {
       // MariaDB logs a hidden DB_ROW_HASH_<n> column per long unique key: not part of the table's rows.
       const kept = columns.map((_, i) => i).filter((i) => !isHiddenHashColumn((columns[i] as ZongjiColumn).name));
       const described = kept.map((i) =>
@@ -247,7 +267,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           kept.map((i) => columns[i] as ZongjiColumn),
         );
       // Read before applyRaw below rewrites zongji's descriptors.
-      table = { signature, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], byServer: [], renamed: [] };
+      table = { facts, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [], renamed: [] };
       for (const [i, c] of columns.entries()) {
         if (rowProperty(c.name) !== c.name) table.renamed.push(i);
         const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
@@ -256,6 +276,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         if (raw.decode) table.decoders.push([rowProperty(c.name), raw.decode]);
         if (raw.byServer) table.byServer.push(rowProperty(c.name));
       }
+      table.decode = compileDecoder(table.decoders);
       this.shapes.set(ev.tableId, table);
     }
     for (const [i, raw] of table.raw) applyRaw(columns[i] as ZongjiColumn, raw, schemas[i], labels[i]);
@@ -398,10 +419,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows': {
-        const { shape, map, decoders, byServer } = this.tableOf(ev);
-        if (decoders.length) {
-          if (type === 'UpdateRows') for (const row of ev.rows) decodeRows([row.before, row.after], decoders);
-          else decodeRows(ev.rows, decoders);
+        const { shape, map, decode, byServer } = this.tableOf(ev);
+        if (decode) {
+          if (type === 'UpdateRows')
+            for (const row of ev.rows) {
+              decode(row.before);
+              decode(row.after);
+            }
+          else for (const row of ev.rows) decode(row);
         }
         if (byServer.length) this.serverText.set(ev.rows, byServer);
         this.push({ kind: 'rows', op: ROWS_OP[type], shape, map, rows: ev.rows, pos: ev.nextPosition, tsMs: ev.timestamp }, ev.rows.length);
@@ -424,26 +449,45 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
   }
 
+  /** Takes the first queued item; resumes the connection once few rows wait. */
+  private shift(): BinlogItem {
+    const item = this.queue[this.head] as BinlogItem;
+    this.queue[this.head++] = undefined as unknown as BinlogItem;
+    if (this.head > 4096) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+    if (item.kind === 'rows') this.queuedRows -= item.rows.length;
+    if (this.paused && this.queuedRows < this.highWater / 4) {
+      this.paused = false;
+      this.zongji.connection?.resume();
+    }
+    return item;
+  }
+
+  /**
+   * The next item, if it is ready to be handed over without waiting (decoded, and nothing to look
+   * up for it on the server); else undefined, and the async iterator takes it or waits. A consumer
+   * takes what one socket read delivered in one synchronous pass this way, where the iterator costs
+   * a few promises per item (a single-row transaction is three items). The order is the iterator's.
+   */
+  takeReady(): BinlogItem | undefined {
+    if (this.failure || this.head >= this.queue.length) return undefined;
+    const item = this.queue[this.head] as BinlogItem;
+    if (item.kind === 'rows' && (this.unresolved.has(item.shape) || this.serverText.has(item.rows))) return undefined;
+    return this.shift();
+  }
+
   async *[Symbol.asyncIterator](): AsyncIterator<BinlogItem> {
     while (true) {
       if (this.failure) throw await this.failure;
       if (this.head < this.queue.length) {
-        const item = this.queue[this.head] as BinlogItem;
-        this.queue[this.head++] = undefined as unknown as BinlogItem;
-        if (this.head > 4096) {
-          this.queue.splice(0, this.head);
-          this.head = 0;
-        }
+        const item = this.shift();
         if (item.kind === 'rows') {
-          this.queuedRows -= item.rows.length;
           const columns = this.unresolved.get(item.shape);
           if (columns) item.shape = await this.resolve(item.shape, columns);
           const byServer = this.serverText.get(item.rows);
           if (byServer) await this.decodeOnServer(item, byServer);
-        }
-        if (this.paused && this.queuedRows < this.highWater / 4) {
-          this.paused = false;
-          this.zongji.connection?.resume();
         }
         yield item;
         continue;

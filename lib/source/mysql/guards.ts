@@ -1,5 +1,5 @@
 import { type BinlogPosition, formatPosition } from '../../core/position.ts';
-import { formatTableRef, type TableRef, tableKey } from '../../core/table-ref.ts';
+import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import { writtenTables } from './ddl/written-tables.ts';
 import type { BinlogHistories } from './history.ts';
@@ -49,7 +49,7 @@ interface Group {
   ddl: boolean | undefined;
   /** MariaDB GTID flag PREPARED_XA, or (MySQL) an `XA START` statement. */
   xa: boolean;
-  /** Captured tables the group changes, by tableKey (their TABLE_MAPs: zongji drops other tables' maps). */
+  /** Captured tables the group changes, by `groupKey` (their TABLE_MAPs: zongji drops other tables' maps). */
   tables: Map<string, TableRef>;
 }
 
@@ -66,6 +66,12 @@ interface Violation {
   tables?: readonly TableRef[];
   since: number;
 }
+
+/**
+ * A table's key in a group's map, made at every TABLE_MAP: names cannot hold U+0000, so joining
+ * with it is unambiguous and cheaper than `tableKey`'s JSON.
+ */
+const groupKey = (ref: TableRef) => `${ref.db}\u0000${ref.table}`;
 
 export class StreamGuard {
   private group: Group | undefined;
@@ -186,7 +192,7 @@ export class StreamGuard {
 
   private mapped(ev: Ev): void {
     const ref: TableRef = { db: ev.schemaName, table: ev.tableName };
-    this.group?.tables.set(tableKey(ref), ref);
+    this.group?.tables.set(groupKey(ref), ref);
   }
 
   private rows(ev: Ev, type: string, file: string): Verdict {
@@ -215,7 +221,7 @@ export class StreamGuard {
 
   private violate(ev: Ev, _type: string, file: string, violation: Omit<Violation, 'since'>): Verdict {
     this.violation = { ...violation, since: this.now };
-    for (const table of violation.tables ?? []) this.group?.tables.set(tableKey(table), table);
+    for (const table of violation.tables ?? []) this.group?.tables.set(groupKey(table), table);
     return this.drain(ev, 'violation', file);
   }
 
