@@ -1,4 +1,4 @@
-import type { EncodedShape, Op, Row } from './event.ts';
+import { type EncodedShape, type Op, type Row, rowProperty } from './event.ts';
 import { type ColumnKind, hasFraction, valueEncoder } from './types.ts';
 
 /*
@@ -156,7 +156,8 @@ function objectWriter(shape: EncodedShape, indexes: readonly number[]): ObjectWr
     return valueWriter(column.kind, column.fsp);
   });
   const steps = indexes.map(
-    (index, i) => `at = w${i}(o, put(o, at, p${i}), l, r[${JSON.stringify((shape.columns[index] as { name: string }).name)}]); if (at < 0) return -1;`,
+    (index, i) =>
+      `at = w${i}(o, put(o, at, p${i}), l, r[${JSON.stringify(rowProperty((shape.columns[index] as { name: string }).name))}]); if (at < 0) return -1;`,
   );
   const make = new Function(
     'put',
