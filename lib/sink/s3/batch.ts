@@ -43,6 +43,17 @@ export class Batch {
 
   /** Appends one encoded event line for a table; resolves once the data is accepted (back-pressure). */
   write(shape: EncodedShape, line: string, seq: string): Promise<void> | undefined {
+    const entry = this.objectOf(shape, seq);
+    // Characters, not bytes: close enough to cut batches by size without encoding twice.
+    this.wrote(entry, 1, line.length, seq);
+    return entry.object.write(line);
+  }
+
+  /**
+   * The table object `shape`'s lines go to (made on first use, `seq` its first line's), for lines
+   * written as bytes straight into its staging object (`StagingObject.reserve`); `wrote` records them.
+   */
+  objectOf(shape: EncodedShape, seq: string): TableObject {
     let entry = this.last?.shape === shape ? this.last : this.tables.get(tableKey(shape));
     if (!entry) {
       // A segment never holds "." or "/", so `<db-seg>/<table-seg>.jsonl.gz` is one object per table and stays inside the batch's folder.
@@ -53,11 +64,14 @@ export class Batch {
     // The shape can change inside a batch (DDL); the manifest records the latest.
     if (entry.shape !== shape) (entry as { shape: EncodedShape }).shape = shape;
     this.last = entry;
+    return entry;
+  }
+
+  /** Records `events` lines of `size` bytes written to `entry`, the last of them with `seq`. */
+  wrote(entry: TableObject, events: number, size: number, seq: string): void {
     entry.seqMax = seq;
-    this.events++;
-    // Characters, not bytes: close enough to cut batches by size without encoding twice.
-    this.size += line.length;
-    return entry.object.write(line);
+    this.events += events;
+    this.size += size;
   }
 
   async finish(): Promise<void> {

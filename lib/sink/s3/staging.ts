@@ -17,6 +17,9 @@ const MAX_BUFFERED = 4 * 1024 * 1024;
  */
 const CHUNK = 1024 * 1024;
 
+/** The most a line written as bytes (`StagingObject.reserve`) may take. */
+export const LINE_ROOM = CHUNK;
+
 /**
  * One staging object being written: text → gzip → S3 (a single PUT when small, multipart when
  * large), so a batch or a transaction of any size streams through bounded memory.
@@ -31,6 +34,8 @@ export class StagingObject {
   private readonly done: Promise<unknown>;
   private buffer = Buffer.allocUnsafe(CHUNK);
   private used = 0;
+  /** A full buffer went to gzip at the last `reserve`; its commit looks at gzip's backlog. */
+  private flushed = false;
 
   constructor(s3: S3Client, bucket: string, key: string, contentType = 'application/x-ndjson') {
     this.key = key;
@@ -64,6 +69,38 @@ export class StagingObject {
     this.flush();
     if (text.length * 3 <= CHUNK) this.used = this.buffer.write(text, 0);
     else this.push(Buffer.from(text, 'utf8'));
+    return this.backPressure();
+  }
+
+  /**
+   * Lines written as bytes, without a string: `reserve(max)` returns the buffer to write at most
+   * `max` bytes (≤ `LINE_ROOM`) into, from `offset`; `commit(end, events)` keeps them. What is written
+   * past `offset` without a commit is dropped by the next reserve or write. The same back-pressure
+   * as `write`: the commit after a full buffer went to gzip waits while gzip is behind.
+   */
+  reserve(max: number): Buffer {
+    if (max > CHUNK - this.used) {
+      this.flush();
+      this.flushed = true;
+    }
+    return this.buffer;
+  }
+
+  /** Where the bytes of the next line go in the buffer `reserve` returned. */
+  get offset(): number {
+    return this.used;
+  }
+
+  /** Keeps the bytes written since `offset` up to `end`: `events` lines. */
+  commit(end: number, events: number): Promise<void> | undefined {
+    this.used = end;
+    this.events += events;
+    if (!this.flushed) return undefined;
+    this.flushed = false;
+    return this.backPressure();
+  }
+
+  private backPressure(): Promise<void> | undefined {
     if (this.gzip.writableLength < MAX_BUFFERED) return undefined;
     return waiting('gzip', once(this.gzip, 'drain')).then(() => undefined);
   }
