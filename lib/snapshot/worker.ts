@@ -5,7 +5,7 @@ import { advance, type CommitContext, commitStaged, recover, rollForward, stage 
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
-import { type EncodedShape, encodeKey, encodeRow, encodeShape, encodeSource, eventLine, markerLine, type Row } from '../format/event.ts';
+import { type EncodedShape, encodeShape, encodeSource, markerLine } from '../format/event.ts';
 import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
@@ -15,6 +15,7 @@ import { masterPosition } from '../source/mysql/server.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import { type ChunkState, chunkId, type PlannedTable, type SnapshotJob } from '../state/snapshot-store.ts';
+import { PageLines } from './page-lines.ts';
 import { PageSchema } from './page-schema.ts';
 import { planSnapshot, type SnapshotDeps, snapshotTableInfo } from './plan.ts';
 import { allChunksDone } from './progress.ts';
@@ -40,6 +41,8 @@ export interface WorkerResult {
   snapshot: string;
   pages: number;
   rows: number;
+  /** Of `rows`, those written from the wire as bytes (lib/snapshot/page-lines.ts); the others went through row objects. */
+  wireRows: number;
   chunksFinished: number;
   /** True when every chunk of the job is done. */
   complete: boolean;
@@ -70,7 +73,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   const { config, snapshots } = deps;
   const leaseExpires = clock() + budgetMs;
   const softDeadline = leaseExpires - config.safetyMarginMs;
-  const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, chunksFinished: 0, complete: false, timedOut: false };
+  const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, wireRows: 0, chunksFinished: 0, complete: false, timedOut: false };
   const reader = pagingConnection(await mysqlTarget(config));
   await reader.init();
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock };
@@ -255,19 +258,12 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         snapshot: true,
       });
       const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-      let count = 0;
-      let last: KeyValues | null = null;
       const from = whole ? wholeCursor : (chunk.cursor ?? chunk.lo);
-      for await (const rows of reader.page(info, from, whole ? null : chunk.hi, config.snapshot.pageRows)) {
-        let wait: Promise<void> | undefined;
-        for (const row of rows) {
-          const seq = snapshotSeq(prefix, count++);
-          wait = batch.write(shape, eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
-        }
-        const lastRow = rows[rows.length - 1] as Row;
-        last = info.key.map((k) => lastRow[k]);
-        if (wait) await wait;
-      }
+      const lines = new PageLines(batch, shape, source, prefix, { bytes: deps.rowLines !== false });
+      await reader.read(info, from, whole ? null : chunk.hi, config.snapshot.pageRows, lines);
+      lines.finish();
+      const count = lines.count;
+      const last = lines.lastKey(info.key);
       const done = count < config.snapshot.pageRows;
       await settleRenames();
       if ((await schema.structureOf(reader.sql, info)) !== before) {
@@ -306,7 +302,8 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       if (chunk.done) await settleRenames();
       result.pages++;
       result.rows += count;
-      deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, done });
+      result.wireRows += lines.wireRows;
+      deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, wireRows: lines.wireRows, done });
     }
   } catch (error) {
     // The table may be gone (the caller goes on from the stored chunk): the renames of the page
@@ -390,8 +387,8 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
     let batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
     const reset = snapshotSeq(snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, 0), 0);
     void batch.write(shape, markerLine('t', info, version?.version, { kind: 'snapshot', position: watermark }, source, reset), reset);
-    let prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
     let count = 0;
+    let wireRows = 0;
     const commitPage = async (done: boolean) => {
       const staged = await stage(ctx, batch, {
         source: config.sourceId,
@@ -402,24 +399,24 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       chunk = await rollForward(ctx, ledger, await commitStaged(ctx, ledger, chunk, { cursor: null, rows: count, done }, staged));
       result.pages++;
       result.rows += count;
+      result.wireRows += wireRows;
     };
-    for await (const rows of reader.page(info, null, null, 0)) {
-      let wait: Promise<void> | undefined;
-      for (const row of rows) {
-        const seq = snapshotSeq(prefix, count++);
-        wait = batch.write(shape, eventLine('r', shape, 'null', 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
-        if (count === config.snapshot.pageRows) {
-          if (wait) await wait;
-          await commitPage(false);
-          page++;
-          count = 0;
-          prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
-          batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-          wait = undefined;
-        }
-      }
-      if (wait) await wait;
-    }
+    // A full page commits while the read waits (the connection paused), then the rows go on into the next.
+    const lines: PageLines = new PageLines(batch, shape, source, snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page), {
+      bytes: deps.rowLines !== false,
+      pageRows: config.snapshot.pageRows,
+      full: async () => {
+        lines.finish();
+        ({ count, wireRows } = lines);
+        await commitPage(false);
+        page++;
+        batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
+        lines.next(batch, snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page));
+      },
+    });
+    await reader.read(info, null, null, 0, lines);
+    lines.finish();
+    ({ count, wireRows } = lines);
     await commitPage(true);
     return chunk;
   } finally {
