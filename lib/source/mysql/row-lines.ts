@@ -192,77 +192,107 @@ export function lineEncoder(shape: EncodedShape, fields: readonly WireColumn[]):
     if (!plan) return undefined;
     plans.push(plan);
   }
-  const n = plans.length;
   // A keyless table's rows have `key: null` (its shape's key is empty).
   const key = shape.key?.length ? shape.key : null;
-  const lastKey = key ? Math.max(...key) : -1;
-  const ascii = (text: string) => Buffer.from(text, 'utf8');
-  // `{"name":` for a column opening an object, `,"name":` for the others (compileEncoders' layout).
-  const opens = shape.names.map((name) => ascii(`{${name}`));
-  const nexts = shape.names.map((name) => ascii(`,${name}`));
-  const names = shape.names.reduce((sum, name) => sum + Buffer.byteLength(name) + 1, 0);
-  const nullBytes = (n + 7 + 2) >> 3;
-  const starts = new Array<number>(n).fill(0);
+  const names = shape.names.reduce((sum, name) => sum + Buffer.byteLength(name) + 2, 0);
+  let compiled: { parts: string; make: (tail: Buffer, width: number) => PageLineWriter['encode'] } | undefined;
 
   return {
     page(parts) {
-      const head = ascii(parts.head);
-      const middle = ascii(parts.middle);
-      const tail = ascii(parts.tail);
-      const end = ascii(parts.end);
-      const fixed = head.length + middle.length + tail.length + end.length + 16 + 2 * (names + n * PER_COLUMN) + 4;
+      // head, middle and end are the shape's own (its op, names and schema version); only the tail
+      // (source, seq prefix) is the page's: the encoder is compiled once per shape.
+      const shapeParts = `${parts.head}\u0000${parts.middle}\u0000${parts.end}`;
+      if (compiled?.parts !== shapeParts) compiled = { parts: shapeParts, make: compile(shape, plans, key, parts) };
+      const tail = Buffer.from(`}${parts.tail}`, 'utf8');
+      const fixed =
+        Buffer.byteLength(parts.head) +
+        Buffer.byteLength(parts.middle) +
+        tail.length +
+        Buffer.byteLength(parts.end) +
+        16 +
+        2 * (names + plans.length * PER_COLUMN) +
+        4;
       const perByte = key ? 12 : 6;
-      return {
-        bound: (packet) => fixed + perByte * (packet.end - packet.offset),
-        encode(packet, out, at, index) {
-          const src = packet.buffer;
-          const nulls = packet.offset + 1;
-          const data = nulls + nullBytes;
-          const isNull = (i: number) => (byte(src, nulls + ((i + 2) >> 3)) & (1 << ((i + 2) & 7))) !== 0;
-          let o = at;
-          out.set(head, o);
-          o += head.length;
-          if (key) {
-            let p = data;
-            for (let i = 0; i <= lastKey; i++) {
-              starts[i] = p;
-              if (!isNull(i)) p = skip((plans[i] as Plan).op, src, p);
-            }
-            for (let k = 0; k < key.length; k++) {
-              const i = key[k] as number;
-              const name = (k === 0 ? opens[i] : nexts[i]) as Buffer;
-              out.set(name, o);
-              o += name.length;
-              o = isNull(i) ? writeNull(out, o) : write(plans[i] as Plan, src, starts[i] as number, out, o);
-              if (o < 0) return -1;
-            }
-            out[o++] = 0x7d; // }
-          } else o = writeNull(out, o);
-          out.set(middle, o);
-          o += middle.length;
-          let p = data;
-          for (let i = 0; i < n; i++) {
-            const name = (i === 0 ? opens[i] : nexts[i]) as Buffer;
-            out.set(name, o);
-            o += name.length;
-            if (isNull(i)) o = writeNull(out, o);
-            else {
-              const plan = plans[i] as Plan;
-              o = write(plan, src, p, out, o);
-              if (o < 0) return -1;
-              p = skip(plan.op, src, p);
-            }
-          }
-          out[o++] = 0x7d; // }
-          out.set(tail, o);
-          o += tail.length;
-          o = writeFixed(out, o, index, parts.indexWidth);
-          out.set(end, o);
-          return o + end.length;
-        },
-      };
+      return { bound: (packet) => fixed + perByte * (packet.end - packet.offset), encode: compiled.make(tail, parts.indexWidth) };
     },
   };
+}
+
+/** Operations whose value is a fixed-width little-endian integer read inline, and how. */
+const INLINE_INTS: Record<number, (s: string) => string> = {
+  [INT8]: (s) => `((src[${s}] << 24) >> 24)`,
+  [UINT8]: (s) => `src[${s}]`,
+  [INT16]: (s) => `(((src[${s}] | (src[${s} + 1] << 8)) << 16) >> 16)`,
+  [UINT16]: (s) => `(src[${s}] | (src[${s} + 1] << 8))`,
+  [INT32]: (s) => `(src[${s}] | (src[${s} + 1] << 8) | (src[${s} + 2] << 16) | (src[${s} + 3] << 24))`,
+  [UINT32]: (s) => `((src[${s}] | (src[${s} + 1] << 8) | (src[${s} + 2] << 16) | (src[${s} + 3] << 24)) >>> 0)`,
+};
+const WIDTHS: Record<number, number> = {
+  [INT8]: 1,
+  [UINT8]: 1,
+  [INT16]: 2,
+  [UINT16]: 2,
+  [INT32]: 4,
+  [UINT32]: 4,
+  [FLOAT]: 4,
+  [INT64]: 8,
+  [UINT64]: 8,
+  [DOUBLE]: 8,
+};
+
+/**
+ * One function per shape, unrolled over its columns (as compileEncoders does for row objects): the
+ * constant bytes between values are stored inline, each NULL bit and value read at its own site.
+ * Only numbers enter the generated source (bytes, offsets, bit masks); the helpers and the constant
+ * buffers are its parameters.
+ */
+function compile(shape: EncodedShape, plans: readonly Plan[], key: readonly number[] | null, parts: LineParts) {
+  const constants: unknown[] = [];
+  const constant = (value: unknown) => {
+    constants.push(value);
+    return `k${constants.length - 1}`;
+  };
+  const bytes = (text: string) => {
+    const data = Buffer.from(text, 'utf8');
+    if (data.length > 24) return `out.set(${constant(data)}, o); o += ${data.length};`;
+    return `${[...data].map((b, i) => `out[o + ${i}] = ${b};`).join(' ')} o += ${data.length};`;
+  };
+  const isNullAt = (i: number) => `(n${(i + 2) >> 3} & ${1 << ((i + 2) & 7)})`;
+  const skipFrom = (plan: Plan, s: string) => {
+    const width = WIDTHS[plan.op];
+    if (width) return `${s} + ${width}`;
+    if (plan.op === DATE || plan.op === DATETIME || plan.op === TIMESTAMP || plan.op === TIME) return `${s} + 1 + src[${s}]`;
+    return `skip(${plan.op}, src, ${s})`;
+  };
+  const value = (i: number, s: string) => {
+    const plan = plans[i] as Plan;
+    const int = INLINE_INTS[plan.op];
+    const write = int ? `o = writeInt(out, o, ${int(s)}, ${plan.year});` : `o = write(${constant(plan)}, src, ${s}, out, o); if (o < 0) return -1;`;
+    return `if (${isNullAt(i)}) o = writeNull(out, o); else { ${write} }`;
+  };
+  const n = plans.length;
+  const lastKey = key ? Math.max(...key) : -1;
+  const body: string[] = ['const src = packet.buffer;', 'const nulls = packet.offset + 1;'];
+  for (let b = 0; b < (n + 7 + 2) >> 3; b++) body.push(`const n${b} = src[nulls + ${b}];`);
+  body.push(`let p = nulls + ${(n + 7 + 2) >> 3};`, 'let o = at;');
+  // The key's columns come first in the line but anywhere in the row: where each value starts.
+  for (let i = 0; i <= lastKey; i++) body.push(`const s${i} = p;`, `if (!${isNullAt(i)}) p = ${skipFrom(plans[i] as Plan, `s${i}`)};`);
+  for (const [k, i] of (key ?? []).entries()) {
+    body.push(bytes(`${k === 0 ? `${parts.head}{` : ','}${shape.names[i]}`), value(i, `s${i}`));
+  }
+  for (let i = 0; i < n; i++) {
+    body.push(bytes(i === 0 ? `${key ? '}' : `${parts.head}null`}${parts.middle}{${shape.names[i]}` : `,${shape.names[i]}`));
+    if (i <= lastKey) body.push(value(i, `s${i}`));
+    else body.push(`const s${i} = p;`, value(i, `s${i}`), `if (!${isNullAt(i)}) p = ${skipFrom(plans[i] as Plan, `s${i}`)};`);
+  }
+  body.push('out.set(tail, o); o += tail.length;', 'o = writeFixed(out, o, index, width);', bytes(parts.end), 'return o;');
+  const helpers = { writeInt, writeNull, write, writeFixed, skip };
+  const make = new Function(
+    ...Object.keys(helpers),
+    ...constants.map((_, i) => `k${i}`),
+    `return (tail, width) => (packet, out, at, index) => {\n${body.join('\n')}\n};`,
+  );
+  return make(...Object.values(helpers), ...constants) as (tail: Buffer, width: number) => PageLineWriter['encode'];
 }
 
 /** A length-encoded integer's value at `p` (never NULL inside a binary row). */
@@ -385,6 +415,7 @@ function writeInt(out: Buffer, o: number, value: number, year: boolean): number 
     out[o++] = 0x2d; // -
     value = -value;
   }
+  if (value < 0x80000000) return writeSmall(out, o, value);
   let length = 1;
   for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) length++;
   for (let i = o + length - 1; i >= o; i--) {
@@ -395,12 +426,63 @@ function writeInt(out: Buffer, o: number, value: number, year: boolean): number 
   return o + length;
 }
 
+/** Decimal digits of a non-negative integer below 2^31. */
+const digitCount = (value: number) =>
+  value < 10
+    ? 1
+    : value < 100
+      ? 2
+      : value < 1000
+        ? 3
+        : value < 10000
+          ? 4
+          : value < 100000
+            ? 5
+            : value < 1000000
+              ? 6
+              : value < 10000000
+                ? 7
+                : value < 100000000
+                  ? 8
+                  : value < 1000000000
+                    ? 9
+                    : 10;
+
+/** A non-negative integer below 2^31 in decimal, in 32-bit integer arithmetic. */
+function writeSmall(out: Buffer, o: number, value: number): number {
+  const length =
+    value < 10
+      ? 1
+      : value < 100
+        ? 2
+        : value < 1000
+          ? 3
+          : value < 10000
+            ? 4
+            : value < 100000
+              ? 5
+              : value < 1000000
+                ? 6
+                : value < 10000000
+                  ? 7
+                  : value < 100000000
+                    ? 8
+                    : value < 1000000000
+                      ? 9
+                      : 10;
+  for (let i = o + length - 1; i >= o; i--) {
+    const next = (value / 10) | 0;
+    out[i] = 0x30 + value - next * 10;
+    value = next;
+  }
+  return o + length;
+}
+
 /** `value` in exactly `width` digits (it is below 10^width), or in all of its digits when wider. */
 function writeFixed(out: Buffer, o: number, value: number, width: number): number {
-  let length = 1;
-  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) length++;
-  for (let i = length; i < width; i++) out[o++] = 0x30;
-  return writeInt(out, o, value, false);
+  if (value >= 0x80000000) return writeInt(out, o, value, false);
+  for (let i = digitCount(value); i < width; i++) out[o++] = 0x30;
+  return writeSmall(out, o, value);
 }
 
 /** A two-digit field (hours may take more). */
