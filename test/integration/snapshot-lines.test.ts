@@ -95,7 +95,9 @@ async function linesByJob(source: TestSource, table: string): Promise<string[][]
         .replace(/"ts_ms":\d+/, '"ts_ms":0')
         .replace(/\.r\.<job>\.[0-9a-f]{8}\./, '.r.<job>.<table>.')
         .replaceAll(/"file":"[^"]*","pos":\d+/g, '"file":"<file>","pos":0')
-        .replace(/"seq":"\d{10}\.\d{12}\./, '"seq":"<F>.<P>.'),
+        .replace(/"seq":"\d{10}\.\d{12}\./, '"seq":"<F>.<P>.')
+        // A page names its schema version only once the source's position reached its watermark.
+        .replace(/,"schema":\d+\}$/, '}'),
     );
     jobs.set(job, lines);
   }
@@ -146,7 +148,7 @@ describe('snapshot rows from the wire (real MariaDB)', () => {
       await source.sql(`INSERT INTO edge VALUES (${values}, ${row % 2 ? `'é"${row}'` : `'k${row}'`}, ${row ? `18446744073709551615 - ${row}` : '0'})`);
       await source.sql(`INSERT INTO nokey VALUES (${values})`);
     }
-    await source.capture(); // records the tables' schema versions: the lines carry "schema"
+    await source.capture(); // records the tables' schema versions: the lines may carry "schema"
 
     const edge = await bothWays(source, 'edge');
     expect(edge.rows).toBe(ROWS);
