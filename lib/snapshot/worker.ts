@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { noFaults } from '../commit/faults.ts';
 import { chunkLedger } from '../commit/ledgers.ts';
-import { advance, type CommitContext, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
+import { advance, type CommitContext, type CommitTarget, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
@@ -23,7 +23,8 @@ import { allChunksDone } from './progress.ts';
 /*
  * Snapshot: each table's rows, paged by ascending key, committed page by page through the commit
  * protocol (lib/commit/protocol.ts) with a chunk as its ledger: stage → one fenced write moving the
- * chunk's cursor and recording the renames → copy, the copies of page N overlapping the read of N+1.
+ * chunk's cursor and recording the renames → copy, the whole commit of page N overlapping the read
+ * of N+1 (N+1 is read after N's last key, which is known once N is read; it commits after N).
  *
  * Ordering contract. Before each page we read the binlog end L (the low watermark), then SELECT
  * the page. Its rows get seq prefix F(L).P(L) (lib/format/seq.ts). Every transaction committed
@@ -221,18 +222,22 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   // Roll forward a page committed by a worker that died before its renames, then drop its leftovers.
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
 
-  // A committed page's renames run while the next page is read; they must finish (pending cleared)
-  // before the next page commits, which the ledger's no-pending condition enforces anyway.
-  let renaming: Promise<void> | undefined;
-  const settleRenames = async () => {
-    if (renaming) await renaming;
-    renaming = undefined;
+  // A page commits (stage → the fenced write → renames) while the next page is read: `committing`
+  // is that page on its way. It must be settled (renames done, pending cleared) before the next
+  // page commits, which the ledger's no-pending condition enforces anyway; `next` is where the
+  // next page starts, ahead of `chunk` meanwhile.
+  let committing: Promise<void> | undefined;
+  const settle = async () => {
+    const pending = committing;
+    committing = undefined;
+    if (pending) await pending;
   };
+  let next = { page: chunk.pages + 1, cursor: chunk.cursor, done: chunk.done };
   // Progress of a whole-table copy (the key changed since planning): never stored in the chunk.
   let wholeCursor: KeyValues | null = null;
   try {
-    while (!chunk.done && clock() < softDeadline) {
-      const page = chunk.pages + 1;
+    while (!next.done && clock() < softDeadline) {
+      const page = next.page;
       const before = await schema.structureOf(reader.sql, reading.info);
       if (before !== reading.structure) {
         Object.assign(reading, await readTable(reader, config, reading.info, schema));
@@ -241,7 +246,7 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       }
       const info = reading.info;
       if (!info.key.length) {
-        await settleRenames();
+        await settle();
         return copyWhole(copy, chunk);
       }
       const whole = !sameNames(info.key, planned.key);
@@ -258,26 +263,37 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         snapshot: true,
       });
       const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-      const from = whole ? wholeCursor : (chunk.cursor ?? chunk.lo);
+      const from = whole ? wholeCursor : (next.cursor ?? chunk.lo);
       const lines = new PageLines(batch, shape, source, prefix, { bytes: deps.rowLines !== false });
-      await reader.read(info, from, whole ? null : chunk.hi, config.snapshot.pageRows, lines);
-      lines.finish();
-      const count = lines.count;
-      const last = lines.lastKey(info.key);
-      const done = count < config.snapshot.pageRows;
-      await settleRenames();
+      const failed = await reader.read(info, from, whole ? null : chunk.hi, config.snapshot.pageRows, lines).then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      );
       if ((await schema.structureOf(reader.sql, info)) !== before) {
-        // The table changed while the page was read: read it again under the version then in effect.
+        // The table changed while the page was read (or went, failing the read): read it again
+        // under the version then in effect (or end the chunk, the table gone).
         await batch.abort();
         continue;
       }
+      if (failed) {
+        await batch.abort();
+        throw failed.error;
+      }
+      lines.finish();
+      const { count, wireRows } = lines;
+      const last = lines.lastKey(info.key);
+      const done = count < config.snapshot.pageRows;
       if (whole) wholeCursor = last;
+      await settle().catch(async (error) => {
+        await batch.abort();
+        throw error;
+      });
       if (count === 0) {
         await batch.abort();
         chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
         break;
       }
-      const staged = await stage(ctx, batch, {
+      const target: CommitTarget = {
         source: sourceId,
         placement: {
           snapshot: {
@@ -293,25 +309,26 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         },
         dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
         manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
-      });
-      chunk = await commitStaged(ctx, ledger, chunk, { cursor: whole ? null : last, rows: count, done }, staged);
-      renaming = rollForward(ctx, ledger, chunk).then((cleared) => {
-        chunk = cleared;
-      });
-      renaming.catch(() => {}); // awaited (and rethrown) by settleRenames; not an unhandled rejection meanwhile
-      if (chunk.done) await settleRenames();
-      result.pages++;
-      result.rows += count;
-      result.wireRows += lines.wireRows;
-      deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, wireRows: lines.wireRows, done });
+      };
+      const cursor = whole ? null : last;
+      committing = (async () => {
+        chunk = await commitStaged(ctx, ledger, chunk, { cursor, rows: count, done }, await stage(ctx, batch, target));
+        result.pages++;
+        result.rows += count;
+        result.wireRows += wireRows;
+        deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, wireRows, done });
+        chunk = await rollForward(ctx, ledger, chunk);
+      })();
+      committing.catch(() => {}); // awaited (and rethrown) by settle; not an unhandled rejection meanwhile
+      next = { page: page + 1, cursor, done };
     }
   } catch (error) {
-    // The table may be gone (the caller goes on from the stored chunk): the renames of the page
-    // committed last must be finished first, or they would move the chunk on under it.
-    await renaming?.catch(() => {});
+    // The table may be gone (the caller goes on from the stored chunk): the page committing must
+    // be finished first, or its commit and renames would move the chunk on under it.
+    await committing?.catch(() => {});
     throw error;
   }
-  await settleRenames();
+  await settle();
   return chunk;
 }
 
