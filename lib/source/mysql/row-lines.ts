@@ -227,6 +227,22 @@ const INLINE_INTS: Record<number, (s: string) => string> = {
   [INT32]: (s) => `(src[${s}] | (src[${s} + 1] << 8) | (src[${s} + 2] << 16) | (src[${s} + 3] << 24))`,
   [UINT32]: (s) => `((src[${s}] | (src[${s} + 1] << 8) | (src[${s} + 2] << 16) | (src[${s} + 3] << 24)) >>> 0)`,
 };
+/** The call writing each other operation's value at `s` (the helpers are the generated code's parameters). */
+type Call = (s: string, plan: Plan) => string;
+const CALLS: Record<number, Call> = {
+  [INT64]: (s, plan) => `writeLong(src, ${s}, out, o, true, ${plan.year})`,
+  [UINT64]: (s, plan) => `writeLong(src, ${s}, out, o, false, ${plan.year})`,
+  [FLOAT]: (s) => `writeAscii(out, o, float32Text(src.readFloatLE(${s})))`,
+  [DOUBLE]: (s) => `writeAscii(out, o, numberText(src.readDoubleLE(${s})))`,
+  [DECIMAL]: (s) => `writeDecimal(src, ${s}, out, o)`,
+  [DATE]: (s, plan) => `writeDateTime(${DATE}, ${plan.fsp}, src, ${s}, out, o)`,
+  [DATETIME]: (s, plan) => `writeDateTime(${DATETIME}, ${plan.fsp}, src, ${s}, out, o)`,
+  [TIMESTAMP]: (s, plan) => `writeDateTime(${TIMESTAMP}, ${plan.fsp}, src, ${s}, out, o)`,
+  [TIME]: (s, plan) => `writeTime(${plan.fsp}, src, ${s}, out, o)`,
+  [TEXT]: (s) => `writeTextAt(src, ${s}, out, o)`,
+  [BASE64]: (s) => `writeBase64At(src, ${s}, out, o)`,
+  [BIT]: (s) => `writeBitAt(src, ${s}, out, o)`,
+};
 const WIDTHS: Record<number, number> = {
   [INT8]: 1,
   [UINT8]: 1,
@@ -267,7 +283,7 @@ function compile(shape: EncodedShape, plans: readonly Plan[], key: readonly numb
   const value = (i: number, s: string) => {
     const plan = plans[i] as Plan;
     const int = INLINE_INTS[plan.op];
-    const write = int ? `o = writeInt(out, o, ${int(s)}, ${plan.year});` : `o = write(${constant(plan)}, src, ${s}, out, o); if (o < 0) return -1;`;
+    const write = int ? `o = writeInt(out, o, ${int(s)}, ${plan.year});` : `o = ${(CALLS[plan.op] as Call)(s, plan)}; if (o < 0) return -1;`;
     return `if (${isNullAt(i)}) o = writeNull(out, o); else { ${write} }`;
   };
   const n = plans.length;
@@ -286,7 +302,22 @@ function compile(shape: EncodedShape, plans: readonly Plan[], key: readonly numb
     else body.push(`const s${i} = p;`, value(i, `s${i}`), `if (!${isNullAt(i)}) p = ${skipFrom(plans[i] as Plan, `s${i}`)};`);
   }
   body.push('out.set(tail, o); o += tail.length;', 'o = writeFixed(out, o, index, width);', bytes(parts.end), 'return o;');
-  const helpers = { writeInt, writeNull, write, writeFixed, skip };
+  const helpers = {
+    writeInt,
+    writeNull,
+    writeFixed,
+    skip,
+    writeLong,
+    writeAscii,
+    float32Text,
+    numberText,
+    writeDecimal,
+    writeDateTime,
+    writeTime,
+    writeTextAt,
+    writeBase64At,
+    writeBitAt,
+  };
   const make = new Function(
     ...Object.keys(helpers),
     ...constants.map((_, i) => `k${i}`),
@@ -342,65 +373,38 @@ function writeNull(out: Buffer, o: number): number {
   return o + 4;
 }
 
-/** The value at `p` as JSON text at `o`: the new end, or -1. */
-function write(plan: Plan, src: Buffer, p: number, out: Buffer, o: number): number {
-  switch (plan.op) {
-    case INT8:
-      return writeInt(out, o, src.readInt8(p), plan.year);
-    case UINT8:
-      return writeInt(out, o, byte(src, p), plan.year);
-    case INT16:
-      return writeInt(out, o, src.readInt16LE(p), plan.year);
-    case UINT16:
-      return writeInt(out, o, src.readUInt16LE(p), plan.year);
-    case INT32:
-      return writeInt(out, o, src.readInt32LE(p), plan.year);
-    case UINT32:
-      return writeInt(out, o, src.readUInt32LE(p), plan.year);
-    case INT64:
-    case UINT64: {
-      const low = src.readUInt32LE(p);
-      const high = plan.op === INT64 ? src.readInt32LE(p + 4) : src.readUInt32LE(p + 4);
-      // Within ±2^53 the double is exact; beyond it, BigInt's digits (readInt64String's).
-      if (high < 0x200000 && high >= -0x200000) return writeInt(out, o, high * 0x100000000 + low, plan.year);
-      return writeAscii(out, o, (plan.op === INT64 ? src.readBigInt64LE(p) : src.readBigUInt64LE(p)).toString());
-    }
-    case FLOAT:
-      return writeAscii(out, o, float32Text(src.readFloatLE(p)));
-    case DOUBLE:
-      return writeAscii(out, o, numberText(src.readDoubleLE(p)));
-    case DECIMAL:
-      return writeDecimal(src, p, out, o);
-    case DATE:
-    case DATETIME:
-    case TIMESTAMP:
-      return writeDateTime(plan, src, p, out, o);
-    case TIME:
-      return writeTime(plan.fsp, src, p, out, o);
-    case TEXT: {
-      const start = p + lengthSize(byte(src, p));
-      return writeText(src, start, start + lengthAt(src, p), out, o);
-    }
-    case BASE64: {
-      const start = p + lengthSize(byte(src, p));
-      return writeBase64(src, start, start + lengthAt(src, p), out, o);
-    }
-    case BIT: {
-      const start = p + lengthSize(byte(src, p));
-      const end = start + lengthAt(src, p);
-      // bitText: the bytes as one big-endian unsigned integer.
-      if (end - start <= 6) {
-        let value = 0;
-        for (let i = start; i < end; i++) value = value * 256 + byte(src, i);
-        return writeInt(out, o, value, false);
-      }
-      let value = 0n;
-      for (let i = start; i < end; i++) value = (value << 8n) | BigInt(byte(src, i));
-      return writeAscii(out, o, value.toString());
-    }
-    default:
-      return -1;
+/** BIGINT: within ±2^53 the double is exact; beyond it, BigInt's digits (readInt64String's). */
+function writeLong(src: Buffer, p: number, out: Buffer, o: number, signed: boolean, year: boolean): number {
+  const low = src.readUInt32LE(p);
+  const high = signed ? src.readInt32LE(p + 4) : src.readUInt32LE(p + 4);
+  if (high < 0x200000 && high >= -0x200000) return writeInt(out, o, high * 0x100000000 + low, year);
+  return writeAscii(out, o, (signed ? src.readBigInt64LE(p) : src.readBigUInt64LE(p)).toString());
+}
+
+/** A length-encoded string at `p` as JSON text (writeText), or -1. */
+function writeTextAt(src: Buffer, p: number, out: Buffer, o: number): number {
+  const start = p + lengthSize(byte(src, p));
+  return writeText(src, start, start + lengthAt(src, p), out, o);
+}
+
+/** Length-encoded bytes at `p` as a JSON string of their base64. */
+function writeBase64At(src: Buffer, p: number, out: Buffer, o: number): number {
+  const start = p + lengthSize(byte(src, p));
+  return writeBase64(src, start, start + lengthAt(src, p), out, o);
+}
+
+/** BIT (bitText): the length-encoded bytes at `p` as one big-endian unsigned integer. */
+function writeBitAt(src: Buffer, p: number, out: Buffer, o: number): number {
+  const start = p + lengthSize(byte(src, p));
+  const end = start + lengthAt(src, p);
+  if (end - start <= 6) {
+    let value = 0;
+    for (let i = start; i < end; i++) value = value * 256 + byte(src, i);
+    return writeInt(out, o, value, false);
   }
+  let value = 0n;
+  for (let i = start; i < end; i++) value = (value << 8n) | BigInt(byte(src, i));
+  return writeAscii(out, o, value.toString());
 }
 
 function writeAscii(out: Buffer, o: number, text: string): number {
@@ -528,9 +532,9 @@ function writeDecimal(src: Buffer, p: number, out: Buffer, o: number): number {
  * then for DATETIME/TIMESTAMP ` HH:MM:SS[.f]`; a TIMESTAMP that is not the zero date becomes
  * `YYYY-MM-DDTHH:MM:SS[.f]Z`.
  */
-function writeDateTime(plan: Plan, src: Buffer, p: number, out: Buffer, o: number): number {
+function writeDateTime(op: number, fsp: number, src: Buffer, p: number, out: Buffer, o: number): number {
   const length = byte(src, p);
-  if (plan.op === DATE ? length !== 0 && length !== 4 : length !== 0 && length !== 4 && length !== 7 && length !== 11) return -1;
+  if (op === DATE ? length !== 0 && length !== 4 : length !== 0 && length !== 4 && length !== 7 && length !== 11) return -1;
   const year = length ? src.readUInt16LE(p + 1) : 0;
   const month = length ? byte(src, p + 3) : 0;
   const day = length ? byte(src, p + 4) : 0;
@@ -543,15 +547,15 @@ function writeDateTime(plan: Plan, src: Buffer, p: number, out: Buffer, o: numbe
   o = write2(out, o, month);
   out[o++] = 0x2d;
   o = write2(out, o, day);
-  if (plan.op !== DATE) {
-    const instant = plan.op === TIMESTAMP && (year !== 0 || month !== 0 || day !== 0);
+  if (op !== DATE) {
+    const instant = op === TIMESTAMP && (year !== 0 || month !== 0 || day !== 0);
     out[o++] = instant ? 0x54 : 0x20; // T or space
     o = write2(out, o, length > 4 ? byte(src, p + 5) : 0);
     out[o++] = 0x3a;
     o = write2(out, o, length > 4 ? byte(src, p + 6) : 0);
     out[o++] = 0x3a;
     o = write2(out, o, length > 4 ? byte(src, p + 7) : 0);
-    o = writeFraction(out, o, length > 7 ? src.readUInt32LE(p + 8) : 0, plan.fsp);
+    o = writeFraction(out, o, length > 7 ? src.readUInt32LE(p + 8) : 0, fsp);
     if (instant) out[o++] = 0x5a; // Z
   }
   out[o++] = 0x22;
