@@ -73,7 +73,9 @@ export class PageLines implements RowSink {
       const out = object.reserve(room);
       const at = object.offset;
       const end = this.writer.encode(packet, out, at, this.count);
-      if (end >= 0) {
+      // Past the buffer's end a typed array drops writes silently: a bound that undershot would
+      // lose bytes. It cannot (lib/source/mysql/row-lines.ts), but such a row takes the reference path.
+      if (end >= 0 && end <= out.length) {
         this.count++;
         this.wireRows++;
         this.unrecorded.rows++;
