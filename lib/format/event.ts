@@ -106,6 +106,20 @@ export function eventLine(op: Op, shape: EncodedShape, key: string, before: stri
   return `{"op":"${op}",${shape.header},"key":${key},"before":${before},"after":${after},"source":${source},"seq":"${seq}"${schema}}\n`;
 }
 
+/**
+ * The constant parts of the lines `eventLine(op, shape, key, 'null', row, source, seq)` makes for
+ * rows whose seq is `seqPrefix` followed by a row index: `head` + key + `middle` + row + `tail` +
+ * index + `end`, for writers that put the values in between themselves (snapshot pages as bytes).
+ */
+export function lineParts(op: Op, shape: EncodedShape, source: string, seqPrefix: string): { head: string; middle: string; tail: string; end: string } {
+  // Markers no JSON text holds raw (control characters are always escaped in it).
+  const line = eventLine(op, shape, '\u0000', 'null', '\u0001', source, `${seqPrefix}\u0002`);
+  const [head, afterKey] = line.split('\u0000') as [string, string];
+  const [middle, afterRow] = afterKey.split('\u0001') as [string, string];
+  const [tail, end] = afterRow.split('\u0002') as [string, string];
+  return { head, middle, tail, end };
+}
+
 /** What a control event says of the DDL (or snapshot) that caused it. */
 export interface MarkerCause {
   readonly kind: string;

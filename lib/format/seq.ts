@@ -37,7 +37,8 @@ const POS_WIDTH = 12;
 const INDEX_WIDTH = 10;
 const CHUNK_WIDTH = 4;
 const PAGE_WIDTH = 8;
-const ROW_WIDTH = 7;
+/** Digits of a snapshot row's index within its page (`snapshotSeq`), zero-padded. */
+export const SNAPSHOT_ROW_WIDTH = 7;
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
@@ -68,7 +69,7 @@ export function snapshotPagePrefix(watermark: BinlogPosition, job: string, table
 
 /** A snapshot row's seq: its page's prefix and its index within the page. */
 export function snapshotSeq(pagePrefix: string, row: number): string {
-  return pagePrefix + pad(row, ROW_WIDTH);
+  return pagePrefix + pad(row, SNAPSHOT_ROW_WIDTH);
 }
 
 /**

@@ -50,7 +50,7 @@ function withFraction(text: string, fsp: number): string {
 }
 
 /** JavaScript's shortest round-trip spelling, keeping the sign of a negative zero (`String(-0)` is "0"). */
-const numberText = (value: number) => (Object.is(value, -0) ? '-0' : String(value));
+export const numberText = (value: number) => (Object.is(value, -0) ? '-0' : String(value));
 
 /** Shortest decimal that parses back to the same float32 (MySQL FLOAT). */
 export function float32Text(value: number): string {

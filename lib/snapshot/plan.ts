@@ -25,6 +25,12 @@ export interface SnapshotDeps {
   readonly log: Log;
   readonly clock?: () => number;
   readonly faults?: Faults;
+  /**
+   * Rows go from the wire into the staging buffers as bytes where the table's columns allow
+   * (lib/snapshot/page-lines.ts); false sends every row through mysql2's row objects, the reference
+   * path the tests compare with.
+   */
+  readonly rowLines?: boolean;
 }
 
 const jobId = (now: number) =>

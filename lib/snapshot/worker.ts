@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { noFaults } from '../commit/faults.ts';
 import { chunkLedger } from '../commit/ledgers.ts';
-import { advance, type CommitContext, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
+import { advance, type CommitContext, type CommitTarget, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
-import { type EncodedShape, encodeKey, encodeRow, encodeShape, encodeSource, eventLine, markerLine, type Row, rowProperty } from '../format/event.ts';
+import { type EncodedShape, encodeShape, encodeSource, markerLine } from '../format/event.ts';
 import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
@@ -15,6 +15,7 @@ import { masterPosition } from '../source/mysql/server.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import { type ChunkState, chunkId, type PlannedTable, type SnapshotJob } from '../state/snapshot-store.ts';
+import { PageLines } from './page-lines.ts';
 import { PageSchema } from './page-schema.ts';
 import { planSnapshot, type SnapshotDeps, snapshotTableInfo } from './plan.ts';
 import { allChunksDone } from './progress.ts';
@@ -22,7 +23,8 @@ import { allChunksDone } from './progress.ts';
 /*
  * Snapshot: each table's rows, paged by ascending key, committed page by page through the commit
  * protocol (lib/commit/protocol.ts) with a chunk as its ledger: stage → one fenced write moving the
- * chunk's cursor and recording the renames → copy, the copies of page N overlapping the read of N+1.
+ * chunk's cursor and recording the renames → copy, the whole commit of page N overlapping the read
+ * of N+1 (N+1 is read after N's last key, which is known once N is read; it commits after N).
  *
  * Ordering contract. Before each page we read the binlog end L (the low watermark), then SELECT
  * the page. Its rows get seq prefix F(L).P(L) (lib/format/seq.ts). Every transaction committed
@@ -40,6 +42,8 @@ export interface WorkerResult {
   snapshot: string;
   pages: number;
   rows: number;
+  /** Of `rows`, those written from the wire as bytes (lib/snapshot/page-lines.ts); the others went through row objects. */
+  wireRows: number;
   chunksFinished: number;
   /** True when every chunk of the job is done. */
   complete: boolean;
@@ -70,7 +74,7 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
   const { config, snapshots } = deps;
   const leaseExpires = clock() + budgetMs;
   const softDeadline = leaseExpires - config.safetyMarginMs;
-  const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, chunksFinished: 0, complete: false, timedOut: false };
+  const result: WorkerResult = { snapshot: job.id, pages: 0, rows: 0, wireRows: 0, chunksFinished: 0, complete: false, timedOut: false };
   const reader = pagingConnection(await mysqlTarget(config));
   await reader.init();
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock };
@@ -218,18 +222,22 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   // Roll forward a page committed by a worker that died before its renames, then drop its leftovers.
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
 
-  // A committed page's renames run while the next page is read; they must finish (pending cleared)
-  // before the next page commits, which the ledger's no-pending condition enforces anyway.
-  let renaming: Promise<void> | undefined;
-  const settleRenames = async () => {
-    if (renaming) await renaming;
-    renaming = undefined;
+  // A page commits (stage → the fenced write → renames) while the next page is read: `committing`
+  // is that page on its way. It must be settled (renames done, pending cleared) before the next
+  // page commits, which the ledger's no-pending condition enforces anyway; `next` is where the
+  // next page starts, ahead of `chunk` meanwhile.
+  let committing: Promise<void> | undefined;
+  const settle = async () => {
+    const pending = committing;
+    committing = undefined;
+    if (pending) await pending;
   };
+  let next = { page: chunk.pages + 1, cursor: chunk.cursor, done: chunk.done };
   // Progress of a whole-table copy (the key changed since planning): never stored in the chunk.
   let wholeCursor: KeyValues | null = null;
   try {
-    while (!chunk.done && clock() < softDeadline) {
-      const page = chunk.pages + 1;
+    while (!next.done && clock() < softDeadline) {
+      const page = next.page;
       const before = await schema.structureOf(reader.sql, reading.info);
       if (before !== reading.structure) {
         Object.assign(reading, await readTable(reader, config, reading.info, schema));
@@ -238,7 +246,7 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       }
       const info = reading.info;
       if (!info.key.length) {
-        await settleRenames();
+        await settle();
         return copyWhole(copy, chunk);
       }
       const whole = !sameNames(info.key, planned.key);
@@ -255,33 +263,37 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         snapshot: true,
       });
       const batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-      let count = 0;
-      let last: KeyValues | null = null;
-      const from = whole ? wholeCursor : (chunk.cursor ?? chunk.lo);
-      for await (const rows of reader.page(info, from, whole ? null : chunk.hi, config.snapshot.pageRows)) {
-        let wait: Promise<void> | undefined;
-        for (const row of rows) {
-          const seq = snapshotSeq(prefix, count++);
-          wait = batch.write(shape, eventLine('r', shape, encodeKey(shape, row), 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
-        }
-        const lastRow = rows[rows.length - 1] as Row;
-        last = info.key.map((k) => lastRow[rowProperty(k)]);
-        if (wait) await wait;
-      }
-      const done = count < config.snapshot.pageRows;
-      await settleRenames();
+      const from = whole ? wholeCursor : (next.cursor ?? chunk.lo);
+      const lines = new PageLines(batch, shape, source, prefix, { bytes: deps.rowLines !== false });
+      const failed = await reader.read(info, from, whole ? null : chunk.hi, config.snapshot.pageRows, lines).then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      );
       if ((await schema.structureOf(reader.sql, info)) !== before) {
-        // The table changed while the page was read: read it again under the version then in effect.
+        // The table changed while the page was read (or went, failing the read): read it again
+        // under the version then in effect (or end the chunk, the table gone).
         await batch.abort();
         continue;
       }
+      if (failed) {
+        await batch.abort();
+        throw failed.error;
+      }
+      lines.finish();
+      const { count, wireRows } = lines;
+      const last = lines.lastKey(info.key);
+      const done = count < config.snapshot.pageRows;
       if (whole) wholeCursor = last;
+      await settle().catch(async (error) => {
+        await batch.abort();
+        throw error;
+      });
       if (count === 0) {
         await batch.abort();
         chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
         break;
       }
-      const staged = await stage(ctx, batch, {
+      const target: CommitTarget = {
         source: sourceId,
         placement: {
           snapshot: {
@@ -297,24 +309,26 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         },
         dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
         manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
-      });
-      chunk = await commitStaged(ctx, ledger, chunk, { cursor: whole ? null : last, rows: count, done }, staged);
-      renaming = rollForward(ctx, ledger, chunk).then((cleared) => {
-        chunk = cleared;
-      });
-      renaming.catch(() => {}); // awaited (and rethrown) by settleRenames; not an unhandled rejection meanwhile
-      if (chunk.done) await settleRenames();
-      result.pages++;
-      result.rows += count;
-      deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, done });
+      };
+      const cursor = whole ? null : last;
+      committing = (async () => {
+        chunk = await commitStaged(ctx, ledger, chunk, { cursor, rows: count, done }, await stage(ctx, batch, target));
+        result.pages++;
+        result.rows += count;
+        result.wireRows += wireRows;
+        deps.log.debug('snapshot page committed', { snapshot: job.id, chunk: id, page, rows: count, wireRows, done });
+        chunk = await rollForward(ctx, ledger, chunk);
+      })();
+      committing.catch(() => {}); // awaited (and rethrown) by settle; not an unhandled rejection meanwhile
+      next = { page: page + 1, cursor, done };
     }
   } catch (error) {
-    // The table may be gone (the caller goes on from the stored chunk): the renames of the page
-    // committed last must be finished first, or they would move the chunk on under it.
-    await renaming?.catch(() => {});
+    // The table may be gone (the caller goes on from the stored chunk): the page committing must
+    // be finished first, or its commit and renames would move the chunk on under it.
+    await committing?.catch(() => {});
     throw error;
   }
-  await settleRenames();
+  await settle();
   return chunk;
 }
 
@@ -390,8 +404,8 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
     let batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
     const reset = snapshotSeq(snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, 0), 0);
     void batch.write(shape, markerLine('t', info, version?.version, { kind: 'snapshot', position: watermark }, source, reset), reset);
-    let prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
     let count = 0;
+    let wireRows = 0;
     const commitPage = async (done: boolean) => {
       const staged = await stage(ctx, batch, {
         source: config.sourceId,
@@ -402,24 +416,24 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       chunk = await rollForward(ctx, ledger, await commitStaged(ctx, ledger, chunk, { cursor: null, rows: count, done }, staged));
       result.pages++;
       result.rows += count;
+      result.wireRows += wireRows;
     };
-    for await (const rows of reader.page(info, null, null, 0)) {
-      let wait: Promise<void> | undefined;
-      for (const row of rows) {
-        const seq = snapshotSeq(prefix, count++);
-        wait = batch.write(shape, eventLine('r', shape, 'null', 'null', encodeRow(shape, row), source, seq), seq) ?? wait;
-        if (count === config.snapshot.pageRows) {
-          if (wait) await wait;
-          await commitPage(false);
-          page++;
-          count = 0;
-          prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
-          batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-          wait = undefined;
-        }
-      }
-      if (wait) await wait;
-    }
+    // A full page commits while the read waits (the connection paused), then the rows go on into the next.
+    const lines: PageLines = new PageLines(batch, shape, source, snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page), {
+      bytes: deps.rowLines !== false,
+      pageRows: config.snapshot.pageRows,
+      full: async () => {
+        lines.finish();
+        ({ count, wireRows } = lines);
+        await commitPage(false);
+        page++;
+        batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
+        lines.next(batch, snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page));
+      },
+    });
+    await reader.read(info, null, null, 0, lines);
+    lines.finish();
+    ({ count, wireRows } = lines);
     await commitPage(true);
     return chunk;
   } finally {

@@ -58,13 +58,14 @@ export async function testSource(name: string, overrides: Record<string, string>
   await initResources(config, clients);
 
   /** What capture and snapshot runs of this source are given. */
-  const deps = (options: { config?: Config; faults?: Faults }) => ({
+  const deps = (options: { config?: Config; faults?: Faults; rowLines?: boolean }) => ({
     config: options.config ?? config,
     s3: clients.s3,
     store: clients.store,
     snapshots: clients.snapshots,
     log: silentLog,
     faults: options.faults,
+    rowLines: options.rowLines,
   });
 
   const databases = [db];
@@ -102,9 +103,12 @@ export async function testSource(name: string, overrides: Record<string, string>
     },
     /**
      * Runs the unfinished snapshots (or requests one of `tables`, or of every table when none is
-     * unfinished) with `workers` in-process workers each; `tables` as refs or in their text form.
+     * unfinished) with `workers` in-process workers each; `tables` as refs or in their text form;
+     * `rowLines: false` writes every row through the reference path (SnapshotDeps.rowLines).
      */
-    async snapshot(options: { tables?: readonly (TableRef | string)[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config } = {}) {
+    async snapshot(
+      options: { tables?: readonly (TableRef | string)[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config; rowLines?: boolean } = {},
+    ) {
       const tables = options.tables?.map((t) => (typeof t === 'string' ? parseTableRef(t) : t));
       const jobs = await snapshotsToRun(deps(options), tables ?? null);
       const results: WorkerResult[] = [];

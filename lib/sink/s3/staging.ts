@@ -21,6 +21,17 @@ const CHUNK = 1024 * 1024;
 export const LINE_ROOM = CHUNK;
 
 /**
+ * Buffers gzip is done with, for the next ones: a fresh 1 MiB buffer per chunk (hundreds per
+ * million rows) is external memory the engine collects with full GCs, and fresh pages to fault in.
+ * Enough for the chunks one object keeps in flight (MAX_BUFFERED) and the one being filled.
+ */
+const spare: Buffer[] = [];
+const SPARE = MAX_BUFFERED / CHUNK + 2;
+const release = (buffer: Buffer) => {
+  if (spare.length < SPARE) spare.push(buffer);
+};
+
+/**
  * One staging object being written: text → gzip → S3 (a single PUT when small, multipart when
  * large), so a batch or a transaction of any size streams through bounded memory.
  */
@@ -32,7 +43,7 @@ export class StagingObject {
   private readonly gzip: Gzip;
   private readonly upload: Upload;
   private readonly done: Promise<unknown>;
-  private buffer = Buffer.allocUnsafe(CHUNK);
+  private buffer: Buffer = Buffer.allocUnsafe(CHUNK);
   private used = 0;
   /** A full buffer went to gzip at the last `reserve`; its commit looks at gzip's backlog. */
   private flushed = false;
@@ -105,16 +116,18 @@ export class StagingObject {
     return waiting('gzip', once(this.gzip, 'drain')).then(() => undefined);
   }
 
-  private push(chunk: Buffer): void {
+  private push(chunk: Buffer, done?: () => void): void {
     this.bytes += chunk.length;
-    this.gzip.write(chunk);
+    this.gzip.write(chunk, done);
   }
 
   private flush(): void {
     if (this.used === 0) return;
-    this.push(this.buffer.subarray(0, this.used));
-    // gzip holds on to the written chunk until it is compressed: never reuse it.
-    this.buffer = Buffer.allocUnsafe(CHUNK);
+    // gzip holds on to the written chunk until it is compressed: the buffer is reused only once
+    // its write is done.
+    const full = this.buffer;
+    this.push(full.subarray(0, this.used), () => release(full));
+    this.buffer = spare.pop() ?? Buffer.allocUnsafe(CHUNK);
     this.used = 0;
   }
 

@@ -1,6 +1,7 @@
 import mysql from 'mysql2';
 import type { KeyValues } from '../../core/key-values.ts';
 import { type Row, rowProperty } from '../../format/event.ts';
+import type { RowPacket, WireColumn } from './row-lines.ts';
 import { selectAs, type TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';
@@ -67,6 +68,35 @@ export async function lastKey(conn: SqlConnection, info: TableInfo): Promise<Key
 }
 
 /**
+ * Where `read` hands one query's rows, as the server sends them. A returned promise pauses the
+ * connection until it settles (back-pressure); a rejected one ends the read with its error.
+ */
+export interface RowSink {
+  /**
+   * The result's columns as the server describes them: a handler of the raw binary-protocol row
+   * packets, or undefined to take rows as objects (`row`). `decode` is mysql2's own parse of a packet
+   * into the row object `row` would get; it leaves the packet as it was.
+   */
+  packets?(fields: readonly WireColumn[], decode: (packet: RowPacket) => Row): ((packet: RowPacket) => Promise<void> | undefined) | undefined;
+  row(row: Row): Promise<void> | undefined;
+}
+
+/** What `read` uses of a mysql2 command and connection beyond their typings (mysql2 3.x internals, lib/commands/execute.js). */
+interface ExecuteInternals {
+  options: unknown;
+  buildParserFromFields(fields: WireColumn[], connection: PausableConnection): new () => RowParser;
+  on(event: 'end', listener: () => void): void;
+  on(event: 'error', listener: (error: Error) => void): void;
+}
+interface RowParser {
+  next(packet: RowPacket, fields: unknown, options: unknown): unknown;
+}
+interface PausableConnection {
+  pause(): void;
+  resume(): void;
+}
+
+/**
  * A connection for paging: values as exact text (big numbers as strings, dates as MySQL prints
  * them), TIMESTAMP in UTC. Rows stream from the server; a page is never held whole in memory.
  */
@@ -116,6 +146,62 @@ export function pagingConnection(target: MysqlTarget) {
             wake = resolve;
           });
       }
+    },
+    /**
+     * Reads one page (as `page`) into `sink`, row by row as the packets arrive: nothing is buffered
+     * beyond the socket's chunk, and the connection pauses while `sink` pushes back.
+     *
+     * mysql2 has no public hook for raw rows: its Execute command builds a row parser once the
+     * columns are known (`buildParserFromFields`, then `parser.next(packet)` per row packet). The
+     * override below wraps that parser: each packet goes to `sink` (raw, or parsed by mysql2's own
+     * parser), and the parser returns nothing for mysql2 to collect. A sink's error is kept (mysql2
+     * would end the command with rows still arriving) and reported once the result has been read.
+     */
+    read(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number, sink: RowSink): Promise<void> {
+      const { sql, values } = pageQuery(info, after, upTo, limit);
+      return new Promise((resolve, reject) => {
+        let failed: unknown;
+        let connection: PausableConnection | undefined;
+        const fail = (error: unknown) => {
+          failed ??= error;
+          connection?.resume();
+        };
+        const command = conn.execute({ sql, values }) as unknown as ExecuteInternals;
+        const build = command.buildParserFromFields;
+        command.buildParserFromFields = function (fields, conn) {
+          connection = conn;
+          const reference = new (build.call(this, fields, conn))();
+          const options = this.options;
+          // mysql2's parser reads through Packet's methods, and the packet object it hands over is
+          // reused for the next one: `decode` parses any packet's bytes in a Packet of its own.
+          let own: (RowPacket & { clone(): RowPacket }) | undefined;
+          const decode = (packet: RowPacket): Row => {
+            const copy = own as { buffer: Buffer; offset: number; end: number };
+            copy.buffer = packet.buffer;
+            copy.offset = packet.offset;
+            copy.end = packet.end;
+            return reference.next(copy, fields, options) as Row;
+          };
+          const handle = sink.packets?.(fields, decode) ?? ((packet: RowPacket) => sink.row(decode(packet)));
+          return class {
+            next(packet: RowPacket & { clone(): RowPacket }): undefined {
+              own ??= packet.clone() as RowPacket & { clone(): RowPacket };
+              if (failed !== undefined) return;
+              try {
+                const wait = handle(packet);
+                if (wait) {
+                  conn.pause();
+                  wait.then(() => conn.resume(), fail);
+                }
+              } catch (error) {
+                fail(error);
+              }
+            }
+          };
+        };
+        command.on('error', fail);
+        command.on('end', () => (failed === undefined ? resolve() : reject(failed)));
+      });
     },
     end: () => promise.end(),
   };
