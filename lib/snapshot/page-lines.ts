@@ -1,5 +1,5 @@
 import type { KeyValues } from '../core/key-values.ts';
-import { type EncodedShape, encodeKey, encodeRow, eventLine, lineParts, type Row } from '../format/event.ts';
+import { type EncodedShape, encodeKey, encodeRow, eventLine, lineParts, type Row, rowProperty } from '../format/event.ts';
 import { SNAPSHOT_ROW_WIDTH, snapshotSeq } from '../format/seq.ts';
 import type { Batch, TableObject } from '../sink/s3/batch.ts';
 import { LINE_ROOM } from '../sink/s3/staging.ts';
@@ -125,6 +125,6 @@ export class PageLines implements RowSink {
   lastKey(key: readonly string[]): KeyValues | null {
     if (!this.count) return null;
     const row = this.lastRow ?? (this.decode as (packet: RowPacket) => Row)(this.lastPacket);
-    return key.map((k) => row[k]);
+    return key.map((k) => row[rowProperty(k)]);
   }
 }

@@ -176,4 +176,14 @@ describe('snapshot rows from the wire (real MariaDB)', () => {
     expect(firstDifference(wire, reference)).toBeUndefined();
     expect(reference[0]).toContain('"after":{"id":1,"e":"é","v":"x"}');
   });
+
+  it("writes columns named like Object.prototype's accessors from the wire too, paging by one", async () => {
+    await using source = await testSource('wireaccessors', { SLUICE_SNAPSHOT_PAGE_ROWS: '2' });
+    await source.sql('CREATE TABLE acc (`__proto__` INT PRIMARY KEY, `__defineGetter__` VARCHAR(10), `constructor` INT)');
+    await source.sql("INSERT INTO acc VALUES (1, 'a', 10), (2, 'b', 20), (3, NULL, 30)");
+    const { reference, wire, wireRows, rows } = await bothWays(source, 'acc');
+    expect([rows, wireRows]).toEqual([3, 3]);
+    expect(firstDifference(wire, reference)).toBeUndefined();
+    expect(wire[2]).toContain('"key":{"__proto__":3},"before":null,"after":{"__proto__":3,"__defineGetter__":null,"constructor":30}');
+  });
 });

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type { EncodedShape } from '../../format/event.ts';
+import { type EncodedShape, rowProperty } from '../../format/event.ts';
 import { float32Text, numberText } from '../../format/types.ts';
 
 /*
@@ -188,7 +188,8 @@ export function lineEncoder(shape: EncodedShape, fields: readonly WireColumn[]):
   const plans: Plan[] = [];
   for (const [i, column] of shape.columns.entries()) {
     const field = fields[i] as WireColumn;
-    const plan = field.name === column.name ? planOf(column, field) : undefined;
+    // The SELECT names each value by its column's rowProperty (schema.ts `selectAs`).
+    const plan = field.name === rowProperty(column.name) ? planOf(column, field) : undefined;
     if (!plan) return undefined;
     plans.push(plan);
   }
