@@ -1,10 +1,11 @@
 import mysql from 'mysql2';
 import type { KeyValues } from '../../core/key-values.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
 import { type Row, rowProperty } from '../../format/event.ts';
 import type { RowPacket, WireColumn } from './row-lines.ts';
 import { selectAs, type TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
-import type { MysqlTarget } from './target.ts';
+import { type MysqlTarget, scrub } from './target.ts';
 
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
@@ -111,8 +112,34 @@ export function pagingConnection(target: MysqlTarget) {
     bigNumberStrings: true,
   });
   const promise = conn.promise();
+  // The server closing the connection during a streamed query (KILL, a restart, a failover) is
+  // reported on the connection, not to the query: unheard it ends the process, and the query would
+  // wait forever. It fails the query in progress instead (the next run resumes the chunk).
+  let lost: SluiceError | undefined;
+  const losses = new Set<(error: SluiceError) => void>();
+  const connectionLost = (error: Error): SluiceError => {
+    lost ??= new SluiceError(ErrorCode.MYSQL_CONNECT, `the MySQL connection reading the snapshot was lost: ${scrub(error.message, target.uri)}`, {
+      cause: error,
+      retriable: true,
+    });
+    return lost;
+  };
+  conn.on('error', (error: Error) => {
+    for (const fail of losses) fail(connectionLost(error));
+  });
   return {
-    sql: promise as unknown as SqlConnection,
+    /** Queries on the paging connection; once it is lost, they fail with why. */
+    sql: {
+      async query(sql, values) {
+        if (lost) throw lost;
+        try {
+          return (await promise.query(sql, values)) as [unknown, unknown];
+        } catch (error) {
+          throw (error as { fatal?: boolean }).fatal ? connectionLost(error as Error) : error;
+        }
+      },
+      end: () => promise.end(),
+    } satisfies SqlConnection as SqlConnection,
     async init() {
       await promise.query("SET time_zone = '+00:00'");
     },
@@ -131,20 +158,27 @@ export function pagingConnection(target: MysqlTarget) {
         ended = true;
         wake?.();
       });
-      stream.on('error', (error: Error) => {
-        failed = error;
+      const fail = (error: Error) => {
+        failed ??= error;
         wake?.();
-      });
-      while (true) {
-        const rows: Row[] = [];
-        for (let row = stream.read(); row !== null; row = stream.read()) rows.push(row as Row);
-        if (failed) throw failed;
-        if (rows.length) yield rows;
-        else if (ended) return;
-        else
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
+      };
+      stream.on('error', fail);
+      if (lost) throw lost;
+      losses.add(fail);
+      try {
+        while (true) {
+          const rows: Row[] = [];
+          for (let row = stream.read(); row !== null; row = stream.read()) rows.push(row as Row);
+          if (failed) throw failed;
+          if (rows.length) yield rows;
+          else if (ended) return;
+          else
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+            });
+        }
+      } finally {
+        losses.delete(fail);
       }
     },
     /**
@@ -159,7 +193,10 @@ export function pagingConnection(target: MysqlTarget) {
      */
     read(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number, sink: RowSink): Promise<void> {
       const { sql, values } = pageQuery(info, after, upTo, limit);
-      return new Promise((resolve, reject) => {
+      if (lost) return Promise.reject(lost);
+      return new Promise<void>((resolve, reject) => {
+        const onLost = (error: SluiceError) => reject(error);
+        losses.add(onLost);
         let failed: unknown;
         let connection: PausableConnection | undefined;
         const fail = (error: unknown) => {
@@ -200,7 +237,11 @@ export function pagingConnection(target: MysqlTarget) {
           };
         };
         command.on('error', fail);
-        command.on('end', () => (failed === undefined ? resolve() : reject(failed)));
+        command.on('end', () => {
+          losses.delete(onLost);
+          if (failed === undefined) resolve();
+          else reject(failed);
+        });
       });
     },
     end: () => promise.end(),
