@@ -544,12 +544,18 @@ class MergeRun {
   /**
    * Compaction and expiry, when due, chained onto `staged` (or the committed version): a
    * compaction once the snapshot holds more than `compactFiles` files, an expiry once a snapshot
-   * other than the current one is older than the retention.
+   * other than the current one is older than the retention. `beforeStaging` runs once, before the
+   * first file is staged.
    */
-  async housekeeping(location: string, version: TableVersion, tag: string) {
+  async housekeeping(location: string, version: TableVersion, tag: string, beforeStaging?: () => Promise<void>) {
     const { compactFiles, retentionMs } = this.config.iceberg;
     const deps = { store: this.store };
     const now = this.clock();
+    let prepared = false;
+    const prepare = async () => {
+      if (!prepared && beforeStaging) await beforeStaging();
+      prepared = true;
+    };
     let result = version;
     let compacted = false;
     const snapshot = result.metadata.snapshots.find((s) => s['snapshot-id'] === result.metadata['current-snapshot-id']);
@@ -557,12 +563,14 @@ class MergeRun {
     // A compacted table holds one file per bucket of DEFAULT_ROWS_PER_FILE rows: count files beyond those.
     const buckets = Math.ceil(Number(snapshot?.summary['total-records'] ?? 0) / DEFAULT_ROWS_PER_FILE);
     if (files > compactFiles + buckets) {
+      await prepare();
       result = (await stageCompaction(deps, result, { tag: `${tag}-c`, timestampMs: now })).version;
       compacted = true;
     }
     const currentId = result.metadata['current-snapshot-id'];
     const old = result.metadata.snapshots.filter((s) => s['snapshot-id'] !== currentId && now - s['timestamp-ms'] > retentionMs);
     if (!old.length) return { version: result, compacted, expired: 0, cleanup: undefined };
+    await prepare();
     const expiry = await stageExpiry(deps, result, { retainLast: 1, maxAgeMs: retentionMs, nowMs: now });
     const cleanup = expiry.unreferenced.length ? `${location}/metadata/${tag}-unreferenced.json` : undefined;
     if (cleanup) await this.store.put(cleanup, JSON.stringify(expiry.unreferenced));
@@ -604,7 +612,8 @@ class MergeRun {
     const tag = this.tagFor(state);
     const location = icebergLocation(this.config.prefix, table);
     const current = await loadVersion(this.store, state.metadataKey);
-    const kept = await this.housekeeping(location, current, tag);
+    // What an earlier attempt of this maintenance staged is named by its own run: delete it first.
+    const kept = await this.housekeeping(location, current, tag, () => this.discardUncommitted(location, state, current.version));
     if (kept.version === current) return undefined;
     const ledger = mergeLedger(this.deps.merges, this.owner, this.clock, (s) => this.settle(s));
     const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey: kept.version.metadataKey, cleanup: kept.cleanup });

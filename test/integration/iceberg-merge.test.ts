@@ -275,8 +275,11 @@ describe('Iceberg merge (real stack)', () => {
     const files = async () => (await source.keys(`${location}/data/`)).sort();
     const before = await files();
 
-    // Two hours later: every snapshot but the current one is past the retention.
+    // Two hours later: every snapshot but the current one is past the retention. A first attempt
+    // crashes after staging the expiry (its own run's files: the next attempt deletes them).
     const later = Date.now() + 2 * 3600 * 1000;
+    expect((await merge(source, { config, clock: () => later, faults: crashAt('after-staging') })).tables[0]?.status).toBe('failed');
+    expect(await source.keys(`${location}/metadata/m`)).toEqual(expect.arrayContaining([expect.stringMatching(/unreferenced/)]));
     const expired = (await merge(source, { config, clock: () => later })).tables[0];
     expect(expired).toMatchObject({ status: 'merged', rowsWritten: 0 });
     expect(expired?.expiredSnapshots).toBe((compacted?.metadata.snapshots.length ?? 0) - 1);
