@@ -386,6 +386,19 @@ describe('Iceberg merge (real stack)', () => {
     await expectEqual(source, ['t']);
   });
 
+  it('a merge that outlasts its lease by far keeps writing while its renewals succeed', async () => {
+    await using source = await testSource('icerenew', { SLUICE_STARTUP: 'latest' });
+    const config = source.configWith({ SLUICE_ICEBERG_LEASE_SECONDS: '2' });
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}`);
+    await source.capture();
+    // A stall of twice the lease between staging and the commit: the commit and the publish after
+    // it happen well past the first lease's writable window, inside the renewed one.
+    const stall = { hit: (point: FaultPoint) => (point === 'after-staging' ? new Promise<void>((resolve) => setTimeout(resolve, 4000)) : undefined) };
+    expect((await merge(source, { config, faults: stall })).tables[0]).toMatchObject({ status: 'merged' });
+    await expectEqual(source, ['t']);
+  });
+
   describe.each<FaultPoint>(['after-staging', 'after-commit', 'before-clear'])('a crash %s', (point) => {
     it('is finished or redone by the next merge: same table, no duplicate, no extra version', async () => {
       await using source = await testSource('icecrash', { SLUICE_STARTUP: 'latest' });
