@@ -267,18 +267,18 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       const lines = new PageLines(batch, shape, source, prefix, { bytes: deps.rowLines !== false });
       const failed = await reader.read(info, from, whole ? null : chunk.hi, config.snapshot.pageRows, lines).then(
         () => undefined,
-        (error: unknown) => ({ error }),
+        async (error: unknown) => {
+          await batch.abort(); // first: the structure read below fails too when the connection is lost
+          return { error };
+        },
       );
       if ((await schema.structureOf(reader.sql, info)) !== before) {
         // The table changed while the page was read (or went, failing the read): read it again
         // under the version then in effect (or end the chunk, the table gone).
-        await batch.abort();
+        if (!failed) await batch.abort();
         continue;
       }
-      if (failed) {
-        await batch.abort();
-        throw failed.error;
-      }
+      if (failed) throw failed.error;
       lines.finish();
       const { count, wireRows } = lines;
       const last = lines.lastKey(info.key);
@@ -431,7 +431,10 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         lines.next(batch, snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page));
       },
     });
-    await reader.read(info, null, null, 0, lines);
+    await reader.read(info, null, null, 0, lines).catch(async (error) => {
+      await batch.abort();
+      throw error;
+    });
     lines.finish();
     ({ count, wireRows } = lines);
     await commitPage(true);

@@ -195,7 +195,12 @@ export function pagingConnection(target: MysqlTarget) {
       const { sql, values } = pageQuery(info, after, upTo, limit);
       if (lost) return Promise.reject(lost);
       return new Promise<void>((resolve, reject) => {
-        const onLost = (error: SluiceError) => reject(error);
+        /** The sink's push-back in progress (a keyless copy's page commit): the read ends only after it. */
+        let pushing: Promise<void> | undefined;
+        const onLost = (error: SluiceError) => {
+          const end = () => reject(error);
+          (pushing ?? Promise.resolve()).then(end, end);
+        };
         losses.add(onLost);
         let failed: unknown;
         let connection: PausableConnection | undefined;
@@ -228,7 +233,7 @@ export function pagingConnection(target: MysqlTarget) {
                 const wait = handle(packet);
                 if (wait) {
                   conn.pause();
-                  wait.then(() => conn.resume(), fail);
+                  pushing = wait.then(() => conn.resume(), fail);
                 }
               } catch (error) {
                 fail(error);
