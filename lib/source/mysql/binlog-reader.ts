@@ -77,7 +77,10 @@ export function sqlModeFlags(statusVars: string | undefined): SqlModeFlags {
 export interface BinlogReaderOptions {
   target: MysqlTarget;
   start: BinlogPosition;
-  /** Tables to decode; events of other tables are skipped before their rows are parsed. */
+  /**
+   * Tables to decode; events of other tables are skipped before their rows are parsed. Asked once
+   * per table and remembered for the stream: its answer must not change while the stream runs.
+   */
   filter: (db: string, table: string) => boolean;
   /** Replica id for this connection; two connections with one id make the server kill the first. */
   serverId?: number;
