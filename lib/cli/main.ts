@@ -66,7 +66,8 @@ class Cli {
 
   /** The environment (over a running local stack's defaults), overridden by flags; config and clients from it alone. */
   async configure(flags: Record<string, unknown>) {
-    const [{ loadConfig }, defaults] = await Promise.all([import('../config/config.ts'), localDefaults(this.io.env)]);
+    // The clients' modules load beside the configuration's (module loading waits on file reads too).
+    const [{ loadConfig }, defaults] = await Promise.all([import('../config/config.ts'), localDefaults(this.io.env), import('../aws.ts')]);
     const env: Record<string, string> = { ...defaults, ...defined(this.io.env) };
     for (const [flag, variable] of Object.entries(FLAGS)) {
       const value = flags[flag];
@@ -216,9 +217,12 @@ function commands(cli: Cli): Command {
     .option('--once', 'stop when caught up with the binlog end seen at start (sets $SLUICE_STOP_WHEN_CAUGHT_UP)')
     .addOption(new Option('--seconds <n>', 'run length (default $SLUICE_RUN_SECONDS)').argParser(Number))
     .action(async (options: { once?: boolean; seconds?: number }) => {
-      const { runCapture } = await import('../capture/run.ts');
-      const { createLogger } = await import('../log.ts');
-      const { config, clients } = await cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined });
+      // The run's modules load beside the configuration and clients (module loading waits on file reads too).
+      const [{ runCapture }, { createLogger }, { config, clients }] = await Promise.all([
+        import('../capture/run.ts'),
+        import('../log.ts'),
+        cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined }),
+      ]);
       // The filters' check (its own MySQL connection and query) runs beside the run's start instead of
       // before it; its warnings are printed before the run's outcome, and its failure fails the command, as before.
       const checked = filterWarningsOf(config).then(

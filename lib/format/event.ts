@@ -96,8 +96,16 @@ export interface EventSource {
   snapshot: boolean;
 }
 
+/** The last binlog file `encodeSource` was given and its JSON: a capture encodes a source per transaction, nearly always of one file. */
+let lastSourceFile: string | undefined;
+let lastSourceFileJson = '';
+
 export function encodeSource(s: EventSource): string {
-  return `{"file":${JSON.stringify(s.file)},"pos":${s.pos},"gtid":${s.gtid === null ? 'null' : JSON.stringify(s.gtid)},"server_id":${s.serverId ?? 'null'},"ts_ms":${s.tsMs},"txn":${JSON.stringify(s.txn)},"snapshot":${s.snapshot}}`;
+  if (s.file !== lastSourceFile) {
+    lastSourceFile = s.file;
+    lastSourceFileJson = JSON.stringify(s.file);
+  }
+  return `{"file":${lastSourceFileJson},"pos":${s.pos},"gtid":${s.gtid === null ? 'null' : JSON.stringify(s.gtid)},"server_id":${s.serverId ?? 'null'},"ts_ms":${s.tsMs},"txn":${JSON.stringify(s.txn)},"snapshot":${s.snapshot}}`;
 }
 
 /** A full event line, newline included. `before`/`after`/`key` are already-encoded JSON text. */

@@ -42,9 +42,17 @@ export const SNAPSHOT_ROW_WIDTH = 7;
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
+/** The last file `seqPrefix` was asked about and its `F.`: a capture asks per transaction, nearly always of one file. */
+let lastFile = '';
+let lastFilePart = '';
+
 /** `F.P.` of a binlog position: of a transaction's first event, or of a snapshot page's watermark. */
 export function seqPrefix(file: string, pos: number): string {
-  return `${pad(fileNumber(file), FILE_WIDTH)}.${pad(pos, POS_WIDTH)}.`;
+  if (file !== lastFile) {
+    lastFilePart = `${pad(fileNumber(file), FILE_WIDTH)}.`;
+    lastFile = file;
+  }
+  return `${lastFilePart}${pad(pos, POS_WIDTH)}.`;
 }
 
 /** A binlog event's seq: its transaction's prefix and its change index within the transaction. */

@@ -77,7 +77,10 @@ export function sqlModeFlags(statusVars: string | undefined): SqlModeFlags {
 export interface BinlogReaderOptions {
   target: MysqlTarget;
   start: BinlogPosition;
-  /** Tables to decode; events of other tables are skipped before their rows are parsed. */
+  /**
+   * Tables to decode; events of other tables are skipped before their rows are parsed. Asked once
+   * per table and remembered for the stream: its answer must not change while the stream runs.
+   */
   filter: (db: string, table: string) => boolean;
   /** Replica id for this connection; two connections with one id make the server kill the first. */
   serverId?: number;
@@ -192,7 +195,21 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     });
     // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
     // TableMap, so rows of filtered tables are never decoded.
-    (this.zongji as unknown as { _skipSchema: (db: string, table: string) => boolean })._skipSchema = (db, table) => !options.filter(db, table);
+    // Remembered per table: it is asked at every TABLE_MAP, and a single-row transaction has one.
+    const accepted = new Map<string, Map<string, boolean>>();
+    (this.zongji as unknown as { _skipSchema: (db: string, table: string) => boolean })._skipSchema = (db, table) => {
+      let tables = accepted.get(db);
+      if (!tables) {
+        tables = new Map();
+        accepted.set(db, tables);
+      }
+      let accept = tables.get(table);
+      if (accept === undefined) {
+        accept = options.filter(db, table);
+        tables.set(table, accept);
+      }
+      return !accept;
+    };
     // zongji reports events it cannot decode as a stream error; the guard stops on them with the position and the fix.
     (this.zongji as unknown as { _warnUnsupportedEvent: () => void })._warnUnsupportedEvent = () => undefined;
     // SLUICE_PROFILE=1: time parsing binlog packets (mysql2 + zongji) as decoding.

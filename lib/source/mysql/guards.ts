@@ -76,8 +76,9 @@ const groupKey = (ref: TableRef) => `${ref.db}\u0000${ref.table}`;
 export class StreamGuard {
   private group: Group | undefined;
   private violation: Violation | undefined;
-  /** The end of the last event with a position: where the next group starts. */
-  private last: BinlogPosition;
+  /** The end of the last event with a position: where the next group starts (two fields: it moves at every event). */
+  private lastFile: string;
+  private lastPos: number;
   private stopped = false;
 
   constructor(
@@ -90,7 +91,12 @@ export class StreamGuard {
       clock?: () => number;
     } = {},
   ) {
-    this.last = { file: start.file, pos: start.pos };
+    this.lastFile = start.file;
+    this.lastPos = start.pos;
+  }
+
+  private last(): BinlogPosition {
+    return { file: this.lastFile, pos: this.lastPos };
   }
 
   private get now(): number {
@@ -101,7 +107,10 @@ export class StreamGuard {
   check(ev: Ev, type: string, file: string): Verdict {
     if (this.stopped) return 'drop';
     const verdict = this.inspect(ev, type, file);
-    if (ev.nextPosition > 0 && type !== 'Rotate') this.last = { file, pos: ev.nextPosition };
+    if (ev.nextPosition > 0 && type !== 'Rotate') {
+      this.lastFile = file;
+      this.lastPos = ev.nextPosition;
+    }
     if (verdict && verdict !== 'drop') this.stopped = true;
     return verdict;
   }
@@ -116,7 +125,7 @@ export class StreamGuard {
       case 'Gtid':
       case 'AnonymousGtid':
         this.group = {
-          start: this.last,
+          start: this.last(),
           gtid: typeof ev.gtid === 'string' ? ev.gtid : undefined,
           ddl: type === 'MariadbGtid' ? ev.isDdl === true : undefined,
           xa: ev.preparedXa === true,
@@ -150,7 +159,7 @@ export class StreamGuard {
           tablesUnknown: true,
           since: this.now,
         };
-        this.group ??= { start: this.last, xa: false, ddl: false, tables: new Map() };
+        this.group ??= { start: this.last(), xa: false, ddl: false, tables: new Map() };
         return this.stop(file, ev.nextPosition);
       default:
         return undefined;
@@ -196,9 +205,8 @@ export class StreamGuard {
   }
 
   private rows(ev: Ev, type: string, file: string): Verdict {
-    const map = ev.tableMap?.[ev.tableId];
-    const table = map ? formatTableRef({ db: map.parentSchema, table: map.tableName }) : `table id ${ev.tableId}`;
     if (this.group?.xa) {
+      const table = rowsTable(ev);
       return this.violate(ev, type, file, {
         code: 'XA_PREPARED',
         what: `changes to ${table} in an XA transaction prepared in two phases (XA PREPARE), whose commit or rollback comes later in the binlog`,
@@ -207,11 +215,12 @@ export class StreamGuard {
     }
     const missing = missingColumns(ev, type);
     if (!missing.length) return undefined;
-    const columns: { name: string; type: number }[] = map?.columns ?? [];
+    const columns: { name: string; type: number }[] = ev.tableMap?.[ev.tableId]?.columns ?? [];
     const noblob = missing.every((i) => BLOB_TYPES.has(columns[i]?.type ?? -1));
     const setting = noblob ? 'NOBLOB' : 'MINIMAL (or FULL_NODUP)';
     const names = missing.map((i) => columns[i]?.name ?? `#${i + 1}`).join(', ');
     const op = type === 'WriteRows' ? 'an insert' : type === 'UpdateRows' ? 'an update' : 'a delete';
+    const table = rowsTable(ev);
     return this.violate(ev, type, file, {
       code: 'ROW_IMAGE_PARTIAL',
       what: `${op} of ${table} logged with a partial row image, without column(s) ${names} (binlog_row_image=${setting} in the session that wrote it), which sluice would write as NULL`,
@@ -249,7 +258,7 @@ export class StreamGuard {
 
   private stop(file: string, end: number | undefined): SluiceError {
     const violation = this.violation as Violation;
-    const group = this.group ?? { start: this.last, xa: false, ddl: false, tables: new Map<string, TableRef>() };
+    const group = this.group ?? { start: this.last(), xa: false, ddl: false, tables: new Map<string, TableRef>() };
     const at = formatPosition({ file: group.start.file, pos: group.start.pos, gtid: group.gtid });
     const tables = [...group.tables.values()].map(formatTableRef).sort();
     const copy = violation.tablesUnknown
@@ -265,6 +274,12 @@ export class StreamGuard {
         `Fix: ${violation.fix}. Then skip the transaction and copy the tables it changed again: ${skip} (docs/RUNBOOK.md, ${violation.code}).`,
     );
   }
+}
+
+/** A rows event's table, as a violation's message names it (formatted only then, not for every rows event). */
+function rowsTable(ev: Ev): string {
+  const map = ev.tableMap?.[ev.tableId];
+  return map ? formatTableRef({ db: map.parentSchema, table: map.tableName }) : `table id ${ev.tableId}`;
 }
 
 /** Indexes of the columns a rows event leaves out of a row image (its bitmaps: bit i = column i). */
