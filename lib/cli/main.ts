@@ -224,10 +224,14 @@ function commands(cli: Cli): Command {
         cli.configure({ ...program.opts(), once: options.once ? 'true' : undefined }),
       ]);
       // The filters' check (its own MySQL connection and query) runs beside the run's start instead of
-      // before it; its warnings are printed before the run's outcome, and its failure fails the command, as before.
+      // before it; its warnings are printed as soon as it has them (a long run would hide a typo until
+      // its end), and its failure fails the command, as before.
       const checked = filterWarningsOf(config).then(
-        (warnings) => ({ warnings, error: undefined }),
-        (error: unknown) => ({ warnings: [], error }),
+        (warnings) => {
+          for (const warning of warnings) cli.err(`sluice: warning: ${warning}`);
+          return { error: undefined };
+        },
+        (error: unknown) => ({ error }),
       );
       const outcome = await runCapture(
         {
@@ -247,7 +251,6 @@ function commands(cli: Cli): Command {
         (error: unknown) => ({ result: undefined, error }),
       );
       const check = await checked;
-      for (const warning of check.warnings) cli.err(`sluice: warning: ${warning}`);
       if (!outcome.result) throw outcome.error;
       if (check.error) throw check.error;
       const { result } = outcome;

@@ -122,6 +122,23 @@ describe('errors that name the problem and write nothing', () => {
     const capture = await sluice(env, ['capture', '--once']);
     expect(capture.code).toBe(0);
     for (const warning of expected) expect(capture.out).toContain(`sluice: warning: ${warning}`);
+    // A run of several seconds warns at its start, not at its end.
+    const started = Date.now();
+    let warnedAt = Number.POSITIVE_INFINITY;
+    const stderr = {
+      write: (text: string) => {
+        if (text.includes('sluice: warning:')) warnedAt = Math.min(warnedAt, Date.now());
+      },
+    };
+    expect(
+      await run(['capture', '--seconds', '5'], {
+        env: { ...env, SLUICE_STOP_WHEN_CAUGHT_UP: 'false', SLUICE_SAFETY_MARGIN_SECONDS: '1' },
+        stdout: { write: () => {} },
+        stderr,
+      }),
+    ).toBe(0);
+    expect(Date.now() - started).toBeGreaterThan(3500);
+    expect(warnedAt - started).toBeLessThan(2000);
     const status = await sluice(env, ['status']);
     for (const warning of expected) expect(status.out).toMatch(new RegExp(`^WARNING\\s+${warning.replace(/[.\\*"]/g, (c) => `\\${c}`)}$`, 'm'));
     // Filters that leave nothing to capture, though each pattern matches something.
