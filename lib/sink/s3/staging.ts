@@ -43,7 +43,7 @@ export class StagingObject {
   private readonly gzip: Gzip;
   private readonly upload: Upload;
   private readonly done: Promise<unknown>;
-  private buffer: Buffer = Buffer.allocUnsafe(CHUNK);
+  private buffer: Buffer = spare.pop() ?? Buffer.allocUnsafe(CHUNK);
   private used = 0;
   /** A full buffer went to gzip at the last `reserve`; its commit looks at gzip's backlog. */
   private flushed = false;
@@ -121,18 +121,19 @@ export class StagingObject {
     this.gzip.write(chunk, done);
   }
 
-  private flush(): void {
+  /** Hands the filled part of the buffer to gzip; a next buffer is taken unless this was the `last`. */
+  private flush(last = false): void {
     if (this.used === 0) return;
     // gzip holds on to the written chunk until it is compressed: the buffer is reused only once
     // its write is done.
     const full = this.buffer;
     this.push(full.subarray(0, this.used), () => release(full));
-    this.buffer = spare.pop() ?? Buffer.allocUnsafe(CHUNK);
+    this.buffer = last ? Buffer.alloc(0) : (spare.pop() ?? Buffer.allocUnsafe(CHUNK));
     this.used = 0;
   }
 
   async finish(): Promise<void> {
-    this.flush();
+    this.flush(true);
     this.gzip.end();
     // Compressing the tail, then uploading it (profiled as S3 while the request is out).
     await waiting('gzip', this.done);
