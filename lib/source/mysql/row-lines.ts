@@ -201,7 +201,8 @@ export function lineEncoder(shape: EncodedShape, fields: readonly WireColumn[]):
   return {
     page(parts) {
       // head, middle and end are the shape's own (its op, names and schema version); only the tail
-      // (source, seq prefix) is the page's: the encoder is compiled once per shape.
+      // (source, seq prefix) is the page's: an encoder's pages share its compiled code (a keyless
+      // copy's pages; a keyed chunk makes an encoder per page).
       const shapeParts = `${parts.head}\u0000${parts.middle}\u0000${parts.end}`;
       if (compiled?.parts !== shapeParts) compiled = { parts: shapeParts, make: compile(shape, plans, key, parts) };
       const tail = Buffer.from(`}${parts.tail}`, 'utf8');
@@ -455,26 +456,7 @@ const digitCount = (value: number) =>
 
 /** A non-negative integer below 2^31 in decimal, in 32-bit integer arithmetic. */
 function writeSmall(out: Buffer, o: number, value: number): number {
-  const length =
-    value < 10
-      ? 1
-      : value < 100
-        ? 2
-        : value < 1000
-          ? 3
-          : value < 10000
-            ? 4
-            : value < 100000
-              ? 5
-              : value < 1000000
-                ? 6
-                : value < 10000000
-                  ? 7
-                  : value < 100000000
-                    ? 8
-                    : value < 1000000000
-                      ? 9
-                      : 10;
+  const length = digitCount(value);
   for (let i = o + length - 1; i >= o; i--) {
     const next = (value / 10) | 0;
     out[i] = 0x30 + value - next * 10;
