@@ -10,8 +10,8 @@ import type { RowSink } from '../source/mysql/snapshot-reader.ts';
  * One snapshot page's rows written into its batch as `r` events, in the order they arrive, as a
  * `RowSink` of the paging connection. Where every column of the result has a wire form the line
  * encoder writes exactly (lib/source/mysql/row-lines.ts), each row packet becomes its line's bytes
- * in the staging buffer; otherwise — and for a row the encoder leaves (a line too long for its
- * room, text that is not valid UTF-8) — the row is parsed by mysql2 and encoded as a string: the
+ * in the staging buffer; otherwise — and for a row the encoder leaves (a line that could pass its
+ * room by the encoder's bound, text that is not valid UTF-8) — the row is parsed by mysql2 and encoded as a string: the
  * reference path, which writes the same bytes. A keyless table's read spans several pages: `next`
  * moves the sink on to the next page's batch mid-read.
  */
