@@ -60,6 +60,7 @@ export class DynamoDbSnapshotStore implements SnapshotStore {
   }
 
   async createJob(job: SnapshotJob): Promise<boolean> {
+    let created = true;
     try {
       await this.client.send(
         new PutItemCommand({
@@ -69,19 +70,23 @@ export class DynamoDbSnapshotStore implements SnapshotStore {
         }),
       );
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      created = false;
     }
+    // The pointer is a second write: a run that stopped between the two (a crash, a failed request)
+    // left a job that nothing would run nor hold its tables back for. Its redo (the same id) adds it
+    // to the active set now — unless it is done — but leaves `id`, the latest job, as it is.
+    if (!created && (await this.job(job.sourceId, job.id))?.status === 'done') return false;
     await this.client.send(
       new UpdateItemCommand({
         TableName: this.table,
         Key: { pk: { S: latestKey(job.sourceId) } },
-        UpdateExpression: 'SET #id = :id ADD #active :ids',
-        ExpressionAttributeNames: { '#id': 'id', '#active': 'active' },
-        ExpressionAttributeValues: { ':id': { S: job.id }, ':ids': { SS: [job.id] } },
+        UpdateExpression: created ? 'SET #id = :id ADD #active :ids' : 'ADD #active :ids',
+        ExpressionAttributeNames: created ? { '#id': 'id', '#active': 'active' } : { '#active': 'active' },
+        ExpressionAttributeValues: created ? { ':id': { S: job.id }, ':ids': { SS: [job.id] } } : { ':ids': { SS: [job.id] } },
       }),
     );
-    return true;
+    return created;
   }
 
   async activeJobs(sourceId: string): Promise<SnapshotJob[]> {

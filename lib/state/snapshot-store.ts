@@ -67,7 +67,10 @@ export const chunkId = (table: string, n: number) => `${table}#${n}`;
  * version); adapters translate a failed condition into LeaseLostError / OffsetConflictError.
  */
 export interface SnapshotStore {
-  /** Records a new job, makes it the source's latest and one of its active jobs; returns false if the id exists. */
+  /**
+   * Records a new job, makes it the source's latest and one of its active jobs; returns false if the
+   * id exists (then it is made active again if not done: a redo of a creation that stopped half-way).
+   */
   createJob(job: SnapshotJob): Promise<boolean>;
   job(sourceId: string, id: string): Promise<SnapshotJob | undefined>;
   latestJob(sourceId: string): Promise<SnapshotJob | undefined>;

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { LeaseLostError, OffsetConflictError } from '../../lib/errors.ts';
+import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
 import { InMemoryStateStore } from '../../lib/state/memory.ts';
 import type { StateStore } from '../../lib/state/store.ts';
 
@@ -111,5 +113,41 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     expect((await store.get(id))?.history).toEqual(history);
     state = await store.overwrite(fence(1_600), { position: position(8), commitSeq: 5 });
     expect((await store.get(id))?.history).toBeUndefined();
+  });
+});
+
+describe('snapshot jobs (DynamoDB)', () => {
+  it("a job whose creation stopped before the active set's write is made active by its redo; a done one is not revived", async () => {
+    const config = loadConfig({ ...process.env, SLUICE_SOURCE_ID: 'jobs' });
+    const clients = createClients(config);
+    await initResources(config, clients);
+    // The first UpdateItem (the pointer's write) fails, as a crash or an HTTP error there would.
+    let failNext = true;
+    const flaky = {
+      send: (command: unknown) => {
+        if (failNext && command instanceof UpdateItemCommand) {
+          failNext = false;
+          return Promise.reject(new Error('injected: DynamoDB unreachable'));
+        }
+        return clients.dynamo.send(command as UpdateItemCommand);
+      },
+    } as unknown as DynamoDBClient;
+    const snapshots = new DynamoDbSnapshotStore(flaky, config.stateTable);
+    const sourceId = `jobs-${randomBytes(4).toString('hex')}`;
+    const job = {
+      sourceId,
+      id: 'ddl-000000000001',
+      createdAt: 1,
+      requested: [{ db: 'd', table: 't' }],
+      status: 'requested' as const,
+      startPosition: position(4),
+    };
+    await expect(snapshots.createJob(job)).rejects.toThrow(/injected/);
+    expect(await snapshots.activeJobs(sourceId)).toEqual([]); // nothing would run it, nor hold d.t back
+    expect(await snapshots.createJob(job)).toBe(false); // the commit's roll-forward asks again
+    expect((await snapshots.activeJobs(sourceId)).map((j) => j.id)).toEqual([job.id]);
+    await snapshots.markDone(sourceId, job.id, 2);
+    expect(await snapshots.createJob(job)).toBe(false);
+    expect(await snapshots.activeJobs(sourceId)).toEqual([]);
   });
 });
