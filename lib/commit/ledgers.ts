@@ -18,7 +18,8 @@ export type SourceAdvance = Omit<SourceChange, 'pending' | 'history'>;
  * The poller's: the source's item. A commit moves the binlog position (and the catalog pointer),
  * with the history the position belongs to (`history`, when known: lib/source/mysql/history.ts); a
  * data commit also counts one more `commitSeq`. Settling a commit creates the snapshot jobs its DDL
- * asked for (`createJob` must be a no-op for a job id that exists).
+ * asked for (`createJob` is redone with the same id: for a job that exists it only makes sure the
+ * job is active).
  */
 export function sourceLedger(
   store: StateStore,
