@@ -1,9 +1,14 @@
 /**
  * npm run bench:snapshot — what a user waits for: `sluice snapshot --workers 1` as a whole process
- * (node start to exit: plan, page, encode, gzip, S3, commits) beside the C client reading the same
- * table, `mariadb --quick -e 'SELECT * …' > /dev/null`, in the same run, interleaved. Prints wall
- * times, the ratio mariadb/sluice (target ≥ 0.5 per worker), peak RSS of each (target ≤ 192 MB and
- * flat as the table grows) and where the sluice process spent its time.
+ * (node start to exit: plan, page, encode, gzip, S3, commits) beside two readers of the same table,
+ * in the same run, interleaved: the C client, `mariadb --quick -e 'SELECT * …' > /dev/null`, and a
+ * bare mysql2 process (bench/bare-mysql2.js: the binary protocol, rows streamed and counted,
+ * nothing encoded or written). Prints wall times, the ratio mariadb/sluice (target ≥ 0.5 per
+ * worker), mysql2/mariadb (mariadb s ÷ mysql2 s, on the ratio's scale: how near the client library
+ * sluice must use comes to the C client with none of sluice's work — the ceiling it puts on the
+ * ratio, loosely: sluice's wire path takes most rows' bytes without mysql2's row parser, which the
+ * bare process runs), peak RSS of mariadb and sluice (target ≤ 192 MB and flat as the table
+ * grows), and where the sluice process spent its time.
  *
  * The timed sluice runs run without SLUICE_PROFILE (its accounting costs some 6% that users do not
  * pay). One more sluice run per table, after the timed ones and not timed, runs with
@@ -67,20 +72,27 @@ const rows: (string | number)[][] = [];
 const details: string[] = [];
 for (const size of SIZES) {
   const name = `bench_snapshot.t${size}`;
-  await measure('mariadb', mariadbArgs(name), { stdout: 'discard' }); // warm the buffer pool for both readers alike
+  await measure('mariadb', mariadbArgs(name), { stdout: 'discard' }); // warm the buffer pool for all readers alike
   const quick = [];
+  const bare = [];
   const sluice = [];
   for (let run = 0; run < RUNS; run++) {
     quick.push(ok(await measure('mariadb', mariadbArgs(name), { stdout: 'discard' }), 'mariadb --quick'));
+    const m = ok(await measure(process.execPath, ['bench/bare-mysql2.js', stack.mariadb.adminUrl, name]), 'bare mysql2');
+    if (Number(m.stdout.trim()) !== size) throw new Error(`bare mysql2 read ${m.stdout.trim()} rows, expected ${size}`);
+    bare.push(m);
     sluice.push(await snapshot(name, size));
   }
   const profiled = await snapshot(name, size, { SLUICE_PROFILE: '1' });
   const profile = profileOf(profiled);
   const q = median(quick);
+  const m = median(bare);
   const s = median(sluice);
   rows.push([
     `${size.toLocaleString('en-US')} rows`,
     q.seconds.toFixed(2),
+    m.seconds.toFixed(2),
+    (q.seconds / m.seconds).toFixed(2),
     s.seconds.toFixed(2),
     (q.seconds / s.seconds).toFixed(2),
     q.peakRssMb.toFixed(0),
@@ -99,6 +111,8 @@ console.log(
     [
       'table',
       'mariadb --quick s',
+      'mysql2 alone s',
+      'mysql2/mariadb',
       'sluice snapshot --workers 1 s',
       'ratio (≥ 0.5)',
       'mariadb RSS MB',
@@ -108,4 +122,5 @@ console.log(
     rows,
   ),
 );
+console.log(`\nmysql2/mariadb is mariadb s ÷ mysql2 alone s, on the ratio's scale: mysql2 reading and parsing the rows (binary protocol), doing nothing else.`);
 console.log(`\n${details.join('\n')}`);
