@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
- * Builds the `sluice` CLI into dist/: lib/cli/main.ts and the modules it reaches, as ES modules
- * split at each dynamic import, so `sluice --help` loads commander and little else while each
- * command loads its own modules (AWS SDK, DuckDB, zongji) when it runs.
+ * Builds the `sluice` CLI into dist/ twice from lib/cli/main.ts: as ES modules split at each dynamic
+ * import (dist/cli/main.js), so `sluice --help` loads commander and little else; and as one
+ * CommonJS script (dist/cli/main.cjs) that bin/sluice.js runs commands with, compiled from a V8
+ * code cache — a command loads ~3 MB of code (AWS SDK, mysql2, zongji, zod), and compiling it cost
+ * every run ~0.1 s of CPU (docs/PERFORMANCE.md).
  *
  * npm packages are bundled too: Node resolving and loading ~900 package files one by one cost a
  * capture run ~0.2 s of CPU before any work (docs/PERFORMANCE.md). Left external, resolved from
@@ -70,13 +72,11 @@ export async function buildCli() {
   const out = join(root, `dist.tmp-${process.pid}`);
   rmSync(out, { recursive: true, force: true });
   try {
-    const result = await esbuild.build({
+    const common = {
       absWorkingDir: root,
       entryPoints: { 'cli/main': 'lib/cli/main.ts' },
       outdir: out,
       bundle: true,
-      splitting: true,
-      format: 'esm',
       platform: 'node',
       target: 'node20',
       external: EXTERNAL,
@@ -84,13 +84,33 @@ export async function buildCli() {
       // Packages' ES module builds where they have one: a dynamic import() of a bundled CommonJS
       // module yields only its `default`, where Node's own import() also gives its named exports.
       mainFields: ['module', 'main'],
-      // Bundled CommonJS packages require() Node's built-ins, which an ES module has no `require` for.
-      banner: { js: "import { createRequire as __sluiceRequire } from 'node:module'; const require = __sluiceRequire(import.meta.url);" },
-      chunkNames: 'chunks/[name]-[hash]',
       sourcemap: 'linked',
       metafile: true,
       logLevel: 'warning',
-    });
+    };
+    const [result] = await Promise.all([
+      esbuild.build({
+        ...common,
+        splitting: true,
+        format: 'esm',
+        // Bundled CommonJS packages require() Node's built-ins, which an ES module has no `require` for.
+        banner: { js: "import { createRequire as __sluiceRequire } from 'node:module'; const require = __sluiceRequire(import.meta.url);" },
+        chunkNames: 'chunks/[name]-[hash]',
+      }),
+      // The same CLI as one CommonJS script (dist/cli/main.cjs), which bin/sluice.js compiles with
+      // a V8 code cache: Node 20 caches no ES module's compilation. Dynamic imports become lazy
+      // initializers inside it, so a command still evaluates only the modules it reaches.
+      esbuild.build({
+        ...common,
+        format: 'cjs',
+        outExtension: { '.js': '.cjs' },
+        // import() of Node's modules and of the external packages, as require(): a script compiled
+        // from a code cache has no dynamic import callback (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING).
+        supported: { 'dynamic-import': false },
+        define: { 'import.meta.url': '__sluiceModuleUrl' },
+        banner: { js: "var __sluiceModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+      }),
+    ]);
     const patches = existsSync(join(root, 'patches')) ? readdirSync(join(root, 'patches')).map((name) => `patches/${name}`) : [];
     const inputs = [
       ...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/') && !file.startsWith('sluice-empty:')),

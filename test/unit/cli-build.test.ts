@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,12 +17,13 @@ function checkout(options: { dist: boolean; builtAt: number; sourceAt: number })
     mkdirSync(join(root, 'dist', 'cli'), { recursive: true });
     writeFileSync(join(root, 'dist', 'build.json'), JSON.stringify({ startedAt: options.builtAt, inputs: ['lib/a.ts'] }));
     writeFileSync(join(root, 'dist', 'cli', 'main.js'), "export async function run() { console.log('ran dist'); return 0; }\n");
+    writeFileSync(join(root, 'dist', 'cli', 'main.cjs'), "exports.run = async (argv) => { console.log('ran cjs', argv.join(' ')); return 3; };\n");
   }
   return root;
 }
 
-const run = (root: string) =>
-  promisify(execFile)(process.execPath, [join(root, 'bin', 'sluice.js')]).then(
+const run = (root: string, args: string[] = []) =>
+  promisify(execFile)(process.execPath, [join(root, 'bin', 'sluice.js'), ...args]).then(
     ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
     (error: { code: number; stdout: string; stderr: string }) => error,
   );
@@ -55,5 +56,30 @@ describe('bin/sluice.js', () => {
     const result = await run(root);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/the CLI is not built \(dist\/ is missing\); run `npm run build`/);
+  });
+
+  it('runs help from the ES modules and a command from the CommonJS build, compiled from the code cache its first run wrote', async () => {
+    const root = checkout({ dist: true, builtAt: now, sourceAt: now - 60_000 });
+    roots.push(root);
+    expect(await run(root, ['capture', '--help'])).toMatchObject({ code: 0, stdout: 'ran dist\n' });
+    const cache = join(root, 'dist', 'cli', 'cache', 'capture.v8');
+    expect(existsSync(cache)).toBe(false);
+    expect(await run(root, ['capture', '--once'])).toMatchObject({ code: 3, stdout: 'ran cjs capture --once\n' });
+    const written = statSync(cache);
+    expect(written.size).toBeGreaterThan(0);
+    // Accepted by V8, the cache is used as it is, not written again.
+    expect(await run(root, ['capture'])).toMatchObject({ code: 3, stdout: 'ran cjs capture\n' });
+    expect(statSync(cache).mtimeMs).toBe(written.mtimeMs);
+    expect(existsSync(join(root, 'dist', 'cli', 'cache', 'snapshot.v8'))).toBe(false);
+  });
+
+  it('replaces a cache V8 refuses, and runs the command all the same', async () => {
+    const root = checkout({ dist: true, builtAt: now, sourceAt: now - 60_000 });
+    roots.push(root);
+    mkdirSync(join(root, 'dist', 'cli', 'cache'));
+    const cache = join(root, 'dist', 'cli', 'cache', 'status.v8');
+    writeFileSync(cache, 'not a code cache');
+    expect(await run(root, ['status'])).toMatchObject({ code: 3, stdout: 'ran cjs status\n' });
+    expect(readFileSync(cache, 'utf8')).not.toBe('not a code cache');
   });
 });
