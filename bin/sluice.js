@@ -51,10 +51,11 @@ async function runCached(command, argv, io) {
   const file = fileURLToPath(new URL('dist/cli/main.cjs', root));
   const cacheFile = fileURLToPath(new URL(`dist/cli/cache/${/^[a-z][a-z-]*$/.test(command) ? command : 'other'}.v8`, root));
   let cachedData;
+  // The build leaves the script ASCII (scripts/build.js): latin1 reads it as it is, without decoding.
   try {
     cachedData = readFileSync(cacheFile);
   } catch {}
-  const script = new vm.Script(Module.wrap(readFileSync(file, 'utf8')), { filename: file, cachedData });
+  const script = new vm.Script(Module.wrap(readFileSync(file, 'latin1')), { filename: file, cachedData });
   const bundle = { exports: {} };
   script.runInThisContext()(bundle.exports, Module.createRequire(file), bundle, file, dirname(file));
   const code = await bundle.exports.run(argv, io);
