@@ -71,4 +71,33 @@ describe('the binlog reader', () => {
     // stop() bounds its wait for zongji with a timer: a pending one held every `capture --once` ~2 s.
     expect(pendingTimers()).toBeLessThanOrEqual(before);
   });
+
+  it('maps a table once while its TABLE_MAPs stay byte-identical, and again at the first that differs', async () => {
+    await using source = await testSource('readertablemap');
+    await source.sql('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), d DECIMAL(6,2))');
+    const start = await startOf(source.sql);
+    const insert = (from: number, v = 'v') => Promise.all([0, 1, 2, 3, 4].map((i) => source.sql(`INSERT INTO t (id, ${v}, d) VALUES (${from + i}, 'x', 1.5)`)));
+    await insert(1);
+    await source.sql('ALTER TABLE t ADD COLUMN w INT NOT NULL DEFAULT 7');
+    await insert(11);
+    await source.sql('ALTER TABLE t CHANGE v v2 VARCHAR(10)');
+    await insert(21, 'v2');
+
+    const reader = new BinlogReader({ target: await mysqlTarget(source.config), start, filter: (db) => db === source.db, idleMs: 200 });
+    const seen: string[] = [];
+    for await (const item of reader) {
+      if (item.kind === 'rows') for (const row of item.rows as Record<string, unknown>[]) seen.push(`${row.id}:${Object.keys(row).join(',')}`);
+      if (item.kind === 'idle') break;
+    }
+    await reader.stop();
+
+    const columns = (from: number, names: string) => [0, 1, 2, 3, 4].map((i) => `${from + i}:${names}`);
+    expect(seen.sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10))).toEqual([
+      ...columns(1, 'id,v,d'),
+      ...columns(11, 'id,v,d,w'),
+      ...columns(21, 'id,v2,d,w'),
+    ]);
+    // Five single-row transactions per structure: the first TABLE_MAP of each is mapped, four reused.
+    expect(reader.reusedTableMaps).toBe(12);
+  });
 });
