@@ -125,8 +125,10 @@ describe('errors that name the problem and write nothing', () => {
     // A run of several seconds warns at its start, not at its end.
     const started = Date.now();
     let warnedAt = Number.POSITIVE_INFINITY;
+    let errors = '';
     const stderr = {
       write: (text: string) => {
+        errors += text;
         if (text.includes('sluice: warning:')) warnedAt = Math.min(warnedAt, Date.now());
       },
     };
@@ -136,6 +138,7 @@ describe('errors that name the problem and write nothing', () => {
         stdout: { write: () => {} },
         stderr,
       }),
+      errors,
     ).toBe(0);
     expect(Date.now() - started).toBeGreaterThan(3500);
     expect(warnedAt - started).toBeLessThan(2000);
