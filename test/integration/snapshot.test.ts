@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +12,8 @@ import { type SnapshotEvent, snapshotInvocation } from '../../lib/snapshot/invoc
 import { planSnapshot, requestSnapshot } from '../../lib/snapshot/plan.ts';
 import { restartStalledSnapshots } from '../../lib/snapshot/progress.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
+import { startupPosition } from '../../lib/source/mysql/binlog-scan.ts';
+import { connect } from '../../lib/source/mysql/server.ts';
 import type { SnapshotStore } from '../../lib/state/snapshot-store.ts';
 import { type ChangeEvent, expectExactlyOnce, materialize, type TestSource, testSource } from '../support/source.ts';
 
@@ -382,6 +385,80 @@ describe('startup positions', () => {
         events.map((e) => e.after?.v),
         startup,
       ).toEqual(['after']);
+    }
+  });
+});
+
+/**
+ * A TCP proxy to MariaDB that holds back what the server sends for `stallMs` once a client asks for
+ * the binlog (COM_BINLOG_DUMP, command 0x12): a stream that pauses, as on a loaded machine.
+ */
+async function stallingProxy(target: URL, stallMs: number) {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = createConnection(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    let stallUntil = 0;
+    client.on('data', (data) => {
+      if (data.length > 4 && data[4] === 0x12) stallUntil = Date.now() + stallMs;
+      upstream.write(data);
+    });
+    upstream.on('data', (data) => {
+      const wait = stallUntil - Date.now();
+      if (wait <= 0) return void client.write(data);
+      upstream.pause();
+      setTimeout(() => {
+        client.write(data);
+        upstream.resume();
+      }, wait);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('startup positions on a stream that pauses', () => {
+  it('timestamp: waits for the binlog up to its end rather than starting where the stream paused', async () => {
+    await using source = await testSource('startstall');
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY)');
+    await source.sql('INSERT INTO a VALUES (1)');
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // binlog timestamps have second precision
+    const status = async () => ((await source.admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]])[0][0];
+    // Every transaction before `before` committed before `between`; ours, after `after`, begins after it.
+    const before = await status();
+    const between = new Date(Math.ceil(Date.now() / 1000) * 1000);
+    await new Promise((resolve) => setTimeout(resolve, between.getTime() - Date.now() + 50));
+    const after = await status();
+    await source.sql('INSERT INTO a VALUES (2)');
+
+    // Pauses of 600 ms: three times the scan's idle tick.
+    const proxy = await stallingProxy(new URL(source.config.mysqlUrl ?? ''), 600);
+    const config = loadConfig({ ...process.env, SLUICE_MYSQL_URL: proxy.url, SLUICE_STARTUP: `timestamp:${between.toISOString()}` });
+    const conn = await connect(await (await import('../../lib/source/mysql/target.ts')).mysqlTarget(config));
+    try {
+      // Other tests write meanwhile: the boundary before the first transaction at or after
+      // `between` is ours or one of theirs, somewhere from `before` to `after`.
+      const start = await startupPosition(config, conn, silentLog);
+      expect([start.file, after.File]).toEqual([before.File, before.File]);
+      expect(start.pos).toBeGreaterThanOrEqual(Number(before.Position));
+      expect(start.pos).toBeLessThanOrEqual(Number(after.Position));
+    } finally {
+      await conn.end();
+      await proxy.close();
     }
   });
 });

@@ -1,11 +1,14 @@
 import type { Config } from '../../config/config.ts';
-import { type BinlogPosition, comparePositions } from '../../core/position.ts';
+import { type BinlogPosition, comparePositions, formatPosition } from '../../core/position.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
 import { checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';
+
+/** How long a scan waits for the binlog stream to go on before `end` before it gives up. */
+const SCAN_SILENCE_MS = 30_000;
 
 /**
  * Scans the binlog from `start` without decoding any rows and returns the transaction boundary just
@@ -20,14 +23,25 @@ async function boundaryBefore(
   if (comparePositions(start, end) >= 0) return end;
   const reader = new BinlogReader({ target, start, filter: () => false, idleMs: 200 });
   let boundary = start;
+  let heardAt = Date.now();
   try {
     for await (const item of reader) {
+      if (item.kind === 'idle') {
+        // The events up to `end` are in the binlog: a pause before it is the server (or a loaded
+        // machine) being slow, not the answer. Taking `boundary` here started a source early.
+        if (Date.now() - heardAt < SCAN_SILENCE_MS) continue;
+        throw new SluiceError(
+          ErrorCode.BINLOG_STREAM,
+          `the binlog stream stopped at ${formatPosition(boundary)}, before ${formatPosition(end)}, for ${SCAN_SILENCE_MS / 1000} s while looking for where to start; the next run tries again`,
+          { retriable: true },
+        );
+      }
+      heardAt = Date.now();
       if (item.kind === 'begin' && stop({ gtid: item.gtid, tsMs: item.tsMs })) return boundary;
       if (item.kind === 'commit' || item.kind === 'progress') {
         boundary = item.position;
         if (comparePositions(boundary, end) >= 0) return end;
       }
-      if (item.kind === 'idle') return boundary;
     }
     return boundary;
   } finally {
