@@ -1,8 +1,9 @@
-import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
 import { type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
+import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
 import { classifyDdl } from '../source/mysql/ddl/classify.ts';
 import { tableInfo } from '../source/mysql/schema.ts';
 import type { serverTraits } from '../source/mysql/schema-read.ts';
@@ -58,8 +59,20 @@ export async function writeChanges(
   await write('\x01null\x01null\n'); // never empty: read_csv wants a line
   if (range.from && comparePositions(range.from, range.to) < 0) {
     const scan = new BinlogReader({ target, start: range.from, filter: (d, t) => tables.has(tableKey({ db: d, table: t })), idleMs: 500 });
+    let heardAt = Date.now();
     try {
       for await (const item of scan) {
+        if (item.kind === 'idle') {
+          // The events up to `range.to` are in the binlog: a pause before it is a slow server, and
+          // stopping there would leave later changes out of the list verify skips.
+          if (Date.now() - heardAt < SCAN_SILENCE_MS) continue;
+          throw new SluiceError(
+            ErrorCode.BINLOG_STREAM,
+            `the binlog stream stopped before ${formatPosition(range.to)} for ${SCAN_SILENCE_MS / 1000} s while listing the changes verify skips; run verify again`,
+            { retriable: true },
+          );
+        }
+        heardAt = Date.now();
         if (item.kind === 'rows') {
           const rows = item.op === 'update' ? item.rows.flatMap((r) => [r.before, r.after]) : item.rows;
           const tbl = tableKey(item.shape);
@@ -80,7 +93,6 @@ export async function writeChanges(
           }
         }
         if ((item.kind === 'commit' || item.kind === 'progress') && comparePositions(item.position, range.to) >= 0) break;
-        if (item.kind === 'idle') break;
       }
     } finally {
       await scan.stop();

@@ -7,8 +7,8 @@ import { checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';
 
-/** How long a scan waits for the binlog stream to go on before `end` before it gives up. */
-const SCAN_SILENCE_MS = 30_000;
+/** How long a scan of the binlog up to a known end waits for the stream to go on before it gives up. */
+export const SCAN_SILENCE_MS = 30_000;
 
 /**
  * Scans the binlog from `start` without decoding any rows and returns the transaction boundary just
