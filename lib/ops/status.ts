@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, fileNumber } from '../core/position.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
+import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
 import { filterWarnings } from '../source/mysql/filter-check.ts';
 import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
@@ -42,9 +43,14 @@ async function fileStartTime(target: MysqlTarget, file: string): Promise<number 
 
 async function readFileStartTime(target: MysqlTarget, file: string): Promise<number | undefined> {
   const reader = new BinlogReader({ target, start: { file, pos: 4 }, filter: () => false, idleMs: 300 });
+  const since = Date.now();
   try {
     for await (const item of reader) {
-      if (item.kind === 'idle') return undefined;
+      // A listed file starts with an event: a pause is a slow stream (a loaded machine), not an empty file.
+      if (item.kind === 'idle') {
+        if (Date.now() - since < SCAN_SILENCE_MS) continue;
+        return undefined;
+      }
       if ((item.kind === 'progress' || item.kind === 'begin') && item.tsMs > 0) return item.tsMs;
     }
     return undefined;

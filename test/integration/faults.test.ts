@@ -14,6 +14,7 @@ import { sourceStatus } from '../../lib/ops/status.ts';
 import { connect, preflight } from '../../lib/source/mysql/server.ts';
 import { cliEnv } from '../support/cli.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
+import { stallingProxy } from '../support/stalling-proxy.ts';
 
 const POINTS: FaultPoint[] = ['after-staging', 'after-commit', 'mid-rename', 'before-clear'];
 
@@ -161,6 +162,15 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
       const closed = await sourceStatus(source.config, source.clients.store);
       expect(closed.timeToPurgeSeconds).toBeGreaterThan(7200 - 10);
       expect(closed.timeToPurgeSeconds).toBeLessThanOrEqual(7200 - 1); // the clock runs from when the next file started
+      // Read again through a binlog stream that pauses (1 s, three idle ticks) before its first event.
+      const proxy = await stallingProxy(new URL(server.url), 1000);
+      try {
+        const stalled = await sourceStatus({ ...source.config, mysqlUrl: proxy.url }, source.clients.store);
+        expect(stalled.timeToPurgeSeconds).toBeGreaterThan(7200 - 15);
+        expect(stalled.timeToPurgeSeconds).toBeLessThanOrEqual(7200 - 1);
+      } finally {
+        await proxy.close();
+      }
       await admin.query('SET GLOBAL binlog_expire_logs_seconds = 0');
       expect(await sourceStatus(source.config, source.clients.store)).toMatchObject({ retentionSeconds: null, timeToPurgeSeconds: null });
     } finally {
