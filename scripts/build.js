@@ -116,7 +116,7 @@ export async function buildCli() {
     // string at once, where decoding 5 MB of UTF-8 took ~70 ms of every start. One UTF-16 unit
     // becomes one '?', so the source map's columns stay right.
     const script = join(out, 'cli', 'main.cjs');
-    writeFileSync(script, readFileSync(script, 'utf8').replace(/[^\x00-\x7f]/g, '?'));
+    writeFileSync(script, readFileSync(script, 'utf8').replace(/[\u0080-\uffff]/g, '?'));
     const patches = existsSync(join(root, 'patches')) ? readdirSync(join(root, 'patches')).map((name) => `patches/${name}`) : [];
     const inputs = [
       ...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('node_modules/') && !file.startsWith('sluice-empty:')),
