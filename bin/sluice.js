@@ -8,27 +8,27 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 
 const root = new URL('../', import.meta.url);
-/** Why dist/ cannot be run, or undefined when it is current. */
-function staleness() {
+/** dist/build.json, or why dist/ cannot be run: missing, or older than a source it was built from. */
+function currentBuild() {
   let build;
   try {
     build = JSON.parse(readFileSync(new URL('dist/build.json', root), 'utf8'));
   } catch {
-    return 'the CLI is not built (dist/ is missing)';
+    return { problem: 'the CLI is not built (dist/ is missing)' };
   }
   for (const input of build.inputs) {
     let mtime;
     try {
       mtime = statSync(new URL(input, root)).mtimeMs;
     } catch {
-      return `dist/ was built from ${input}, which is gone`;
+      return { problem: `dist/ was built from ${input}, which is gone` };
     }
-    if (mtime > build.startedAt) return `dist/ is older than ${input}`;
+    if (mtime > build.startedAt) return { problem: `dist/ is older than ${input}` };
   }
-  return undefined;
+  return { build };
 }
 
-const problem = staleness();
+const { build, problem } = currentBuild();
 if (problem) {
   console.error(`sluice: ${problem}; run \`npm run build\` (npm install, npm start and npm test build it too)`);
   process.exit(1);
@@ -42,14 +42,17 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 /**
  * Runs a command from dist/cli/main.cjs, compiled from the V8 code cache of `command`
- * (dist/cli/cache/<command>.v8): ~0.1 s less CPU than loading the ES modules, whose compilation Node
- * 20 never caches. A cache is written after the command's first run, or after V8 refused it (a
- * different Node or V8 flags), holding what that run compiled; one per command, as each reaches
- * other code. A dist/ that cannot be written to just leaves commands uncached.
+ * (dist/cli/cache/<build>-<command>.v8): ~0.1 s less CPU than loading the ES modules, whose
+ * compilation Node 20 never caches. A cache is written after the command's first run, or after V8
+ * refused it (a different Node or V8 flags), holding what that run compiled; one per command, as
+ * each reaches other code. It is named by the build (build.json's start time) because V8 checks a
+ * cache against the script's length only: a run of the previous build ending after a rebuild must
+ * not leave its code for the new script. A dist/ that cannot be written to leaves commands uncached.
  */
 async function runCached(command, argv, io) {
   const file = fileURLToPath(new URL('dist/cli/main.cjs', root));
-  const cacheFile = fileURLToPath(new URL(`dist/cli/cache/${/^[a-z][a-z-]*$/.test(command) ? command : 'other'}.v8`, root));
+  const name = /^[a-z][a-z-]*$/.test(command) ? command : 'other';
+  const cacheFile = fileURLToPath(new URL(`dist/cli/cache/${build.startedAt}-${name}.v8`, root));
   let cachedData;
   // The build leaves the script ASCII (scripts/build.js): latin1 reads it as it is, without decoding.
   try {

@@ -62,7 +62,7 @@ describe('bin/sluice.js', () => {
     const root = checkout({ dist: true, builtAt: now, sourceAt: now - 60_000 });
     roots.push(root);
     expect(await run(root, ['capture', '--help'])).toMatchObject({ code: 0, stdout: 'ran dist\n' });
-    const cache = join(root, 'dist', 'cli', 'cache', 'capture.v8');
+    const cache = join(root, 'dist', 'cli', 'cache', `${now}-capture.v8`);
     expect(existsSync(cache)).toBe(false);
     expect(await run(root, ['capture', '--once'])).toMatchObject({ code: 3, stdout: 'ran cjs capture --once\n' });
     const written = statSync(cache);
@@ -70,16 +70,27 @@ describe('bin/sluice.js', () => {
     // Accepted by V8, the cache is used as it is, not written again.
     expect(await run(root, ['capture'])).toMatchObject({ code: 3, stdout: 'ran cjs capture\n' });
     expect(statSync(cache).mtimeMs).toBe(written.mtimeMs);
-    expect(existsSync(join(root, 'dist', 'cli', 'cache', 'snapshot.v8'))).toBe(false);
+    expect(existsSync(join(root, 'dist', 'cli', 'cache', `${now}-snapshot.v8`))).toBe(false);
   });
 
   it('replaces a cache V8 refuses, and runs the command all the same', async () => {
     const root = checkout({ dist: true, builtAt: now, sourceAt: now - 60_000 });
     roots.push(root);
     mkdirSync(join(root, 'dist', 'cli', 'cache'));
-    const cache = join(root, 'dist', 'cli', 'cache', 'status.v8');
+    const cache = join(root, 'dist', 'cli', 'cache', `${now}-status.v8`);
     writeFileSync(cache, 'not a code cache');
     expect(await run(root, ['status'])).toMatchObject({ code: 3, stdout: 'ran cjs status\n' });
     expect(readFileSync(cache, 'utf8')).not.toBe('not a code cache');
+  });
+
+  it("never runs a previous build's cached code, though V8 would take it for a script of the same length", async () => {
+    const root = checkout({ dist: true, builtAt: now, sourceAt: now - 60_000 });
+    roots.push(root);
+    expect(await run(root, ['capture'])).toMatchObject({ stdout: 'ran cjs capture\n' });
+    // A rebuild whose script differs only in a same-width constant.
+    const script = join(root, 'dist', 'cli', 'main.cjs');
+    writeFileSync(script, readFileSync(script, 'utf8').replace('ran cjs', 'new cjs'));
+    writeFileSync(join(root, 'dist', 'build.json'), JSON.stringify({ startedAt: now + 1, inputs: ['lib/a.ts'] }));
+    expect(await run(root, ['capture'])).toMatchObject({ stdout: 'new cjs capture\n' });
   });
 });
