@@ -108,7 +108,8 @@ export async function buildCli() {
         // from a code cache has no dynamic import callback (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING).
         supported: { 'dynamic-import': false },
         define: { 'import.meta.url': '__sluiceModuleUrl' },
-        banner: { js: "var __sluiceModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+        // Strict first: esbuild's own "use strict" comes after the banner, where it is no directive.
+        banner: { js: "'use strict';\nvar __sluiceModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
       }),
     ]);
     // esbuild writes code as ASCII (escapes in strings and regular expressions) but keeps comments
