@@ -63,6 +63,8 @@ export async function writeChanges(
     try {
       for await (const item of scan) {
         if (item.kind === 'idle') {
+          // Past `range.to` without a boundary on it (the last group is open): all of it was read.
+          if (comparePositions(scan.streamPosition, range.to) >= 0) break;
           // The events up to `range.to` are in the binlog: a pause before it is a slow server, and
           // stopping there would leave later changes out of the list verify skips.
           if (Date.now() - heardAt < SCAN_SILENCE_MS) continue;

@@ -7,11 +7,16 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../../lib/cli/main.ts';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { comparePositions } from '../../lib/core/position.ts';
 import { LeaseLostError, PositionLostError } from '../../lib/errors.ts';
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
+import { silentLog } from '../../lib/log.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
+import { startupPosition } from '../../lib/source/mysql/binlog-scan.ts';
 import { connect, preflight } from '../../lib/source/mysql/server.ts';
+import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { cliEnv } from '../support/cli.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
 import { stallingProxy } from '../support/stalling-proxy.ts';
@@ -175,6 +180,41 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
       expect(await sourceStatus(source.config, source.clients.store)).toMatchObject({ retentionSeconds: null, timeToPurgeSeconds: null });
     } finally {
       await admin.query('SET GLOBAL binlog_expire_logs_seconds = 0');
+      await admin.end();
+    }
+  });
+
+  it('a timestamp: startup scan ends at the binlog end though the last group there is an open XA PREPARE', async () => {
+    await using source = await testSource('xaend', { SLUICE_MYSQL_URL: server.url });
+    const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
+    const position = async () => {
+      const [[row]] = (await admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]];
+      return { file: row.File, pos: Number(row.Position) };
+    };
+    try {
+      await admin.query(`CREATE DATABASE ${source.db}; CREATE TABLE ${source.db}.a (id INT PRIMARY KEY)`);
+      const before = await position();
+      await admin.query(`XA START 'scanend'; INSERT INTO ${source.db}.a VALUES (1); XA END 'scanend'; XA PREPARE 'scanend'`);
+      const end = await position();
+      // No transaction begins at or after an hour from now: the scan runs to the end and stops there.
+      const config = loadConfig({
+        ...process.env,
+        SLUICE_MYSQL_URL: server.url,
+        SLUICE_STARTUP: `timestamp:${new Date(Date.now() + 3_600_000).toISOString()}`,
+      });
+      const conn = await connect(await mysqlTarget(config));
+      const began = Date.now();
+      try {
+        const start = await startupPosition(config, conn, silentLog);
+        expect(Date.now() - began).toBeLessThan(10_000);
+        // Before the open group: a source starting there reads the XA transaction whole.
+        expect(comparePositions(start, before)).toBeGreaterThanOrEqual(0);
+        expect(comparePositions(start, end)).toBeLessThan(0);
+      } finally {
+        await conn.end();
+      }
+    } finally {
+      await admin.query("XA ROLLBACK 'scanend'").catch(() => {});
       await admin.end();
     }
   });

@@ -161,6 +161,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private readonly serverText = new WeakMap<object, string[]>();
   private schemaConnection: SqlConnection | undefined;
   private file: string;
+  /** Where in `file` the stream has got to: the end of the last event read, whatever it was. */
+  private streamPos: number;
   private gtid: string | null;
   private inTxn = false;
   /**
@@ -176,6 +178,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
 
   constructor(private readonly options: BinlogReaderOptions) {
     this.file = options.start.file;
+    this.streamPos = options.start.pos;
     this.gtid = options.start.gtid ?? null;
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
     // (20,000 took a 320k-row capture's peak RSS from ~180 to ~235 MB, docs/PERFORMANCE.md).
@@ -414,6 +417,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
 
   private onEvent(ev: Ev): void {
     const type: string = ev.getTypeName();
+    if (type === 'Rotate') this.streamPos = Number(ev.position);
+    else if (ev.nextPosition > 0) this.streamPos = ev.nextPosition;
     const verdict = this.failure ? 'drop' : this.guard?.check(ev, type, this.file);
     if (verdict === 'drop') return;
     if (verdict) {
@@ -540,6 +545,15 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   /** TABLE_MAP events found byte-identical to their table id's previous one, so not mapped again. */
   get reusedTableMaps(): number {
     return this.tableMapsReused;
+  }
+
+  /**
+   * How far the server's stream has got, past any event (filtered or not, inside a group or not):
+   * a scan up to a known end is through once this reaches it, though no commit or progress item
+   * lands on it exactly (a group left open at the end: XA PREPARE, a compressed transaction).
+   */
+  get streamPosition(): BinlogPosition {
+    return { file: this.file, pos: this.streamPos };
   }
 
   /** True when nothing decoded waits to be read: the consumer has everything the server sent so far. */

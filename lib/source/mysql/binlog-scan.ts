@@ -27,6 +27,8 @@ async function boundaryBefore(
   try {
     for await (const item of reader) {
       if (item.kind === 'idle') {
+        // Past `end` without a boundary on it (the last group is open): `boundary` is the answer.
+        if (comparePositions(reader.streamPosition, end) >= 0) return boundary;
         // The events up to `end` are in the binlog: a pause before it is the server (or a loaded
         // machine) being slow, not the answer. Taking `boundary` here started a source early.
         if (Date.now() - heardAt < SCAN_SILENCE_MS) continue;
