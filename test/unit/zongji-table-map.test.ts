@@ -27,7 +27,7 @@ describe("zongji's TABLE_MAP, as patched", () => {
     expect(first.unchanged).toBeUndefined();
     // What zongji's handler records once it has built the table's columns from a self-described TABLE_MAP.
     zongji.tableMap[42] = { parentSchema: 'db', tableName: 'a' };
-    zongji._tableMapCache.set(42, { body: first._body, event: first });
+    zongji._tableMapCache.set(42, first._reusable());
 
     const again = parse(body(42, 'db', 'a'), zongji);
     expect(again.unchanged).toBe(true);
