@@ -3,20 +3,28 @@
  * lines must do, as one process, start to exit — so its time bounds from below what `sluice
  * snapshot` can reach on the machine. It reads the table with the binary protocol as sluice's
  * paging does, but hands each row packet to nothing that parses it (mysql2 frames it, no more);
- * per row it copies one fixed line of <line-bytes> bytes into 1 MiB buffers, and gzips them (level
- * 1, as sluice does) on libuv's thread pool, four at a time, throwing the output away. No values
- * are encoded, no key tracked, nothing uploaded, no commit, no state: sluice does all of that too.
+ * per row it copies one of sluice's own lines of the table (from <lines-file>, in turn) into 1 MiB
+ * buffers, and gzips them (level 1, as sluice does) on libuv's thread pool, four at a time,
+ * throwing the output away. No values are encoded, no key tracked, nothing uploaded, no commit, no
+ * state: sluice does all of that too.
  *
- *   node bench/floor-snapshot.js <mysql-url> <schema.table> <line-bytes>
+ *   node bench/floor-snapshot.js <mysql-url> <schema.table> <lines-file>
  *
  * Prints the number of rows read.
  */
+import { readFileSync } from 'node:fs';
 import { gzip } from 'node:zlib';
 import mysql from 'mysql2';
 
-const [url, table, lineBytes] = process.argv.slice(2);
-const line = Buffer.alloc(Number(lineBytes), 'x');
-line[line.length - 1] = 0x0a;
+const [url, table, linesFile] = process.argv.slice(2);
+const text = readFileSync(linesFile);
+const lines = [];
+for (let start = 0; start < text.length; ) {
+  const end = text.indexOf(0x0a, start) + 1 || text.length;
+  lines.push(text.subarray(start, end));
+  start = end;
+}
+let turn = 0;
 const connection = mysql.createConnection({ uri: url });
 const fail = (error) => {
   console.error(error);
@@ -56,6 +64,8 @@ command.buildParserFromFields = (_fields, conn) =>
   class {
     next() {
       rows++;
+      const line = lines[turn];
+      turn = (turn + 1) % lines.length;
       if (at + line.length > SIZE) {
         compress(buffer.subarray(0, at));
         buffer = Buffer.allocUnsafe(SIZE);

@@ -2,21 +2,24 @@
  * npm run bench:snapshot — what a user waits for: `sluice snapshot --workers 1` as a whole process
  * (node start to exit: plan, page, encode, gzip, S3, commits) beside two processes reading the same
  * table, in the same run, interleaved: the C client, `mariadb --quick -e 'SELECT * …' > /dev/null`,
- * and a floor (bench/floor-snapshot.js: mysql2 framing the rows unparsed, one fixed line per row of
- * the mean size of sluice's lines copied out and gzipped, nothing else). Prints wall times, the
+ * and a floor (bench/floor-snapshot.js: mysql2 framing the rows unparsed, sluice's own lines of the
+ * table copied out one per row and gzipped, nothing else). Prints wall times, the
  * ratio mariadb/sluice (target ≥ 0.5 per worker), mariadb/floor on the same scale (what no
  * snapshot writing these lines through mysql2 can pass on this machine), peak RSS of mariadb and
  * sluice (target ≤ 192 MB and flat as the table grows), and where the sluice process spent its time.
  *
  * The timed sluice runs run without SLUICE_PROFILE (its accounting costs some 6% that users do not
  * pay). One more sluice run per table, before the timed ones and not timed, runs with
- * SLUICE_PROFILE=1: its report gives the split and the request counts, its output the mean line
- * size, and it writes the CLI's code cache as a user's first run does (bin/sluice.js).
+ * SLUICE_PROFILE=1: its report gives the split and the request counts, its output the lines the
+ * floor copies, and it writes the CLI's code cache as a user's first run does (bin/sluice.js).
  *
  * Tables (BIGINT key, VARCHAR, DECIMAL, INT, DATETIME, as bench:capture) of SNAPSHOT_ROWS rows
  * (250000,1000000), created once and kept in .sluice/bench. BENCH_RUNS (3) sets the repetitions;
  * each sluice run is a fresh source. Every run's row count is checked.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { adminConnection } from '../lib/local/stack.ts';
@@ -55,18 +58,20 @@ const mariadbArgs = (name: string) => [
   `SELECT * FROM ${name}`,
 ];
 
-/** The mean bytes of a line (newline included) in the first data object under `prefix`. */
-const meanLineBytes = async (prefix: string) => {
+/** The lines of the first data object under `prefix`, kept in a file for the floor; and their mean size. */
+const sampleLines = async (prefix: string) => {
   for await (const key of listKeys(clients.s3, config.bucket, prefix)) {
     const object = await clients.s3.send(new GetObjectCommand({ Bucket: config.bucket, Key: key }));
     const text = gunzipSync(await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
-    return Math.round(text.length / text.toString('latin1').split('\n').filter(Boolean).length);
+    const file = join(mkdtempSync(join(tmpdir(), 'sluice-floor-')), 'lines.jsonl');
+    writeFileSync(file, text);
+    return { file, lineBytes: Math.round(text.length / text.toString('latin1').split('\n').filter(Boolean).length) };
   }
   throw new Error(`no data object under ${prefix}`);
 };
 
 /** One `sluice snapshot --workers 1` of the table as a fresh source; checks that it copied every row. */
-const snapshot = async (name: string, size: number, env: Record<string, string> = {}) => {
+const snapshot = async (name: string, size: number, env: Record<string, string> = {}, sample = false) => {
   const sourceId = `bench-snapshot-${Date.now()}`;
   const s = ok(
     await measure(process.execPath, [...SLUICE, 'snapshot', '--workers', '1', '--tables', name], {
@@ -76,9 +81,9 @@ const snapshot = async (name: string, size: number, env: Record<string, string> 
   );
   const copied = Number(/: (\d+) rows in \d+ pages this run; complete/.exec(s.stdout)?.[1]);
   if (copied !== size) throw new Error(`sluice snapshot copied ${copied} rows, expected ${size}:\n${s.stdout}`);
-  const lineBytes = await meanLineBytes(`bench/${sourceId}/tables/`);
+  const lines = sample ? await sampleLines(`bench/${sourceId}/tables/`) : undefined;
   await dropOutput(clients, config.bucket, `bench/${sourceId}/`);
-  return { ...s, lineBytes };
+  return { ...s, lines };
 };
 
 const rows: (string | number)[][] = [];
@@ -86,18 +91,20 @@ const details: string[] = [];
 for (const size of SIZES) {
   const name = `bench_snapshot.t${size}`;
   await measure('mariadb', mariadbArgs(name), { stdout: 'discard' }); // warm the buffer pool for all readers alike
-  const profiled = await snapshot(name, size, { SLUICE_PROFILE: '1' });
+  const profiled = await snapshot(name, size, { SLUICE_PROFILE: '1' }, true);
+  const lines = profiled.lines as NonNullable<typeof profiled.lines>;
   const profile = profileOf(profiled);
   const quick = [];
   const floor = [];
   const sluice = [];
   for (let run = 0; run < RUNS; run++) {
     quick.push(ok(await measure('mariadb', mariadbArgs(name), { stdout: 'discard' }), 'mariadb --quick'));
-    const f = ok(await measure(process.execPath, ['bench/floor-snapshot.js', stack.mariadb.adminUrl, name, String(profiled.lineBytes)]), 'floor');
+    const f = ok(await measure(process.execPath, ['bench/floor-snapshot.js', stack.mariadb.adminUrl, name, lines.file]), 'floor');
     if (Number(f.stdout.trim()) !== size) throw new Error(`the floor read ${f.stdout.trim()} rows, expected ${size}`);
     floor.push(f);
     sluice.push(await snapshot(name, size));
   }
+  rmSync(dirname(lines.file), { recursive: true, force: true });
   const q = median(quick);
   const f = median(floor);
   const s = median(sluice);
@@ -113,7 +120,7 @@ for (const size of SIZES) {
     `${total(profile.requests.s3)} / ${total(profile.requests.dynamodb)}`,
   ]);
   details.push(
-    `${name} — lines of ${profiled.lineBytes} bytes; sluice ${PROFILED}, ${profiled.seconds.toFixed(2)} s (timed median ${s.seconds.toFixed(2)} s); reading and encoding rows count as js:`,
+    `${name} — lines of ${lines.lineBytes} bytes; sluice ${PROFILED}, ${profiled.seconds.toFixed(2)} s (timed median ${s.seconds.toFixed(2)} s); reading and encoding rows count as js:`,
     ...describeProfile(profile),
   );
 }
