@@ -20,7 +20,8 @@ export interface StackInfo {
 }
 
 export function stackHome(env: Readonly<Record<string, string | undefined>> = process.env): string {
-  return resolve(env.SLUICE_HOME ?? '.sluice');
+  // Set but empty (`SLUICE_HOME=`) means the default, not the current folder.
+  return resolve(env.SLUICE_HOME || '.sluice');
 }
 
 const stateFile = (home: string) => join(home, 'stack.json');
