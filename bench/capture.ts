@@ -25,6 +25,7 @@ const BULK_ROWS = Number(process.env.CAPTURE_BULK_ROWS ?? 300_000);
 const OLTP_TXNS = Number(process.env.CAPTURE_OLTP_TXNS ?? 20_000);
 
 const { stack, config, clients } = await benchStack();
+await using _stack = stack;
 const conn = await adminConnection(stack);
 const position = async (): Promise<BinlogPosition> => {
   const [[row]] = (await conn.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]];

@@ -153,4 +153,5 @@ console.log(
 );
 console.log(`\nS3 requests of the 1% merge: ${describe(merge.s3)}`);
 console.log(`DynamoDB requests of the 1% merge: ${describe(merge.dynamo)}`);
+await stack[Symbol.asyncDispose]();
 process.exit(0);

@@ -66,6 +66,7 @@ function monthlyCost(perMinute: Profile['requests']): number {
 }
 
 const { stack, config, clients } = await benchStack();
+await using _stack = stack;
 const conn = await adminConnection(stack);
 await conn.query(`DROP DATABASE IF EXISTS bench_latency; CREATE DATABASE bench_latency;
   CREATE TABLE bench_latency.t (id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, amount DECIMAL(12,2) NOT NULL, qty INT NOT NULL, created DATETIME NOT NULL)`);

@@ -29,6 +29,7 @@ import { benchStack, describeProfile, dropOutput, machine, measure, median, ok, 
 const SIZES = (process.env.SNAPSHOT_ROWS ?? '250000,1000000').split(',').map(Number);
 
 const { stack, config, clients } = await benchStack();
+await using _stack = stack;
 const conn = await adminConnection(stack);
 await conn.query('CREATE DATABASE IF NOT EXISTS bench_snapshot');
 for (const size of SIZES) {

@@ -9,7 +9,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClients, initResources } from '../lib/aws.ts';
 import { loadConfig } from '../lib/config/config.ts';
-import { env as stackEnv, up } from '../lib/local/stack.ts';
+import { runStack, env as stackEnv } from '../lib/local/stack.ts';
 import { deleteObjects, listKeys } from '../lib/sink/s3/objects.ts';
 
 export const BENCH_HOME = join(process.cwd(), '.sluice', 'bench');
@@ -18,11 +18,15 @@ const TIME = '/usr/bin/time';
 /** Measurements repeat this often, interleaved, and the median is reported (the machine may be shared). */
 export const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 
-/** Builds the CLI (so the measured `sluice` runs the current sources), starts the stack, creates the bucket and table. */
+/**
+ * Builds the CLI (so the measured `sluice` runs the current sources), starts the stack, creates the
+ * bucket and table. The stack is disposable: what this run started stops at its end (`await using`)
+ * unless SLUICE_KEEP_STACK=1.
+ */
 export async function benchStack() {
   if (!existsSync(TIME)) throw new Error(`${TIME} (GNU time) is needed to measure peak RSS: apt-get install -y time`);
   execFileSync(process.execPath, ['scripts/build.js'], { stdio: 'inherit' });
-  const stack = await up({ home: BENCH_HOME, log: (line) => console.error(`[stack] ${line}`) });
+  const stack = await runStack({ home: BENCH_HOME, log: (line) => console.error(`[stack] ${line}`) });
   const env: Record<string, string> = {
     ...stackEnv(stack),
     SLUICE_HOME: BENCH_HOME,

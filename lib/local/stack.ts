@@ -66,6 +66,31 @@ export async function up(options: { home?: string; log?: (line: string) => void 
   return { mariadb: value(mariadb), dynamodb: value(dynamodb), s3: value(s3) } as StackInfo;
 }
 
+/**
+ * The stack for one run of a tool (`npm run chaos`, a benchmark): `up`, and at dispose the services
+ * this run started are stopped again — those it found running stay — unless SLUICE_KEEP_STACK=1.
+ */
+export async function runStack(options: {
+  home: string;
+  log?: (line: string) => void;
+  env?: Readonly<Record<string, string | undefined>>;
+}): Promise<StackInfo & AsyncDisposable> {
+  const before = await readStack(options.home);
+  const stack = await up(options);
+  const keep = (options.env ?? process.env).SLUICE_KEEP_STACK === '1';
+  const mine = (['mariadb', 'dynamodb', 's3'] as const).filter((name) => before[name]?.pid !== stack[name].pid);
+  return {
+    ...stack,
+    async [Symbol.asyncDispose]() {
+      if (keep || mine.length === 0) return;
+      if (mine.length === 3) return down({ home: options.home });
+      await Promise.all(mine.map((name) => stopProcess(stack[name].pid)));
+      const left = Object.fromEntries((['mariadb', 'dynamodb', 's3'] as const).filter((name) => !mine.includes(name)).map((name) => [name, stack[name]]));
+      await writeFile(stateFile(options.home), `${JSON.stringify(left, null, 2)}\n`);
+    },
+  };
+}
+
 /** Stops the processes recorded by `up`; with `wipe`, deletes the MariaDB data too. */
 export async function down(options: { home?: string; wipe?: boolean } = {}): Promise<void> {
   const home = options.home ?? stackHome();

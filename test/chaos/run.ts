@@ -1,6 +1,6 @@
 /** npm run chaos — the long chaos run: prints rounds, faults per kind, events checked and differences (must be 0). */
 import { join } from 'node:path';
-import { env as stackEnv, up } from '../../lib/local/stack.ts';
+import { runStack, env as stackEnv } from '../../lib/local/stack.ts';
 import { runChaos } from './harness.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'; // read when the first client is made
@@ -8,7 +8,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'; // read
 const rounds = Number(process.env.CHAOS_ROUNDS ?? 50);
 const perRound = Number(process.env.CHAOS_MUTATIONS ?? 1100);
 const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000);
-const stack = await up({ home: join(process.cwd(), '.sluice', 'chaos'), log: (line) => console.error(`[stack] ${line}`) });
+await using stack = await runStack({ home: join(process.cwd(), '.sluice', 'chaos'), log: (line) => console.error(`[stack] ${line}`) });
 Object.assign(process.env, stackEnv(stack));
 console.log(`chaos: ${rounds} rounds × ${perRound} mutations, seed ${seed} (replay with CHAOS_SEED=${seed})`);
 const report = await runChaos({ rounds, mutationsPerRound: perRound, seed, env: stackEnv(stack), log: (line) => console.log(line) });
