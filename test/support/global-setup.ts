@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { down, env, up } from '../../lib/local/stack.ts';
+import { createOldTemporalTemplate } from './old-temporal.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -22,6 +23,8 @@ export default async function setup(project: TestProject) {
   try {
     const stack = await up({ home, log: (line) => lines.push(`[stack] ${line}`) });
     project.provide('stackEnv', env(stack));
+    // Before any test file runs: it switches a server-global setting for a moment.
+    await createOldTemporalTemplate(env(stack).SLUICE_LOCAL_ADMIN_URL as string);
   } catch (error) {
     for (const line of lines) console.error(line);
     throw error;
