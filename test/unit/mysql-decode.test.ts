@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { encodeRow } from '../../lib/format/event.ts';
 import { type BinlogItem, BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
 // @ts-expect-error: a file of zongji's (as patched here), without types
 import { applyJsonDiffs, jsonBinaryToText, jsonTreeToText } from '../../node_modules/@vlasky/zongji/lib/json_decode.js';
@@ -168,5 +169,55 @@ describe('partial JSON updates (PARTIAL_UPDATE_ROWS, binlog_row_value_options=PA
     expect(jsonTreeToText(result)).toBe('{"a": "one", "zz": null, "b c": [1, 9, 2, 4], "long": {"x": true, "y": false}}');
     expect(() => applyJsonDiffs(jsonTree('{"a": 1}'), [{ operation: 'REPLACE', path: '$.b', value: v('1') }])).toThrow(/does not fit/);
     expect(() => applyJsonDiffs(jsonTree('[1]'), [{ operation: 'REMOVE', path: '$[1]' }])).toThrow(/does not fit/);
+  });
+});
+
+describe('VECTOR (MySQL 9.0, type 242, VECTOR_DIMENSIONALITY metadata)', () => {
+  it('decodes the stored float32s exactly, and the TEXT column after a VECTOR reads its own bytes', async () => {
+    const events = await decodeBinlogFile('rust_mysql_common--vector.binlog');
+    const writes = events.filter((e) => e.getTypeName() === 'WriteRows');
+    const [foo, bar] = writes;
+    expect(foo.rows.map((r: { vector_column: Buffer }) => r.vector_column.toString('hex'))).toEqual(['cdcc8c3fcdcc0c4033335340', '0000803f000080bf00000000']);
+    expect([...new Float32Array(new Uint8Array(foo.rows[1].vector_column).buffer)]).toEqual([1, -1, 0]);
+    expect(bar.rows.map((r: { foo: string | null }) => r.foo)).toEqual([null, 'bar']);
+    expect(bar.rows[1].vector_column2).toHaveLength(16);
+    const columns = bar.tableMap[bar.tableId].columnSchemas.map((c: { COLUMN_TYPE: string }) => c.COLUMN_TYPE);
+    expect(columns).toEqual(['bigint unsigned', 'vector(2)', 'text', 'vector(4)']);
+  });
+
+  it('the reader writes VECTOR(n) as binary (base64 of the stored bytes), its type as vector(n)', async () => {
+    const events = await decodeBinlogFile('rust_mysql_common--vector.binlog');
+    const rows = readerItems(events, 'binlog.000001').filter((i) => i.kind === 'rows');
+    const first = rows[0];
+    if (first?.kind !== 'rows' || first.op !== 'insert') throw new Error('no insert');
+    expect(first.shape.columns.map((c) => [c.name, c.kind, c.sqlType])).toEqual([
+      ['id', 'int', 'bigint unsigned'],
+      ['vector_column', 'binary', 'vector(3)'],
+    ]);
+    expect(encodeRow(first.shape, first.rows[0] as Record<string, unknown>)).toBe(
+      `{"id":1,"vector_column":"${Buffer.from('cdcc8c3fcdcc0c4033335340', 'hex').toString('base64')}"}`,
+    );
+  });
+});
+
+describe('TIME and GTIDs as MySQL writes them', () => {
+  it('decodes the negative TIME of time_issue exactly (-507:48:27), through the reader’s own TIME2 decoding', async () => {
+    const events = await decodeBinlogFile('rust_mysql_common--time_issue.000001', { columns: { 'noria.t': [{ COLUMN_NAME: 'c', COLUMN_TYPE: 'time' }] } });
+    const rows = readerItems(events, 'binlog.000001').filter((i) => i.kind === 'rows');
+    const first = rows[0];
+    if (first?.kind !== 'rows' || first.op !== 'insert') throw new Error('no insert');
+    expect(first.rows).toEqual([{ c: '-507:48:27' }]);
+  });
+
+  it('keeps a tagged GTID (uuid:tag:n, MySQL 8.4+) whole in the begin item and the committed position', async () => {
+    const events = await decodeBinlogFile('rust_mysql_common--binlog_transaction_with_GTID_TAG.000001', {
+      columns: { 'test.orders': [int('id'), int('customer_id'), { COLUMN_NAME: 'amount', COLUMN_TYPE: 'decimal(10,2)' }] },
+    });
+    expect(events.find((e) => e.getTypeName() === 'PreviousGtids').gtidSet).toBe('55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-2');
+    const items = readerItems(events, 'binlog.000001');
+    const begin = items.find((i) => i.kind === 'begin');
+    const commit = items.find((i) => i.kind === 'commit');
+    expect(begin?.kind === 'begin' && begin.gtid).toBe('55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:3');
+    expect(commit?.kind === 'commit' && commit.position.gtid).toBe('55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:3');
   });
 });
