@@ -24,7 +24,9 @@ const program = new Command('mysql:replay')
       onStatement: opts.verbose ? (sql, outcome) => console.log(`${sql.replace(/\s+/g, ' ').slice(0, 200)} → ${outcome}`) : undefined,
     });
     const { facts } = server;
-    console.log(`mysql-replay: MySQL ${facts.version} (server_id ${facts.serverId}, server_uuid ${facts.serverUuid}, gtid_mode ${facts.gtidMode}) on ${server.uri}`);
+    console.log(
+      `mysql-replay: MySQL ${facts.version} (server_id ${facts.serverId}, server_uuid ${facts.serverUuid}, gtid_mode ${facts.gtidMode}) on ${server.uri}`,
+    );
     for (const f of facts.files) console.log(`  ${f.name}  ${f.file.bytes.length} bytes  ← ${f.file.path}`);
     const stop = () => void server.close().then(() => process.exit(0));
     process.once('SIGINT', stop);
