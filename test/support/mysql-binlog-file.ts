@@ -1,9 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import ZongJi from '@vlasky/zongji';
 // zongji's package exports only its entry; the test drives its packet layer directly.
 // @ts-expect-error: a file of zongji's, without types
 import initBinlogClass from '../../node_modules/@vlasky/zongji/lib/sequence/binlog.js';
+import { readBinlogFile } from './mysql-replay/binlog-file.ts';
 
 /**
  * Decodes a recorded MySQL binlog file with zongji's own packet layer (lib/sequence/binlog.js, the
@@ -12,7 +13,8 @@ import initBinlogClass from '../../node_modules/@vlasky/zongji/lib/sequence/binl
  * packet a server would send. What zongji's connection handler does around it is kept to the
  * part decoding needs: a TABLE_MAP with FULL metadata describes its columns itself; one without is
  * answered from `columns` (as INFORMATION_SCHEMA would be), after a pause of the "connection", as
- * zongji's lookup pauses it. Used until the replay server (test/support/mysql-replay) serves files.
+ * zongji's lookup pauses it. The file is read by the replay server's reader; test/mysql/ drives
+ * the same files through that server and a real connection.
  */
 
 /** The fixture folder: SLUICE_MYSQL_FIXTURES, else ../shared/fixtures/mysql-binlogs from the repository root. */
@@ -45,8 +47,7 @@ export interface DecodeOptions {
 
 /** Every event of `file` (a fixture name or path) that zongji delivers, in order. */
 export async function decodeBinlogFile(file: string, options: DecodeOptions = {}): Promise<DecodedEvent[]> {
-  const bytes = readFileSync(file.includes('/') ? file : join(mysqlFixtures(), file));
-  if (bytes.readUInt32BE(0) !== 0xfe62696e) throw new Error(`${file} is not a binlog file (no magic number)`);
+  const recorded = readBinlogFile(file.includes('/') ? file : join(mysqlFixtures(), file));
   const events: DecodedEvent[] = [];
   const errors: Error[] = [];
   // A ZongJi with the constructor's state and none of its connections.
@@ -62,7 +63,7 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
     _pendingGtid: undefined,
     _positionFrozen: false,
     _seedGtidsFromStream: false,
-    useChecksum: true,
+    useChecksum: recorded.checksum === 'CRC32',
     isMariaDb: false,
     stopped: false,
     options: {},
@@ -122,12 +123,8 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
     deliver(event);
   };
   const binlog = new (initBinlogClass(zongji))(handler);
-  const packets: Buffer[] = [];
-  for (let at = 4; at < bytes.length; ) {
-    const length = bytes.readUInt32LE(at + 9);
-    packets.push(Buffer.concat([Buffer.alloc(1), bytes.subarray(at, at + length)]));
-    at += length;
-  }
+  // As a server sends each event: after the packet's OK byte.
+  const packets = recorded.events.map((event) => Buffer.concat([Buffer.alloc(1), event.bytes]));
   // Packets arriving while the connection is paused wait, as mysql2 queues them.
   for (const buffer of packets) {
     while (connection._paused) await new Promise<void>((resume) => (resumed = resume));

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { SluiceError } from '../../lib/errors.ts';
 import { encodeRow } from '../../lib/format/event.ts';
 import { type BinlogItem, BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
+import { StreamGuard } from '../../lib/source/mysql/guards.ts';
 // @ts-expect-error: a file of zongji's (as patched here), without types
 import { applyJsonDiffs, jsonBinaryToText, jsonTreeToText } from '../../node_modules/@vlasky/zongji/lib/json_decode.js';
 import { type ColumnRow, type DecodedEvent, decodeBinlogFile } from '../support/mysql-binlog-file.ts';
@@ -219,5 +221,41 @@ describe('TIME and GTIDs as MySQL writes them', () => {
     const commit = items.find((i) => i.kind === 'commit');
     expect(begin?.kind === 'begin' && begin.gtid).toBe('55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:3');
     expect(commit?.kind === 'commit' && commit.position.gtid).toBe('55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:3');
+  });
+});
+
+describe('row images MySQL writes with binlog_row_image=MINIMAL', () => {
+  /** The capture guard's first error over the file's events, as the reader checks them. */
+  async function guardError(file: string, columns: Record<string, ColumnRow[]>): Promise<SluiceError | undefined> {
+    const events = await decodeBinlogFile(file, { columns });
+    const guard = new StreamGuard({ file: 'binlog.000001', pos: 4 });
+    for (const event of events) {
+      const verdict = await guard.check(event, event.getTypeName(), 'binlog.000001');
+      if (verdict instanceof SluiceError) return verdict;
+    }
+    return undefined;
+  }
+
+  it('an insert without some columns stops with ROW_IMAGE_PARTIAL naming them, never NULLs', async () => {
+    const error = await guardError('rust_mysql_common--minimal_row_metadata.000001', {
+      'noria.t1': [
+        int('col_1'),
+        { COLUMN_NAME: 'col_2', COLUMN_TYPE: 'blob' },
+        text('col_3', 'char(2)'),
+        int('col_4'),
+        { COLUMN_NAME: 'col_5', COLUMN_TYPE: 'int unsigned' },
+      ],
+    });
+    expect(error?.code).toBe('ROW_IMAGE_PARTIAL');
+    expect(error?.message).toContain('without column(s) col_2, col_4');
+    expect(error?.message).toContain('binlog_row_image=MINIMAL');
+  });
+
+  it('a partial JSON update whose before image lacks the document stops the same way', async () => {
+    const error = await guardError('rust_mysql_common--json.binlog.000001', {
+      'mysql.t': [int('id'), { COLUMN_NAME: 'json_col', COLUMN_TYPE: 'json' }, text('name', 'varchar(100)'), int('age')],
+    });
+    expect(error?.code).toBe('ROW_IMAGE_PARTIAL');
+    expect(error?.message).toContain('an update of mysql.t');
   });
 });
