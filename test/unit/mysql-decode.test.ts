@@ -1,3 +1,7 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../lib/errors.ts';
 import { encodeRow } from '../../lib/format/event.ts';
@@ -5,7 +9,7 @@ import { type BinlogItem, BinlogReader } from '../../lib/source/mysql/binlog-rea
 import { StreamGuard } from '../../lib/source/mysql/guards.ts';
 // @ts-expect-error: a file of zongji's (as patched here), without types
 import { applyJsonDiffs, jsonBinaryToText, jsonTreeToText } from '../../node_modules/@vlasky/zongji/lib/json_decode.js';
-import { type ColumnRow, type DecodedEvent, decodeBinlogFile } from '../support/mysql-binlog-file.ts';
+import { type ColumnRow, type DecodedEvent, decodeBinlogFile, mysqlFixtures } from '../support/mysql-binlog-file.ts';
 
 /** A tree of a JSON text with MySQL's member order (keys sorted by length, then bytes), for diffs to apply to. */
 function jsonTree(text: string): unknown {
@@ -155,6 +159,45 @@ describe('partial JSON updates (PARTIAL_UPDATE_ROWS, binlog_row_value_options=PA
     const applied = jsonTreeToText(applyJsonDiffs(jsonTree(previous.json_col), diffs));
     expect(applied).toBe('{"age": 26, "data": "xxxxxxxxxx", "name": "Joe"}');
     expect(JSON.parse(applied).age).toBe(row.after.age);
+  });
+
+  it('with a FULL before image, zongji writes the exact after image: the diff applied to the document', async () => {
+    // json.binlog's PARTIAL_UPDATE_ROWS event (table id, flags, header kept) rewritten as a server
+    // with binlog_row_image=FULL writes it: both images whole, the after image's JSON a diff.
+    const doc = Buffer.from(
+      ['00', '0300', '3300', '19000300', '1c000400', '20000400', '051900', '0c2400', '0c2f00'].join('') +
+        Buffer.from('agedataname').toString('hex') +
+        '0a' +
+        Buffer.from('xxxxxxxxxx').toString('hex') +
+        '03' +
+        Buffer.from('Joe').toString('hex'),
+      'hex',
+    );
+    expect(jsonBinaryToText(doc)).toBe('{"age": 25, "data": "xxxxxxxxxx", "name": "Joe"}');
+    const u32 = (n: number) => Buffer.from(Uint32Array.of(n).buffer);
+    const diff = Buffer.concat([Buffer.from([0, 5]), Buffer.from('$.age'), Buffer.from([3, 0x05, 26, 0])]);
+    const image = (json: Buffer, age: number) =>
+      Buffer.concat([Buffer.from([0]), u32(1), u32(json.length), json, Buffer.from([3, 0]), Buffer.from('Joe'), u32(age)]);
+    const file = readFileSync(join(mysqlFixtures(), 'rust_mysql_common--json.binlog.000001'));
+    const at = file.indexOf(Buffer.from([0x27, 1, 0, 0, 0]), 4) - 4; // the event whose type byte is 39
+    const original = file.subarray(at, at + file.readUInt32LE(at + 9));
+    const body = Buffer.concat([original.subarray(19, 27), Buffer.from([2, 0, 4, 0x0f, 0x0f]), image(doc, 25), Buffer.from([1, 1]), image(diff, 26)]);
+    const header = Buffer.from(original.subarray(0, 19));
+    header.writeUInt32LE(19 + body.length + 4, 9);
+    const event = Buffer.concat([header, body]);
+    const rewritten = Buffer.concat([file.subarray(0, at), event, u32(crc32(event)), file.subarray(at + original.length)]);
+    const path = join(mkdtempSync(join(tmpdir(), 'sluice-partial-')), 'json-full.binlog');
+    writeFileSync(path, rewritten);
+    const events = await decodeBinlogFile(path, {
+      columns: { 'mysql.t': [int('id'), { COLUMN_NAME: 'json_col', COLUMN_TYPE: 'json' }, text('name', 'varchar(100)'), int('age')] },
+    });
+    const partial = events.filter((e) => e.getTypeName() === 'UpdateRows')[1];
+    expect(partial.rows).toEqual([
+      {
+        before: { id: 1, json_col: '{"age": 25, "data": "xxxxxxxxxx", "name": "Joe"}', name: 'Joe', age: 25 },
+        after: { id: 1, json_col: '{"age": 26, "data": "xxxxxxxxxx", "name": "Joe"}', name: 'Joe', age: 26 },
+      },
+    ]);
   });
 
   it('applies REPLACE, INSERT and REMOVE at members, quoted members and array cells, as sql/json_diff.cc does', () => {
