@@ -178,6 +178,27 @@ describe('MySQL binary JSON, as MySQL prints it', () => {
     expect(Object.keys(JSON.parse(jsonBinaryToText(doc)))).toEqual(['10', 'b']);
   });
 
+  it('prints doubles as my_gcvt does, with ".0" on an integral one (json_dom.cc)', () => {
+    const double = (value: number) => {
+      const doc = Buffer.alloc(9, 0x0b);
+      doc.writeDoubleLE(value, 1);
+      return jsonBinaryToText(doc);
+    };
+    const cases: [number, string][] = [
+      [1.5, '1.5'],
+      [3, '3.0'],
+      [1e-7, '0.0000001'],
+      [1e-16, '1e-16'],
+      [1e14, '100000000000000.0'],
+      [1e15, '1e15'],
+      [1234567890123456.8, '1234567890123456.8'],
+      [123456789012345680, '1.2345678901234568e17'],
+      [1.5e300, '1.5e300'],
+      [-2.25, '-2.25'],
+    ];
+    expect(cases.map(([v]) => double(v))).toEqual(cases.map(([, text]) => text));
+  });
+
   it('follows offsets, so a document with unused space (updated in place) prints as its values', () => {
     // {"a": "x"}: the key at 0x0b, four unused bytes, the string (length 1, "x") at 0x10
     const doc = Buffer.from(['00', '0100', '1200', '0b000100', '0c1000', '61', 'ffffffff', '0178'].join(''), 'hex');
