@@ -27,9 +27,9 @@ export const ErrorCode = {
   PREFLIGHT_BINLOG_ROW_METADATA: 'PREFLIGHT_BINLOG_ROW_METADATA',
   /** The MySQL user lacks REPLICATION SLAVE, REPLICATION CLIENT or SELECT. */
   PREFLIGHT_GRANTS: 'PREFLIGHT_GRANTS',
-  /** MySQL 8 `binlog_transaction_compression` is ON: transactions arrive compressed, which the binlog reader cannot unwrap. */
+  /** No longer raised: compressed transactions (`binlog_transaction_compression=ON`) are decoded. Kept so older errors still resolve. */
   PREFLIGHT_BINLOG_COMPRESSION: 'PREFLIGHT_BINLOG_COMPRESSION',
-  /** MySQL 8 `binlog_row_value_options` is PARTIAL_JSON: JSON updates arrive as diffs, which the binlog reader cannot apply. */
+  /** No longer raised: partial JSON updates (`binlog_row_value_options=PARTIAL_JSON`) are decoded. Kept so older errors still resolve. */
   PREFLIGHT_BINLOG_ROW_VALUE_OPTIONS: 'PREFLIGHT_BINLOG_ROW_VALUE_OPTIONS',
   /** `SHOW BINARY LOGS` is empty, so `earliest` has nowhere to start. */
   NO_BINLOG: 'NO_BINLOG',
@@ -48,9 +48,9 @@ export const ErrorCode = {
   ROW_IMAGE_PARTIAL: 'ROW_IMAGE_PARTIAL',
   /** Rows of a captured table in an XA transaction prepared in two phases, whose outcome comes later in the binlog. Fatal. */
   XA_PREPARED: 'XA_PREPARED',
-  /** A compressed transaction (MySQL 8 TRANSACTION_PAYLOAD event), which the binlog reader cannot read. Fatal. */
+  /** No longer raised: a compressed transaction (MySQL 8 TRANSACTION_PAYLOAD event) is decoded. Kept so older errors still resolve. */
   BINLOG_COMPRESSED: 'BINLOG_COMPRESSED',
-  /** A partial JSON update (MySQL 8 PARTIAL_UPDATE_ROWS event), which the binlog reader cannot apply. Fatal. */
+  /** No longer raised: a partial JSON update (MySQL 8 PARTIAL_UPDATE_ROWS event) is applied to its before image. Kept so older errors still resolve. */
   BINLOG_PARTIAL_JSON: 'BINLOG_PARTIAL_JSON',
   /** A table named for a snapshot does not exist, or the sluice user cannot see it. */
   TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',

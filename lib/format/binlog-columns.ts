@@ -25,6 +25,8 @@ const T = {
   BLOB_COMPRESSED: 140,
   /** MariaDB VARCHAR/VARBINARY … COMPRESSED. */
   VARCHAR_COMPRESSED: 141,
+  /** MySQL 9 VECTOR(n): n float32s, little-endian; zongji hands over the bytes. */
+  VECTOR: 242,
   JSON: 245,
   NEWDECIMAL: 246,
   ENUM: 247,
@@ -151,6 +153,8 @@ export function binlogColumn(column: ZongjiColumn, facts: ColumnFacts = {}): Col
       return text ? of('string', 'text') : of('binary', 'blob');
     case T.GEOMETRY:
       return of('binary', SPATIAL[facts.geometryType ?? 0] ?? 'geometry');
+    case T.VECTOR:
+      return of('binary', m?.dimensions === undefined ? 'vector' : `vector(${m.dimensions})`);
     default:
       return of('string', `type${type}`);
   }
@@ -171,7 +175,7 @@ export function pushColumnFacts(
 ): void {
   const { type, charset, metadata: m } = original(column);
   const classic = type === T.TIME || type === T.DATETIME || type === T.TIMESTAMP ? schema?.COLUMN_TYPE : '';
-  out.push(column.name, type, charset, unsigned, geometryType, m?.decimals, m?.precision, m?.bits, m?.max_length, hasLabels, classic);
+  out.push(column.name, type, charset, unsigned, geometryType, m?.decimals, m?.precision, m?.bits, m?.max_length, hasLabels, classic, m?.dimensions);
 }
 
 const LOGICAL_WIDTH: Record<LogicalType, number> = { uuid: 16, inet4: 4, inet6: 16 };

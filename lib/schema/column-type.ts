@@ -117,6 +117,9 @@ export function normalizeType(d: TypeDescriptor): ColumnType {
       return text(`${base}(${d.values.map(quoteValue).join(',')})`);
     case 'json':
       return { type: 'longtext', kind: 'string', charset: 'utf8mb4', collation: 'utf8mb4_bin' };
+    // MySQL 9: written as its bytes, n float32s little-endian (docs/FORMAT.md).
+    case 'vector':
+      return { type: d.length === undefined ? 'vector' : `vector(${length('vector')})`, kind: 'binary' };
     // Written as the server prints them (lib/format/types.ts); the binlog logs them as BINARY(16|4).
     case 'uuid':
     case 'inet6':
@@ -224,6 +227,7 @@ const T = {
   /** MariaDB's VARCHAR/VARBINARY … COMPRESSED and BLOB/TEXT … COMPRESSED. */
   VARCHAR_COMPRESSED: 140,
   BLOB_COMPRESSED: 141,
+  VECTOR: 242,
   JSON: 245,
   NEWDECIMAL: 246,
   ENUM: 247,
@@ -321,6 +325,9 @@ export function tableMapType(column: TableMapColumn): TypeDescriptor {
     }
     case T.GEOMETRY:
       return { base: GEOMETRY_NAMES[column.geometryType ?? 0] ?? 'geometry' };
+    case T.VECTOR:
+      // The dimensions come with binlog_row_metadata=FULL (VECTOR_DIMENSIONALITY, zongji's metadata).
+      return { base: 'vector', length: m.dimensions };
     default:
       throw new UnsupportedTypeError(`binlog type code ${column.type} of column ${column.name}`);
   }

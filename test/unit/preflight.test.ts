@@ -16,13 +16,9 @@ describe('preflight settings (recorded variable sets)', () => {
     expect(settingsProblem(mysql80)).toBeUndefined();
   });
 
-  it('refuses MySQL 8 binlog_transaction_compression=ON and binlog_row_value_options=PARTIAL_JSON, naming the fix', () => {
-    const compressed = settingsProblem({ ...mysql80, binlog_transaction_compression: 'ON' });
-    expect(compressed?.code).toBe('PREFLIGHT_BINLOG_COMPRESSION');
-    expect(compressed?.message).toContain("SET GLOBAL binlog_transaction_compression = 'OFF'");
-    const partial = settingsProblem({ ...mysql80, binlog_row_value_options: 'PARTIAL_JSON' });
-    expect(partial?.code).toBe('PREFLIGHT_BINLOG_ROW_VALUE_OPTIONS');
-    expect(partial?.message).toContain("SET GLOBAL binlog_row_value_options = ''");
+  it('accepts MySQL 8 binlog_transaction_compression=ON and binlog_row_value_options=PARTIAL_JSON: the reader decodes both', () => {
+    expect(settingsProblem({ ...mysql80, binlog_transaction_compression: 'ON', binlog_row_value_options: 'PARTIAL_JSON' })).toBeUndefined();
+    expect(settingsProblem({ ...mysql80, binlog_transaction_compression: 'ON', binlog_row_image: 'MINIMAL' })?.code).toBe('PREFLIGHT_BINLOG_ROW_IMAGE');
   });
 
   it('refuses each missing CDC setting with its own code', () => {

@@ -172,6 +172,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private group: 'open' | 'transaction' | 'standalone' = 'transaction';
   /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement on MySQL). */
   private ddlGroup = false;
+  /**
+   * The current transaction ended inside a compressed transaction (MySQL TRANSACTION_PAYLOAD), whose
+   * events carry log_pos 0: its end is the payload event's, which zongji delivers after them.
+   */
+  private endsWithPayload = false;
   private readonly highWater: number;
   /** When (epoch ms) the consumer wants an `idle` item at the latest if nothing arrives (see wakeWithin). */
   private wakeBy: number | undefined;
@@ -370,7 +375,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   }
 
   private boundary(kind: 'commit' | 'progress', pos: number, tsMs = 0): void {
+    // log_pos 0: inside a compressed transaction, which ends with its payload event.
+    if (pos === 0 && kind === 'commit') {
+      this.endsWithPayload = true;
+      return;
+    }
     this.inTxn = false;
+    this.endsWithPayload = false;
     const position = { file: this.file, pos, gtid: this.gtid ?? undefined };
     this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
   }
@@ -460,6 +471,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       }
       case 'Xid':
         this.boundary('commit', ev.nextPosition);
+        return;
+      case 'TransactionPayload':
+        // After its events (zongji delivers them first): the only resumable point of the transaction.
+        if (this.endsWithPayload) this.boundary('commit', ev.nextPosition);
+        else if (!this.inTxn) this.boundary('progress', ev.nextPosition, ev.timestamp);
         return;
       case 'Query':
         this.onQuery(ev);

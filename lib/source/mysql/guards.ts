@@ -14,8 +14,9 @@ import type { SqlConnection } from './server.ts';
  *     MINIMAL and NOBLOB leave columns out, which zongji reports as NULL;
  *   - no captured rows sit in an XA transaction prepared in two phases (its outcome comes later, in
  *     another event group);
- *   - no transaction is compressed (MySQL 8 TRANSACTION_PAYLOAD) and no JSON update is partial
- *     (MySQL 8 PARTIAL_UPDATE_ROWS): zongji cannot read either;
+ *   - (compressed transactions, MySQL 8 TRANSACTION_PAYLOAD, are checked event by event like any
+ *     other: zongji delivers their events, then the payload event, whose end is their end; partial
+ *     JSON updates, PARTIAL_UPDATE_ROWS, arrive as updates with the diff applied to the before image)
  *   - no change to a captured table is logged as a statement (a session with binlog_format STATEMENT
  *     or MIXED writes DML as text, without its rows): the tables a statement writes are read from it
  *     (ddl/written-tables.ts), and one that cannot be read counts as writing every captured table;
@@ -141,26 +142,6 @@ export class StreamGuard {
       case 'UpdateRows':
       case 'DeleteRows':
         return this.rows(ev, type, file);
-      case 'PartialUpdateRows':
-        // zongji does not parse this event's table; it changes one of the group's tables. With
-        // none of them captured, it changes a filtered table.
-        if (!this.group?.tables.size) return 'drop';
-        return this.violate(ev, type, file, {
-          code: 'BINLOG_PARTIAL_JSON',
-          what: 'a JSON column update logged as a partial diff (MySQL binlog_row_value_options=PARTIAL_JSON in the writing session)',
-          fix: "SET GLOBAL binlog_row_value_options = '' (and in the parameter group), and remove it from the writers' sessions",
-        });
-      case 'TransactionPayload':
-        // The whole transaction is inside, compressed: this event is also its end.
-        this.violation = {
-          code: 'BINLOG_COMPRESSED',
-          what: 'a compressed transaction (MySQL binlog_transaction_compression=ON in the writing session or server), which sluice cannot read',
-          fix: 'SET GLOBAL binlog_transaction_compression = OFF (and in the parameter group), and remove it from the writers’ sessions',
-          tablesUnknown: true,
-          since: this.now,
-        };
-        this.group ??= { start: this.last(), xa: false, ddl: false, tables: new Map() };
-        return this.stop(file, ev.nextPosition);
       default:
         return undefined;
     }
@@ -242,10 +223,14 @@ export class StreamGuard {
         break;
       case 'Xid':
       case 'XaPrepare':
+        // log_pos 0: inside a compressed transaction, which ends with its payload event.
+        if (ev.nextPosition === 0) break;
         return this.stop(file, ev.nextPosition);
       case 'Query':
-        if (/^\s*(COMMIT|ROLLBACK)\s*$/i.test(String(ev.query))) return this.stop(file, ev.nextPosition);
+        if (ev.nextPosition !== 0 && /^\s*(COMMIT|ROLLBACK)\s*$/i.test(String(ev.query))) return this.stop(file, ev.nextPosition);
         break;
+      case 'TransactionPayload':
+        return this.stop(file, ev.nextPosition);
       case 'MariadbGtid':
       case 'Gtid':
       case 'AnonymousGtid':

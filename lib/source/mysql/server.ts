@@ -67,14 +67,7 @@ export async function checkPositionReadable(conn: SqlConnection, position: Binlo
 }
 
 /** The server variables preflight reads; a server lacks those it does not know (MariaDB the MySQL 8 ones). */
-const PREFLIGHT_VARIABLES = [
-  'log_bin',
-  'binlog_format',
-  'binlog_row_image',
-  'binlog_row_metadata',
-  'binlog_transaction_compression',
-  'binlog_row_value_options',
-] as const;
+const PREFLIGHT_VARIABLES = ['log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata'] as const;
 
 /**
  * Checks the server's binlog settings (its global variables, as `SHOW GLOBAL VARIABLES` lists them)
@@ -110,16 +103,6 @@ export function settingsProblem(vars: Readonly<Record<string, string | undefined
     return new PreflightError(
       ErrorCode.PREFLIGHT_BINLOG_ROW_METADATA,
       `binlog_row_metadata is ${vars.binlog_row_metadata}; without FULL, rows written before an ALTER TABLE are decoded with the wrong columns. Fix: ${setting('binlog_row_metadata', 'FULL')}.`,
-    );
-  if (value('binlog_transaction_compression') === 'ON' || value('binlog_transaction_compression') === '1')
-    return new PreflightError(
-      ErrorCode.PREFLIGHT_BINLOG_COMPRESSION,
-      `binlog_transaction_compression is ON: transactions are logged compressed (TRANSACTION_PAYLOAD events), which the binlog reader cannot unwrap, so their rows would be lost. Fix: ${setting('binlog_transaction_compression', 'OFF')}.`,
-    );
-  if (value('binlog_row_value_options')?.includes('PARTIAL_JSON'))
-    return new PreflightError(
-      ErrorCode.PREFLIGHT_BINLOG_ROW_VALUE_OPTIONS,
-      `binlog_row_value_options is ${vars.binlog_row_value_options}: JSON updates are logged as partial diffs, which the binlog reader cannot apply, so those updates would be lost. Fix: ${setting('binlog_row_value_options', '')}.`,
     );
   return undefined;
 }

@@ -181,6 +181,8 @@ function customType(arg: Ast): ParsedType {
   if (name === 'YEAR' && (nums.length === 0 || nums[0] === 4)) return { type: { base: 'year' } };
   if (name === 'FIXED' && nums.length <= 2) return { type: { base: 'decimal', precision: nums[0], scale: nums[1] } };
   if (name === 'SERIAL' && nums.length === 0) return { type: { base: 'bigint', unsigned: true }, serial: true };
+  // MySQL 9 VECTOR(n): n float32s; n defaults to 2048.
+  if (name === 'VECTOR' && nums.length <= 1) return { type: { base: 'vector', length: nums[0] ?? 2048 } };
   if (name === 'NCHAR' && nums.length <= 1) return { type: { base: 'char', length: nums[0] ?? 1, charset: 'utf8mb3' } };
   throw new UnsupportedTypeError(`data type ${name}${args.length ? `(${args.join(',')})` : ''}`);
 }
