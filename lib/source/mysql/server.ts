@@ -1,7 +1,8 @@
 import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
-import { type MysqlTarget, scrub } from './target.ts';
+import { authRefusal } from './auth.ts';
+import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
 export interface SqlConnection {
@@ -13,8 +14,7 @@ export interface SqlConnection {
 export async function connect(target: MysqlTarget): Promise<SqlConnection> {
   try {
     return await mysql.createConnection({
-      uri: target.uri,
-      ssl: target.ssl,
+      ...connectionOptions(target),
       dateStrings: true,
       timezone: 'Z',
       supportBigNumbers: true,
@@ -22,7 +22,14 @@ export async function connect(target: MysqlTarget): Promise<SqlConnection> {
       connectTimeout: 10_000,
     });
   } catch (error) {
-    throw new SluiceError(ErrorCode.MYSQL_CONNECT, `cannot connect to MySQL at ${target.label}: ${scrub((error as Error).message, target.uri)}`, {
+    const refused = authRefusal(error);
+    if (refused) throw refused; // a setting to change, not a network to wait for
+    // A password encrypted for another key reads as a wrong password to the server.
+    const keyHint =
+      target.serverPublicKey && (error as { errno?: number }).errno === 1045
+        ? " (if the password is right, the pinned SLUICE_MYSQL_SERVER_PUBLIC_KEY may not be this server's key: compare it with SHOW STATUS LIKE 'Caching_sha2_password_rsa_public_key')"
+        : '';
+    throw new SluiceError(ErrorCode.MYSQL_CONNECT, `cannot connect to MySQL at ${target.label}: ${scrub((error as Error).message, target.uri)}${keyHint}`, {
       cause: error,
       retriable: true,
     });
