@@ -2,6 +2,8 @@ import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
 import { authRefusal } from './auth.ts';
+import { type ServerFlavor, serverFlavor } from './flavor.ts';
+import { checkGrants } from './grants.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
@@ -131,28 +133,13 @@ export function settingsProblem(vars: Readonly<Record<string, string | undefined
   return undefined;
 }
 
-/** Checks the settings and grants CDC needs; each failure says the statement that fixes it. */
-export async function preflight(conn: SqlConnection): Promise<void> {
+/** Checks the settings and grants CDC needs (the flavor is read when not given); each failure says the statement that fixes it. */
+export async function preflight(conn: SqlConnection, flavor?: ServerFlavor): Promise<void> {
   const list = await rows<{ Variable_name: string; Value: string }>(
     conn,
     `SHOW GLOBAL VARIABLES WHERE Variable_name IN (${PREFLIGHT_VARIABLES.map((v) => `'${v}'`).join(', ')})`,
   );
   const problem = settingsProblem(Object.fromEntries(list.map((r) => [r.Variable_name, r.Value])));
   if (problem) throw problem;
-  const grants = (await rows<Record<string, string>>(conn, 'SHOW GRANTS'))
-    .map((r) => Object.values(r)[0] ?? '')
-    .join('\n')
-    .toUpperCase();
-  const has = (privilege: string) => grants.includes('ALL PRIVILEGES ON *.*') || new RegExp(`GRANT [^\\n]*\\b${privilege}\\b[^\\n]* ON \\*\\.\\*`).test(grants);
-  const missing = [
-    has('REPLICATION SLAVE') || has('REPLICATION REPLICA') ? undefined : 'REPLICATION SLAVE',
-    has('REPLICATION CLIENT') || has('BINLOG MONITOR') ? undefined : 'REPLICATION CLIENT',
-    has('SELECT') ? undefined : 'SELECT',
-  ].filter(Boolean);
-  if (missing.length) {
-    throw new PreflightError(
-      ErrorCode.PREFLIGHT_GRANTS,
-      `the MySQL user lacks ${missing.join(', ')}. Fix: GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '<user>'@'%';`,
-    );
-  }
+  await checkGrants(conn, flavor ?? (await serverFlavor(conn)));
 }
