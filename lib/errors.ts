@@ -131,6 +131,13 @@ export const ErrorCode = {
 
   /** A broken invariant: a bug in sluice, never a user error. Fatal. */
   ASSERTION: 'ASSERTION',
+
+  /**
+   * The MySQL account uses SHA-2 authentication (caching_sha2_password, sha256_password), which sends
+   * the password itself, over a channel that would expose it: no TLS and no pinned server key, or
+   * TLS without a certificate check. Nothing was sent. Fatal.
+   */
+  MYSQL_AUTH_INSECURE: 'MYSQL_AUTH_INSECURE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

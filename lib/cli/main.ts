@@ -177,6 +177,7 @@ function commands(cli: Cli): Command {
     .action(async () => {
       const { connect, preflight } = await import('../source/mysql/server.ts');
       const { filterWarnings } = await import('../source/mysql/filter-check.ts');
+      const { rdsBinlogRetention, retentionWarning } = await import('../source/mysql/rds.ts');
       const { mysqlTarget, redact } = await import('../source/mysql/target.ts');
       const { config, clients } = await cli.configure(program.opts());
       let failed = false;
@@ -195,6 +196,8 @@ function commands(cli: Cli): Command {
         try {
           await preflight(conn);
           warnings.push(...(await filterWarnings(conn, config)));
+          const retention = retentionWarning(await rdsBinlogRetention(conn));
+          if (retention) warnings.push(retention);
         } finally {
           await conn.end();
         }

@@ -1,3 +1,5 @@
+import { createPublicKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { type BinlogPosition, parsePosition } from '../core/position.ts';
 import { NameScanner, type TableRef, tableKey } from '../core/table-ref.ts';
@@ -106,6 +108,41 @@ function checkMysqlUrl(url: string, ctx: z.RefinementCtx): void {
   }
 }
 
+const PUBLIC_KEY_HELP =
+  "the server's RSA public key as PEM text (-----BEGIN PUBLIC KEY-----) or a path to a PEM file: SHOW STATUS LIKE 'Caching_sha2_password_rsa_public_key' over a trusted connection prints it";
+
+/**
+ * SLUICE_MYSQL_SERVER_PUBLIC_KEY as PEM text: the value itself, or the file it names. Only a public
+ * key is taken: a private key would derive one, but has no business in the configuration.
+ */
+function parseServerPublicKey(value: string, ctx: z.RefinementCtx): string {
+  let pem = value;
+  if (!value.trimStart().startsWith('-----BEGIN')) {
+    try {
+      pem = readFileSync(value, 'utf8');
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `cannot read ${value} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); expected ${PUBLIC_KEY_HELP}`,
+      });
+      return z.NEVER;
+    }
+  }
+  const where = pem === value ? 'the value' : value;
+  if (!/-----BEGIN (RSA )?PUBLIC KEY-----/.test(pem)) {
+    ctx.addIssue({ code: 'custom', message: `${where} holds no PEM public key; expected ${PUBLIC_KEY_HELP}` });
+    return z.NEVER;
+  }
+  try {
+    const key = createPublicKey(pem);
+    if (key.asymmetricKeyType !== 'rsa') throw new Error(`a ${key.asymmetricKeyType} key, not RSA`);
+    return key.export({ type: 'spki', format: 'pem' }).toString();
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `${where} is not an RSA public key (${(error as Error).message}); expected ${PUBLIC_KEY_HELP}` });
+    return z.NEVER;
+  }
+}
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 const schema = z.object({
@@ -119,6 +156,8 @@ const schema = z.object({
   SLUICE_MYSQL_SECRET_ID: z.string().min(1).optional(),
   SLUICE_MYSQL_TLS: z.enum(['off', 'required', 'verify']).default('off'),
   SLUICE_MYSQL_CA: z.string().optional(),
+  /** The server's RSA public key, pinned, for caching_sha2_password / sha256_password without TLS: PEM text or a file path. */
+  SLUICE_MYSQL_SERVER_PUBLIC_KEY: z.string().transform(parseServerPublicKey).optional(),
   SLUICE_STATE_TABLE: z.string().min(3, 'name the DynamoDB table holding offsets and leases'),
   SLUICE_BUCKET: z.string().min(3, 'name the S3 bucket receiving the change files'),
   SLUICE_PREFIX: z
@@ -188,6 +227,8 @@ export type Config = Readonly<{
   mysqlSecretId: string | undefined;
   mysqlTls: 'off' | 'required' | 'verify';
   mysqlCa: string | undefined;
+  /** SLUICE_MYSQL_SERVER_PUBLIC_KEY as SPKI PEM text, read and checked. */
+  mysqlServerPublicKey: string | undefined;
   stateTable: string;
   bucket: string;
   prefix: string;
@@ -220,6 +261,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   });
   if (!present.SLUICE_MYSQL_URL && !present.SLUICE_MYSQL_SECRET_ID)
     lines.push('  SLUICE_MYSQL_URL: is required (or SLUICE_MYSQL_SECRET_ID, a Secrets Manager secret)');
+  // Over TLS the server takes the password inside TLS and never RSA-encrypted: a pinned key would protect nothing there.
+  if (present.SLUICE_MYSQL_SERVER_PUBLIC_KEY && (present.SLUICE_MYSQL_TLS ?? 'off') !== 'off')
+    lines.push(
+      `  SLUICE_MYSQL_SERVER_PUBLIC_KEY: is used only with SLUICE_MYSQL_TLS=off (over TLS the server reads the password inside TLS, never RSA-encrypted, so the key protects nothing there): unset it and use SLUICE_MYSQL_TLS=verify, whose certificate check protects the password, or keep it with SLUICE_MYSQL_TLS=off`,
+    );
   if (!result.success || lines.length) {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
   }
@@ -230,6 +276,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mysqlSecretId: e.SLUICE_MYSQL_SECRET_ID,
     mysqlTls: e.SLUICE_MYSQL_TLS,
     mysqlCa: e.SLUICE_MYSQL_CA,
+    mysqlServerPublicKey: e.SLUICE_MYSQL_SERVER_PUBLIC_KEY,
     stateTable: e.SLUICE_STATE_TABLE,
     bucket: e.SLUICE_BUCKET,
     prefix: e.SLUICE_PREFIX,

@@ -3,6 +3,7 @@ import { type BinlogPosition, comparePositions, fileNumber } from '../core/posit
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
 import { filterWarnings } from '../source/mysql/filter-check.ts';
+import { rdsBinlogRetention, retentionWarning } from '../source/mysql/rds.ts';
 import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
@@ -22,6 +23,8 @@ export interface SourceStatus {
   mysqlError?: string;
   /** The server's binlog retention; null when binlogs are never purged automatically. */
   retentionSeconds?: number | null;
+  /** RDS/Aurora `binlog retention hours` (null: NULL, purged as soon as possible); absent elsewhere. */
+  rdsRetentionHours?: number | null;
   /** How long until the binlog holding the stored position may be purged; null = no automatic purge. */
   timeToPurgeSeconds?: number | null;
   /** SLUICE_INCLUDE / SLUICE_EXCLUDE patterns that match no table (lib/source/mysql/filter-check.ts). */
@@ -69,12 +72,20 @@ async function purgeRisk(
   target: MysqlTarget,
   stored: BinlogPosition,
   now: number,
+  rdsHours?: number | null,
 ): Promise<{ retentionSeconds: number | null; timeToPurgeSeconds: number | null }> {
-  const [rows] = await conn
-    .query('SELECT @@expire_logs_days AS days, @@binlog_expire_logs_seconds AS seconds')
-    .catch(() => conn.query('SELECT @@expire_logs_days AS days, 0 AS seconds'));
-  const row = (rows as { days: number | string | null; seconds: number | string | null }[])[0];
-  const retention = Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
+  let retention: number;
+  if (rdsHours !== undefined) {
+    // RDS/Aurora purge by `binlog retention hours`, not by the server's expiry variables; NULL: any time now.
+    if (rdsHours === null) return { retentionSeconds: 0, timeToPurgeSeconds: 0 };
+    retention = rdsHours * 3600;
+  } else {
+    const [rows] = await conn
+      .query('SELECT @@expire_logs_days AS days, @@binlog_expire_logs_seconds AS seconds')
+      .catch(() => conn.query('SELECT @@expire_logs_days AS days, 0 AS seconds'));
+    const row = (rows as { days: number | string | null; seconds: number | string | null }[])[0];
+    retention = Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
+  }
   if (!retention) return { retentionSeconds: null, timeToPurgeSeconds: null };
   const logs = await binaryLogs(conn);
   const index = logs.findIndex((l) => l.file === stored.file);
@@ -102,6 +113,10 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     try {
       status.master = await masterPosition(conn);
       const warnings = await filterWarnings(conn, config);
+      const rds = await rdsBinlogRetention(conn);
+      const retention = retentionWarning(rds);
+      if (retention) warnings.push(retention);
+      if (rds.kind === 'hours') status.rdsRetentionHours = rds.hours;
       if (warnings.length) status.warnings = warnings;
       const logs = await binaryLogs(conn);
       const stored = status.stored;
@@ -109,7 +124,7 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
         status.positionOnServer = logs.some((l) => l.file === stored.file);
         if (!status.positionOnServer) status.timeToPurgeSeconds = 0;
         if (status.positionOnServer && comparePositions(stored, status.master) <= 0) {
-          Object.assign(status, await purgeRisk(conn, await mysqlTarget(config), stored, now));
+          Object.assign(status, await purgeRisk(conn, await mysqlTarget(config), stored, now, rds.kind === 'hours' ? rds.hours : undefined));
           status.lagBytes = logs
             .filter((l) => fileNumber(l.file) >= fileNumber(stored.file))
             .reduce((sum, l) => sum + (l.file === status.master?.file ? status.master.pos : l.size) - (l.file === stored.file ? stored.pos : 0), 0);

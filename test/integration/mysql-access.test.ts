@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -133,5 +134,31 @@ describe('TLS to MySQL with CA verification (private MariaDB with a test CA)', (
       );
     }
     await expect(mysqlTarget(config('verify'))).rejects.toThrow(/SLUICE_MYSQL_TLS=verify needs SLUICE_MYSQL_CA/);
+  });
+});
+
+describe('grants on MariaDB (preflight reads SHOW GRANTS, roles included)', () => {
+  it('refuses a user without the replication grants, naming them, and accepts them held through its default role', async () => {
+    await using source = await testSource('grants');
+    const tag = randomBytes(4).toString('hex');
+    const user = `grants_${tag}`;
+    const role = `cdc_${tag}`;
+    const port = new URL(process.env.SLUICE_MYSQL_URL as string).port;
+    const target = { uri: `mysql://${user}:pw-${tag}@127.0.0.1:${port}/`, label: user };
+    for (const host of ['localhost', '127.0.0.1'])
+      await source.sql(`CREATE USER '${user}'@'${host}' IDENTIFIED BY 'pw-${tag}'; GRANT SELECT ON *.* TO '${user}'@'${host}'`);
+    try {
+      const conn = await connect(target);
+      await expect(preflight(conn).finally(() => conn.end())).rejects.toThrow(
+        "the MySQL user lacks REPLICATION SLAVE, REPLICATION CLIENT. Fix: GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '<user>'@'%';",
+      );
+      await source.sql(`CREATE ROLE ${role}; GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO ${role}`);
+      for (const host of ['localhost', '127.0.0.1']) await source.sql(`GRANT ${role} TO '${user}'@'${host}'; SET DEFAULT ROLE ${role} FOR '${user}'@'${host}'`);
+      const again = await connect(target);
+      await preflight(again).finally(() => again.end());
+    } finally {
+      for (const host of ['localhost', '127.0.0.1']) await source.sql(`DROP USER IF EXISTS '${user}'@'${host}'`);
+      await source.sql(`DROP ROLE IF EXISTS ${role}`);
+    }
   });
 });

@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig, tableFilter } from '../../lib/config/config.ts';
 import { comparePositions, parsePosition } from '../../lib/core/position.ts';
 import { ConfigError } from '../../lib/errors.ts';
@@ -76,5 +80,51 @@ describe('positions and keys', () => {
   it('derives final keys from source and commit sequence only, sorting in commit order', () => {
     expect(dataKey('cdc/', 'shop', 'orders', 'db1', 42)).toBe('cdc/tables/shop/orders/db1-000000000042.jsonl.gz');
     expect(manifestKey('', 'db1', 9) < manifestKey('', 'db1', 10)).toBe(true);
+  });
+});
+
+describe('SLUICE_MYSQL_SERVER_PUBLIC_KEY (the pinned key for SHA-2 authentication without TLS)', () => {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const spki = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-key-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const message = (env: Record<string, string>) => {
+    try {
+      loadConfig({ ...valid, ...env });
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return 'accepted';
+  };
+
+  it('takes PEM text (SPKI or PKCS#1) or a file, and keeps the key as SPKI PEM', () => {
+    const file = join(dir, 'public_key.pem');
+    writeFileSync(file, spki);
+    expect(loadConfig({ ...valid, SLUICE_MYSQL_SERVER_PUBLIC_KEY: spki }).mysqlServerPublicKey).toBe(spki);
+    expect(loadConfig({ ...valid, SLUICE_MYSQL_SERVER_PUBLIC_KEY: file }).mysqlServerPublicKey).toBe(spki);
+    const pkcs1 = publicKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+    expect(loadConfig({ ...valid, SLUICE_MYSQL_SERVER_PUBLIC_KEY: pkcs1 }).mysqlServerPublicKey).toBe(spki);
+    expect(loadConfig(valid).mysqlServerPublicKey).toBeUndefined();
+  });
+
+  it('refuses a missing file, a private key, a non-RSA key and garbage, naming the variable and what it takes', () => {
+    expect(message({ SLUICE_MYSQL_SERVER_PUBLIC_KEY: join(dir, 'missing.pem') })).toMatch(
+      /SLUICE_MYSQL_SERVER_PUBLIC_KEY: cannot read .*missing\.pem \(ENOENT\); expected the server's RSA public key as PEM text/,
+    );
+    const secret = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    expect(message({ SLUICE_MYSQL_SERVER_PUBLIC_KEY: secret })).toMatch(/SLUICE_MYSQL_SERVER_PUBLIC_KEY: the value holds no PEM public key/);
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    expect(message({ SLUICE_MYSQL_SERVER_PUBLIC_KEY: ec })).toMatch(/SLUICE_MYSQL_SERVER_PUBLIC_KEY: the value is not an RSA public key \(a ec key, not RSA\)/);
+    expect(message({ SLUICE_MYSQL_SERVER_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----' })).toMatch(
+      /SLUICE_MYSQL_SERVER_PUBLIC_KEY: the value is not an RSA public key/,
+    );
+  });
+
+  it('is for SLUICE_MYSQL_TLS=off only: over TLS the server never takes an RSA-encrypted password', () => {
+    for (const tls of ['required', 'verify'])
+      expect(message({ SLUICE_MYSQL_SERVER_PUBLIC_KEY: spki, SLUICE_MYSQL_TLS: tls, SLUICE_MYSQL_CA: 'rds' })).toMatch(
+        /SLUICE_MYSQL_SERVER_PUBLIC_KEY: is used only with SLUICE_MYSQL_TLS=off .*use SLUICE_MYSQL_TLS=verify/,
+      );
+    expect(message({ SLUICE_MYSQL_SERVER_PUBLIC_KEY: spki, SLUICE_MYSQL_TLS: 'off' })).toBe('accepted');
   });
 });

@@ -33,13 +33,13 @@ describe('MySQL TLS options and CA resolution', () => {
     expect(new Date(rsa?.validTo ?? 0).getTime()).toBeGreaterThan(Date.now() + 10 * 365 * 86_400_000);
   });
 
-  it('verify checks the chain against the resolved CA; required encrypts without checking; off is plain', () => {
-    expect(tlsOptions('verify', RDS_CA)).toEqual({ ca: rds, rejectUnauthorized: true });
+  it('verify checks the chain against the resolved CA and the host name; required encrypts without checking; off is plain', () => {
+    expect(tlsOptions('verify', RDS_CA)).toEqual({ ca: rds, rejectUnauthorized: true, verifyIdentity: true });
     const pem = rds.slice(0, rds.indexOf('-----END CERTIFICATE-----') + 25);
     const file = join(dir, 'ca.pem');
     writeFileSync(file, pem);
-    expect(tlsOptions('verify', file)).toEqual({ ca: pem, rejectUnauthorized: true });
-    expect(tlsOptions('verify', pem)).toEqual({ ca: pem, rejectUnauthorized: true });
+    expect(tlsOptions('verify', file)).toEqual({ ca: pem, rejectUnauthorized: true, verifyIdentity: true });
+    expect(tlsOptions('verify', pem)).toEqual({ ca: pem, rejectUnauthorized: true, verifyIdentity: true });
     expect(tlsOptions('required', undefined)).toEqual({ rejectUnauthorized: false });
     expect(tlsOptions('required', RDS_CA)).toEqual({ rejectUnauthorized: false });
     expect(tlsOptions('off', RDS_CA)).toBeUndefined();

@@ -18,11 +18,12 @@ import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../for
 import { profiling, timed } from '../../profile.ts';
 import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
+import { authRefusal } from './auth.ts';
 import { StreamGuard } from './guards.ts';
 import { type BinlogHistories, unreadablePositionReason } from './history.ts';
 import { logicalTypes } from './schema.ts';
 import { connect, type SqlConnection } from './server.ts';
-import { type MysqlTarget, scrub } from './target.ts';
+import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
 /**
  * What the reader emits, strictly in binlog order. Only `commit` and `progress` carry a position,
@@ -194,8 +195,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
     // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).
     this.zongji = new ZongJi({
-      uri: options.target.uri,
-      ssl: options.target.ssl,
+      ...connectionOptions(options.target),
       dateStrings: true,
       timezone: 'Z',
       supportBigNumbers: true,
@@ -258,7 +258,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
             `the binlog position ${this.file}:${this.options.start.pos} cannot be read from the server: ${unreadablePositionReason(error.message)}. ` +
               'Nothing was skipped. Re-snapshot the source or reset its position (see docs/RUNBOOK.md), and raise binlog retention.',
           )
-        : new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${scrub(error.message, this.options.target.uri)}`, { cause: error, retriable: true });
+        : (authRefusal(error) ??
+          new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${scrub(error.message, this.options.target.uri)}`, {
+            cause: error,
+            retriable: true,
+          }));
     this.wake?.();
   }
 

@@ -1,7 +1,10 @@
 import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
-import { type MysqlTarget, scrub } from './target.ts';
+import { authRefusal } from './auth.ts';
+import { type ServerFlavor, serverFlavor } from './flavor.ts';
+import { checkGrants } from './grants.ts';
+import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
 export interface SqlConnection {
@@ -13,8 +16,7 @@ export interface SqlConnection {
 export async function connect(target: MysqlTarget): Promise<SqlConnection> {
   try {
     return await mysql.createConnection({
-      uri: target.uri,
-      ssl: target.ssl,
+      ...connectionOptions(target),
       dateStrings: true,
       timezone: 'Z',
       supportBigNumbers: true,
@@ -22,7 +24,14 @@ export async function connect(target: MysqlTarget): Promise<SqlConnection> {
       connectTimeout: 10_000,
     });
   } catch (error) {
-    throw new SluiceError(ErrorCode.MYSQL_CONNECT, `cannot connect to MySQL at ${target.label}: ${scrub((error as Error).message, target.uri)}`, {
+    const refused = authRefusal(error);
+    if (refused) throw refused; // a setting to change, not a network to wait for
+    // A password encrypted for another key reads as a wrong password to the server.
+    const keyHint =
+      target.serverPublicKey && (error as { errno?: number }).errno === 1045
+        ? " (if the password is right, the pinned SLUICE_MYSQL_SERVER_PUBLIC_KEY may not be this server's key: compare it with SHOW STATUS LIKE 'Caching_sha2_password_rsa_public_key')"
+        : '';
+    throw new SluiceError(ErrorCode.MYSQL_CONNECT, `cannot connect to MySQL at ${target.label}: ${scrub((error as Error).message, target.uri)}${keyHint}`, {
       cause: error,
       retriable: true,
     });
@@ -107,28 +116,13 @@ export function settingsProblem(vars: Readonly<Record<string, string | undefined
   return undefined;
 }
 
-/** Checks the settings and grants CDC needs; each failure says the statement that fixes it. */
-export async function preflight(conn: SqlConnection): Promise<void> {
+/** Checks the settings and grants CDC needs (the flavor is read when not given); each failure says the statement that fixes it. */
+export async function preflight(conn: SqlConnection, flavor?: ServerFlavor): Promise<void> {
   const list = await rows<{ Variable_name: string; Value: string }>(
     conn,
     `SHOW GLOBAL VARIABLES WHERE Variable_name IN (${PREFLIGHT_VARIABLES.map((v) => `'${v}'`).join(', ')})`,
   );
   const problem = settingsProblem(Object.fromEntries(list.map((r) => [r.Variable_name, r.Value])));
   if (problem) throw problem;
-  const grants = (await rows<Record<string, string>>(conn, 'SHOW GRANTS'))
-    .map((r) => Object.values(r)[0] ?? '')
-    .join('\n')
-    .toUpperCase();
-  const has = (privilege: string) => grants.includes('ALL PRIVILEGES ON *.*') || new RegExp(`GRANT [^\\n]*\\b${privilege}\\b[^\\n]* ON \\*\\.\\*`).test(grants);
-  const missing = [
-    has('REPLICATION SLAVE') || has('REPLICATION REPLICA') ? undefined : 'REPLICATION SLAVE',
-    has('REPLICATION CLIENT') || has('BINLOG MONITOR') ? undefined : 'REPLICATION CLIENT',
-    has('SELECT') ? undefined : 'SELECT',
-  ].filter(Boolean);
-  if (missing.length) {
-    throw new PreflightError(
-      ErrorCode.PREFLIGHT_GRANTS,
-      `the MySQL user lacks ${missing.join(', ')}. Fix: GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '<user>'@'%';`,
-    );
-  }
+  await checkGrants(conn, flavor ?? (await serverFlavor(conn)));
 }

@@ -5,7 +5,7 @@ import { type Row, rowProperty } from '../../format/event.ts';
 import type { RowPacket, WireColumn } from './row-lines.ts';
 import { selectAs, type TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
-import { type MysqlTarget, scrub } from './target.ts';
+import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
@@ -103,8 +103,7 @@ interface PausableConnection {
  */
 export function pagingConnection(target: MysqlTarget) {
   const conn = mysql.createConnection({
-    uri: target.uri,
-    ssl: target.ssl,
+    ...connectionOptions(target),
     jsonStrings: true,
     dateStrings: true,
     timezone: 'Z',

@@ -1,14 +1,32 @@
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Config } from '../../config/config.ts';
 import { ConfigError, ErrorCode, SluiceError } from '../../errors.ts';
+import { type AuthPlugin, authPlugins } from './auth.ts';
 import { type TlsOptions, tlsOptions } from './tls.ts';
 
 /** How to reach MySQL: a URI plus TLS options, as mysql2 (and zongji, which passes them on) take them. */
 export interface MysqlTarget {
   readonly uri: string;
   readonly ssl?: TlsOptions;
+  /** SLUICE_MYSQL_SERVER_PUBLIC_KEY: the pinned RSA key SHA-2 authentication encrypts the password with when there is no TLS. */
+  readonly serverPublicKey?: string;
   /** The URI with the password hidden, for messages. */
   readonly label: string;
+}
+
+/**
+ * The options every mysql2 connection to the target takes, zongji's two included: the URI, TLS,
+ * and the SHA-2 authentication plugins that send the password only where TLS was verified or to
+ * the pinned key (lib/source/mysql/auth.ts). The plugins' policy follows the TLS actually used.
+ */
+export function connectionOptions(target: MysqlTarget): { uri: string; ssl?: TlsOptions; authPlugins: Record<string, AuthPlugin> } {
+  const ssl = target.ssl;
+  const tls = !ssl ? 'off' : ssl.rejectUnauthorized && ssl.verifyIdentity ? 'verify' : 'required';
+  return {
+    uri: target.uri,
+    ...(ssl ? { ssl } : {}),
+    authPlugins: authPlugins({ tls, ...(target.serverPublicKey ? { serverPublicKey: target.serverPublicKey } : {}) }),
+  };
 }
 
 /**
@@ -76,7 +94,7 @@ const cache = new Map<string, Promise<MysqlTarget>>();
  * through the SDK's normal endpoint configuration) or SLUICE_MYSQL_URL, with the TLS settings.
  */
 export function mysqlTarget(config: Config, secrets?: () => Pick<SecretsManagerClient, 'send'>): Promise<MysqlTarget> {
-  const cacheKey = `${config.mysqlSecretId ?? config.mysqlUrl}|${config.mysqlTls}|${config.mysqlCa ?? ''}`;
+  const cacheKey = `${config.mysqlSecretId ?? config.mysqlUrl}|${config.mysqlTls}|${config.mysqlCa ?? ''}|${config.mysqlServerPublicKey ?? ''}`;
   let target = cache.get(cacheKey);
   if (!target) {
     target = (async () => {
@@ -95,7 +113,12 @@ export function mysqlTarget(config: Config, secrets?: () => Pick<SecretsManagerC
         uri = uriFromSecret(id, value.SecretString);
       }
       if (!uri) throw new ConfigError('set SLUICE_MYSQL_URL or SLUICE_MYSQL_SECRET_ID');
-      return { uri, ssl: tlsOptions(config.mysqlTls, config.mysqlCa), label: redact(uri) };
+      return {
+        uri,
+        ssl: tlsOptions(config.mysqlTls, config.mysqlCa),
+        ...(config.mysqlServerPublicKey ? { serverPublicKey: config.mysqlServerPublicKey } : {}),
+        label: redact(uri),
+      };
     })();
     target.catch(() => cache.delete(cacheKey)); // a failed lookup is retried by the next run
     cache.set(cacheKey, target);

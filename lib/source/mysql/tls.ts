@@ -6,6 +6,8 @@ import { ConfigError } from '../../errors.ts';
 export interface TlsOptions {
   readonly ca?: string;
   readonly rejectUnauthorized: boolean;
+  /** Check the certificate names the host asked for (mysql2 checks only the chain without it). */
+  readonly verifyIdentity?: boolean;
 }
 
 /**
@@ -38,7 +40,9 @@ export function resolveCa(value: string): string {
 
 /**
  * TLS for a SLUICE_MYSQL_TLS mode. `required` encrypts but accepts any certificate, so it does not
- * stop a man in the middle; only `verify` checks the server's certificate chain and host name.
+ * stop a man in the middle; only `verify` checks the server's certificate chain and host name. The
+ * name check matters: every RDS instance in the world holds a certificate the `rds` bundle vouches
+ * for. mysql2 checks a name only when the URL gives one (not an IP address).
  */
 export function tlsOptions(mode: 'off' | 'required' | 'verify', ca: string | undefined): TlsOptions | undefined {
   switch (mode) {
@@ -48,6 +52,6 @@ export function tlsOptions(mode: 'off' | 'required' | 'verify', ca: string | und
       return { rejectUnauthorized: false };
     case 'verify':
       if (!ca) throw new ConfigError(`SLUICE_MYSQL_TLS=verify needs SLUICE_MYSQL_CA: ${CA_HELP}`);
-      return { ca: resolveCa(ca), rejectUnauthorized: true };
+      return { ca: resolveCa(ca), rejectUnauthorized: true, verifyIdentity: true };
   }
 }
