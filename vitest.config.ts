@@ -8,6 +8,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The MySQL replay suite has its own run: npm run test:mysql (vitest.mysql.config.ts).
+    exclude: ['test/mysql/**', '**/node_modules/**'],
     // The real local stack (MariaDB, DynamoDB Local, S3 emulator) is started once for all files.
     globalSetup: ['test/support/global-setup.ts'],
     setupFiles: ['test/support/env.ts'],

@@ -60,6 +60,8 @@ export interface ReplayOptions {
   port?: number;
   /** A mysql:// URI that schema and table reads are forwarded to. */
   schemaFrom?: string;
+  /** Global variables the files cannot show, set as the recording server had them (e.g. binlog_row_metadata of a file without TABLE_MAPs). */
+  variables?: Readonly<Record<string, string>>;
   /** Heartbeat interval when the client sets no @master_heartbeat_period. */
   heartbeatMs?: number;
   /** Called with each statement and what it got, for tests and `--verbose`. */
@@ -321,7 +323,7 @@ function decodeDump(payload: Buffer): DumpRequest {
 /** Starts a replay server; resolves once it listens. */
 export async function startReplayServer(options: ReplayOptions): Promise<ReplayServer> {
   const files = servedFiles(options.files);
-  const facts = serverFacts(files, options.version);
+  const facts = serverFacts(files, options.version, options.variables);
   const heartbeatMs = options.heartbeatMs ?? 3000;
   const forwardPool = options.schemaFrom ? mysqlPromise.createPool({ uri: options.schemaFrom, connectionLimit: 8, multipleStatements: false }) : undefined;
   const connections = new Map<number, ServerConnection>();
