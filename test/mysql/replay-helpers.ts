@@ -1,6 +1,6 @@
 import ZongJi from '@vlasky/zongji';
 import mysql from 'mysql2/promise';
-import { inject } from 'vitest';
+import { inject, vi } from 'vitest';
 import { type ReplayServer, startReplayServer } from '../support/mysql-replay/server.ts';
 import { type Fixture, fixturePath } from './fixtures.ts';
 
@@ -88,6 +88,10 @@ export async function streamWithZongji(
   const last = server.facts.files[server.facts.files.length - 1];
   const end = last ? { file: last.name, pos: last.file.bytes.length } : undefined;
   let file = '';
+  // mysql2 reports a broken packet sequence only on the console: make it an error the tests see.
+  const console_ = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
+    errors.push(new Error(args.map(String).join(' ')));
+  });
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
     let finished = false;
@@ -118,5 +122,6 @@ export async function streamWithZongji(
     zongji.stop();
     setTimeout(resolve, 2000);
   });
+  console_.mockRestore();
   return { events, errors };
 }

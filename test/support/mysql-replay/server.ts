@@ -381,11 +381,13 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
     const dispatch = function (this: unknown, packet: { buffer: Buffer; start: number; end: number }): unknown {
       const payload = Buffer.from(packet.buffer.subarray(packet.start + 4, packet.end));
       // A client sends its next command only after the answer (COM_STMT_CLOSE has none), so the
-      // sequence restarts at 0 once the answer is written.
+      // sequence restarts at 0 once the answer is written; a binlog dump's answer never ends (its
+      // heartbeats continue the sequence).
+      const streaming = payload[0] === COM.BINLOG_DUMP || payload[0] === COM.BINLOG_DUMP_GTID;
       void command(payload)
         .catch((error: Error) => send(errorPacket(1105, 'HY000', `mysql-replay: ${error.message}`)))
         .finally(() => {
-          conn.sequenceId = 0;
+          if (!streaming) conn.sequenceId = 0;
         });
       return dispatch;
     };
