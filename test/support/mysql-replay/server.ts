@@ -325,7 +325,7 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
   const files = servedFiles(options.files);
   const facts = serverFacts(files, options.version, options.variables);
   const heartbeatMs = options.heartbeatMs ?? 3000;
-  const forwardPool = options.schemaFrom ? mysqlPromise.createPool({ uri: options.schemaFrom, connectionLimit: 8, multipleStatements: false }) : undefined;
+  const schemaFrom = options.schemaFrom;
   const connections = new Map<number, ServerConnection>();
   let nextId = 1;
   const log = options.onStatement ?? (() => {});
@@ -335,11 +335,19 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
   function serve(conn: ServerConnection): void {
     const connectionId = nextId++;
     connections.set(connectionId, conn);
-    const session: Session & { forward?: mysqlPromise.PoolConnection; statements: Map<number, { sql: string; params: number }>; dumping: boolean } = {
+    const session: Session & {
+      /** This client's own connection to --schema-from (its session state must not reach other clients). */
+      forward?: mysqlPromise.Connection;
+      statements: Map<number, { sql: string; params: number }>;
+      /** Session SETs (time_zone, names…), replayed on the forward connection so its reads see them too. */
+      sets: string[];
+      dumping: boolean;
+    } = {
       user: 'replay',
       connectionId,
       userVariables: new Map(),
       statements: new Map(),
+      sets: [],
       dumping: false,
     };
     let timer: NodeJS.Timeout | undefined;
@@ -348,7 +356,7 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
       closed = true;
       if (timer) clearTimeout(timer);
       connections.delete(connectionId);
-      session.forward?.release();
+      session.forward?.destroy();
       session.forward = undefined;
     };
     conn.stream.on('close', cleanup);
@@ -402,7 +410,14 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
       const a: Answer = answer(sql, facts, session);
       if (a.kind === 'forward') return forward(sql, binary);
       log(sql, a.kind === 'error' ? `error ${a.errno}: ${a.message}` : a.kind);
-      if (a.kind === 'ok') return send(okPacket());
+      if (a.kind === 'ok') {
+        if (/^SET\s+(?!@)/i.test(sql.trim())) {
+          session.sets.push(sql);
+          // MariaDB may not know a MySQL session variable: the SET stays answered here either way.
+          await session.forward?.query(sql).catch(() => {});
+        }
+        return send(okPacket());
+      }
       if (a.kind === 'error') return send(errorPacket(a.errno, a.sqlState, a.message));
       if (a.kind === 'kill') {
         const victim = connections.get(a.connectionId);
@@ -415,13 +430,16 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
     }
 
     async function forward(sql: string, binary: boolean): Promise<void> {
-      if (!forwardPool) {
+      if (!schemaFrom) {
         const a = unsupported(sql, 'schema and table reads need --schema-from');
         if (a.kind === 'error') send(errorPacket(a.errno, a.sqlState, a.message));
         log(sql, 'refused: no --schema-from');
         return;
       }
-      session.forward ??= await forwardPool.getConnection();
+      if (!session.forward) {
+        session.forward = await mysqlPromise.createConnection({ uri: schemaFrom });
+        for (const set of session.sets) await session.forward.query(set).catch(() => {});
+      }
       try {
         const [result, fields] = await session.forward.query({ sql, rowsAsArray: true, typeCast: (field: { buffer(): Buffer | null }) => field.buffer() });
         log(sql, 'forwarded');
@@ -605,7 +623,6 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
   const close = async () => {
     for (const c of connections.values()) c.stream.destroy();
     await new Promise<void>((resolve) => net.close(() => resolve()));
-    await forwardPool?.end();
   };
   return { port, facts, uri: `mysql://replay:replay@127.0.0.1:${port}/`, close, [Symbol.asyncDispose]: close };
 }
