@@ -206,17 +206,17 @@ describe('sluice capture --once through the replay source (SLUICE_STARTUP=earlie
     expect(events[2]?.after).toMatchObject({ product_id: 6666, c2: 'product_item_value_2', c4: 111, c10: '{"c": 1}' });
   });
 
-  it('02_query and previous_GTID_no_tag: history without rows captures to an empty output', async () => {
-    for (const name of ['02_query', 'previous_GTID_no_tag']) {
+  for (const name of ['02_query', 'previous_GTID_no_tag']) {
+    it(`${name}: a history without rows captures to an empty output`, async () => {
       const fixture = accepted(name);
       await prepareSchema(fixture);
       await using server = await replay(fixture);
       const source = await captureSource(fixture, server);
       const run = await source.capture();
-      expect({ name, code: run.code, error: run.code === 0 ? undefined : errorCode(run) }, run.stderr).toEqual({ name, code: 0, error: undefined });
+      expect({ code: run.code, error: run.code === 0 ? undefined : errorCode(run) }, run.stderr).toEqual({ code: 0, error: undefined });
       expect((await source.events()).filter((e) => ['c', 'u', 'd'].includes(e.op as string))).toEqual([]);
-    }
-  });
+    });
+  }
 });
 
 describe('sluice doctor against the replay source', () => {
