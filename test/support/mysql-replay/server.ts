@@ -341,14 +341,12 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
       statements: Map<number, { sql: string; params: number }>;
       /** Session SETs (time_zone, names…), replayed on the forward connection so its reads see them too. */
       sets: string[];
-      dumping: boolean;
     } = {
       user: 'replay',
       connectionId,
       userVariables: new Map(),
       statements: new Map(),
       sets: [],
-      dumping: false,
     };
     let timer: NodeJS.Timeout | undefined;
     let closed = false;
