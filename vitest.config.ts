@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 // A passing run prints the runner's list and summary only. The AWS SDK warns once per process that
 // Node 20 support ends (Lambda runs Node 22); set here, the variable reaches the workers and every
@@ -8,6 +8,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The MySQL replay suite has its own run: npm run test:mysql (vitest.mysql.config.ts).
+    exclude: [...configDefaults.exclude, 'test/mysql/**'],
     // The real local stack (MariaDB, DynamoDB Local, S3 emulator) is started once for all files.
     globalSetup: ['test/support/global-setup.ts'],
     setupFiles: ['test/support/env.ts'],

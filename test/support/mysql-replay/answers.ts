@@ -85,7 +85,7 @@ const UNKNOWN_UUID = '00000000-0000-0000-0000-00000000feed';
  * transactions before the oldest served file, as if its predecessors were purged); server_uuid = the
  * uuid of the files' GTIDs, else of the PREVIOUS_GTIDS. Row-format variables are what the files show.
  */
-export function serverFacts(files: readonly ServedFile[], presentVersion?: string): ServerFacts {
+export function serverFacts(files: readonly ServedFile[], presentVersion?: string, overrides: Readonly<Record<string, string>> = {}): ServerFacts {
   const first = files[0]?.file;
   if (!first) throw new Error('mysql-replay: no binlog file to serve');
   const version = presentVersion ?? first.serverVersion;
@@ -133,6 +133,8 @@ export function serverFacts(files: readonly ServedFile[], presentVersion?: strin
     ['transaction_isolation', 'REPEATABLE-READ'],
     ['sql_mode', 'ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'],
   ]);
+  // What the files cannot show (a history without TABLE_MAPs shows no binlog_row_metadata), the caller says.
+  for (const [name, value] of Object.entries(overrides)) variables.set(name.toLowerCase(), value);
   // expire_logs_days: deprecated in 8.0, removed in 8.4 (https://dev.mysql.com/doc/refman/8.4/en/mysql-nutshell.html).
   if (n < 80400) variables.set('expire_logs_days', '0');
   return { version, versionNumber: n, serverId: first.serverId, serverUuid, gtidMode, gtidExecuted: executed, gtidPurged: purged, files, variables };

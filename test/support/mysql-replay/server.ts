@@ -60,6 +60,8 @@ export interface ReplayOptions {
   port?: number;
   /** A mysql:// URI that schema and table reads are forwarded to. */
   schemaFrom?: string;
+  /** Global variables the files cannot show, set as the recording server had them (e.g. binlog_row_metadata of a file without TABLE_MAPs). */
+  variables?: Readonly<Record<string, string>>;
   /** Heartbeat interval when the client sets no @master_heartbeat_period. */
   heartbeatMs?: number;
   /** Called with each statement and what it got, for tests and `--verbose`. */
@@ -321,9 +323,9 @@ function decodeDump(payload: Buffer): DumpRequest {
 /** Starts a replay server; resolves once it listens. */
 export async function startReplayServer(options: ReplayOptions): Promise<ReplayServer> {
   const files = servedFiles(options.files);
-  const facts = serverFacts(files, options.version);
+  const facts = serverFacts(files, options.version, options.variables);
   const heartbeatMs = options.heartbeatMs ?? 3000;
-  const forwardPool = options.schemaFrom ? mysqlPromise.createPool({ uri: options.schemaFrom, connectionLimit: 8, multipleStatements: false }) : undefined;
+  const schemaFrom = options.schemaFrom;
   const connections = new Map<number, ServerConnection>();
   let nextId = 1;
   const log = options.onStatement ?? (() => {});
@@ -333,12 +335,18 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
   function serve(conn: ServerConnection): void {
     const connectionId = nextId++;
     connections.set(connectionId, conn);
-    const session: Session & { forward?: mysqlPromise.PoolConnection; statements: Map<number, { sql: string; params: number }>; dumping: boolean } = {
+    const session: Session & {
+      /** This client's own connection to --schema-from (its session state must not reach other clients). */
+      forward?: mysqlPromise.Connection;
+      statements: Map<number, { sql: string; params: number }>;
+      /** Session SETs (time_zone, names…), replayed on the forward connection so its reads see them too. */
+      sets: string[];
+    } = {
       user: 'replay',
       connectionId,
       userVariables: new Map(),
       statements: new Map(),
-      dumping: false,
+      sets: [],
     };
     let timer: NodeJS.Timeout | undefined;
     let closed = false;
@@ -346,7 +354,7 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
       closed = true;
       if (timer) clearTimeout(timer);
       connections.delete(connectionId);
-      session.forward?.release();
+      session.forward?.destroy();
       session.forward = undefined;
     };
     conn.stream.on('close', cleanup);
@@ -379,11 +387,13 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
     const dispatch = function (this: unknown, packet: { buffer: Buffer; start: number; end: number }): unknown {
       const payload = Buffer.from(packet.buffer.subarray(packet.start + 4, packet.end));
       // A client sends its next command only after the answer (COM_STMT_CLOSE has none), so the
-      // sequence restarts at 0 once the answer is written.
+      // sequence restarts at 0 once the answer is written; a binlog dump's answer never ends (its
+      // heartbeats continue the sequence).
+      const streaming = payload[0] === COM.BINLOG_DUMP || payload[0] === COM.BINLOG_DUMP_GTID;
       void command(payload)
         .catch((error: Error) => send(errorPacket(1105, 'HY000', `mysql-replay: ${error.message}`)))
         .finally(() => {
-          conn.sequenceId = 0;
+          if (!streaming) conn.sequenceId = 0;
         });
       return dispatch;
     };
@@ -398,7 +408,14 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
       const a: Answer = answer(sql, facts, session);
       if (a.kind === 'forward') return forward(sql, binary);
       log(sql, a.kind === 'error' ? `error ${a.errno}: ${a.message}` : a.kind);
-      if (a.kind === 'ok') return send(okPacket());
+      if (a.kind === 'ok') {
+        if (/^SET\s+(?!@)/i.test(sql.trim())) {
+          session.sets.push(sql);
+          // MariaDB may not know a MySQL session variable: the SET stays answered here either way.
+          await session.forward?.query(sql).catch(() => {});
+        }
+        return send(okPacket());
+      }
       if (a.kind === 'error') return send(errorPacket(a.errno, a.sqlState, a.message));
       if (a.kind === 'kill') {
         const victim = connections.get(a.connectionId);
@@ -411,13 +428,16 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
     }
 
     async function forward(sql: string, binary: boolean): Promise<void> {
-      if (!forwardPool) {
+      if (!schemaFrom) {
         const a = unsupported(sql, 'schema and table reads need --schema-from');
         if (a.kind === 'error') send(errorPacket(a.errno, a.sqlState, a.message));
         log(sql, 'refused: no --schema-from');
         return;
       }
-      session.forward ??= await forwardPool.getConnection();
+      if (!session.forward) {
+        session.forward = await mysqlPromise.createConnection({ uri: schemaFrom });
+        for (const set of session.sets) await session.forward.query(set).catch(() => {});
+      }
       try {
         const [result, fields] = await session.forward.query({ sql, rowsAsArray: true, typeCast: (field: { buffer(): Buffer | null }) => field.buffer() });
         log(sql, 'forwarded');
@@ -601,7 +621,6 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
   const close = async () => {
     for (const c of connections.values()) c.stream.destroy();
     await new Promise<void>((resolve) => net.close(() => resolve()));
-    await forwardPool?.end();
   };
   return { port, facts, uri: `mysql://replay:replay@127.0.0.1:${port}/`, close, [Symbol.asyncDispose]: close };
 }

@@ -1,0 +1,127 @@
+import ZongJi from '@vlasky/zongji';
+import mysql from 'mysql2/promise';
+import { inject, vi } from 'vitest';
+import { type ReplayServer, startReplayServer } from '../support/mysql-replay/server.ts';
+import { type Fixture, fixturePath } from './fixtures.ts';
+
+/** The test stack's MariaDB as root: where --schema-from reads the fixtures' tables. */
+export function schemaUri(): string {
+  return inject('stackEnv').SLUICE_LOCAL_ADMIN_URL as string;
+}
+
+/**
+ * Creates the tables a fixture's rows were written to in the stack's MariaDB, from scratch. The
+ * `mysql` database is MariaDB's own: only the fixture's tables are dropped there.
+ */
+export async function prepareSchema(fixture: Fixture): Promise<void> {
+  const admin = await mysql.createConnection({ uri: schemaUri(), multipleStatements: false });
+  try {
+    for (const [db, statements] of Object.entries(fixture.schema)) {
+      if (db === 'mysql') {
+        for (const s of statements) {
+          const table = /^CREATE TABLE (?:IF NOT EXISTS )?`?(\w+)`?/i.exec(s)?.[1];
+          if (table) await admin.query(`DROP TABLE IF EXISTS mysql.\`${table}\``);
+        }
+      } else {
+        await admin.query(`DROP DATABASE IF EXISTS \`${db}\``);
+        await admin.query(`CREATE DATABASE \`${db}\` CHARACTER SET utf8mb4`);
+      }
+      await admin.query(`USE \`${db}\``);
+      for (const s of statements) await admin.query(s);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Starts a replay server for a fixture, forwarding schema reads to the stack's MariaDB. */
+export function replay(fixture: Fixture, options: { version?: string; heartbeatMs?: number } = {}): Promise<ReplayServer> {
+  return startReplayServer({ files: fixture.files.map(fixturePath), schemaFrom: schemaUri(), variables: fixture.variables, ...options });
+}
+
+/** One event as zongji delivered it, reduced to what the tests compare. */
+export interface Delivered {
+  name: string;
+  /** The binlog file the event belongs to (as the last ROTATE named it). */
+  file: string;
+  nextPosition: number;
+  timestamp: number;
+  event: Record<string, unknown>;
+}
+
+/** Every event name zongji knows, so nothing it decodes is filtered out. */
+const ALL_EVENTS = [
+  'unknown',
+  'query',
+  'intvar',
+  'rotate',
+  'format',
+  'xid',
+  'heartbeat',
+  'tablemap',
+  'writerows',
+  'updaterows',
+  'deleterows',
+  'gtid',
+  'anonymousgtid',
+  'previousgtids',
+  'rowsquery',
+  'xaprepare',
+  'partialupdaterows',
+  'transactionpayload',
+];
+
+/**
+ * Streams from the replay server with zongji (a non-blocking dump unless `nonBlock: false`) until
+ * the last file's last event arrived (or `until` holds) or `timeoutMs` passed, and returns what it
+ * delivered and the errors it emitted.
+ */
+export async function streamWithZongji(
+  server: ReplayServer,
+  start: { filename?: string; position?: number; gtidSet?: string; nonBlock?: boolean } = {},
+  timeoutMs = 8000,
+  until?: (events: Delivered[]) => boolean,
+): Promise<{ events: Delivered[]; errors: Error[] }> {
+  const zongji = new ZongJi({ host: '127.0.0.1', port: server.port, user: 'replay', password: 'any' });
+  const events: Delivered[] = [];
+  const errors: Error[] = [];
+  const last = server.facts.files[server.facts.files.length - 1];
+  const end = last ? { file: last.name, pos: last.file.bytes.length } : undefined;
+  let file = '';
+  // mysql2 reports a broken packet sequence only on the console: make it an error the tests see.
+  const console_ = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
+    errors.push(new Error(args.map(String).join(' ')));
+  });
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    let finished = false;
+    const finish = () => {
+      clearTimeout(timer);
+      // Errors about the last events arrive right after them.
+      if (!finished) setTimeout(resolve, 200);
+      finished = true;
+    };
+    zongji.on('binlog', (raw: unknown) => {
+      const ev = raw as Record<string, unknown> & { getEventName(): string; nextPosition: number; timestamp: number };
+      const name = ev.getEventName();
+      // A file's own ROTATE ends that file (its end offset is the old file's); the artificial one opens the next.
+      const own = name === 'rotate' && ev.nextPosition > 0 ? file : undefined;
+      if (name === 'rotate') file = ev.binlogName as string;
+      events.push({ name, file: own ?? file, nextPosition: ev.nextPosition, timestamp: ev.timestamp, event: ev });
+      if (until ? until(events) : end && (own ?? file) === end.file && ev.nextPosition === end.pos) finish();
+    });
+    zongji.on('error', (raw: unknown) => {
+      const error = raw as Error;
+      errors.push(error);
+      if ((error as { errno?: number }).errno === 1236) finish();
+    });
+    zongji.start({ includeEvents: ALL_EVENTS, nonBlock: true, ...start } as Record<string, unknown>);
+  });
+  await new Promise<void>((resolve) => {
+    zongji.once('stopped', () => resolve());
+    zongji.stop();
+    setTimeout(resolve, 2000);
+  });
+  console_.mockRestore();
+  return { events, errors };
+}
