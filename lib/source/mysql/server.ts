@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
+import { dialectOf } from './dialect.ts';
 import { type MysqlTarget, scrub } from './target.ts';
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
@@ -34,15 +35,12 @@ async function rows<T>(conn: SqlConnection, sql: string, values?: unknown[]): Pr
   return result as T[];
 }
 
-/** The server's current end of binlog: where `latest` starts and where `--once` stops. */
+/**
+ * The server's current end of binlog: where `latest` starts and where `--once` stops. Asked in the
+ * connection's dialect (SHOW MASTER STATUS, or SHOW BINARY LOG STATUS on MySQL 8.2+).
+ */
 export async function masterPosition(conn: SqlConnection): Promise<BinlogPosition> {
-  const [status] = await rows<{ File: string; Position: string | number }>(conn, 'SHOW MASTER STATUS');
-  if (!status)
-    throw new PreflightError(
-      ErrorCode.PREFLIGHT_LOG_BIN,
-      'binary logging is off on the source. Start the server with log_bin enabled (RDS/Aurora: set a backup retention period > 0).',
-    );
-  return { file: status.File, pos: Number(status.Position) };
+  return (await dialectOf(conn)).binlogEnd(conn);
 }
 
 export async function binaryLogs(conn: SqlConnection): Promise<{ file: string; size: number }[]> {
