@@ -23,6 +23,8 @@ export interface FakeFile {
   before?: string;
   /** Offsets where an event starts (SHOW BINLOG EVENTS FROM must land on one). */
   events?: number[];
+  /** SHOW BINLOG EVENTS' Event_type at an offset (default Format_desc at 4, else Gtid). */
+  types?: Record<number, string>;
 }
 
 export interface FakeServerOptions {
@@ -116,7 +118,9 @@ export class FakeServer implements SqlConnection {
       if (pos === file.size) return answer([]);
       if (!(file.events ?? [4]).includes(pos))
         throw mysqlError(1220, 'ER_ERROR_WHEN_EXECUTING_COMMAND', 'Error when executing command SHOW BINLOG EVENTS: Wrong offset or I/O error');
-      return answer([{ Log_name: file.name, Pos: pos, Event_type: pos === 4 ? 'Format_desc' : 'Gtid', Server_id: 1, End_log_pos: pos + 10, Info: '' }]);
+      return answer([
+        { Log_name: file.name, Pos: pos, Event_type: file.types?.[pos] ?? (pos === 4 ? 'Format_desc' : 'Gtid'), Server_id: 1, End_log_pos: pos + 10, Info: '' },
+      ]);
     }
     if (sql === 'SHOW BINLOG EVENTS IN ? LIMIT 3') {
       // The manual's SHOW BINLOG EVENTS: a file starts with Format_desc and (MySQL) Previous_gtids.

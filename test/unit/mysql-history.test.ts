@@ -5,7 +5,7 @@ import type { BinlogPosition } from '../../lib/core/position.ts';
 import type { SluiceError } from '../../lib/errors.ts';
 import { mysqlGtidStart } from '../../lib/source/mysql/binlog-scan.ts';
 import { dialectOf } from '../../lib/source/mysql/dialect.ts';
-import { BinlogHistories } from '../../lib/source/mysql/history.ts';
+import { BinlogHistories, checkStartPosition } from '../../lib/source/mysql/history.ts';
 import { FakeServer, type FakeServerOptions } from '../support/fake-mysql.ts';
 
 const A = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
@@ -91,6 +91,16 @@ describe('the stored position on MySQL, before reading', () => {
     const mariadb = new FakeServer({ version: '10.11.19-MariaDB', files: [{ name: 'binlog.000002', size: 1500, events: [4, 500] }] });
     await new BinlogHistories({ position: { file: 'binlog.000002', pos: 500, gtid: '0-1-10' }, history }).checkStored(mariadb);
     expect(mariadb.statements.some((s) => s.includes('gtid_executed'))).toBe(false);
+  });
+});
+
+describe('a position given by a person, on MySQL', () => {
+  it('may start at a tagged GTID event (8.3+), not inside its transaction', async () => {
+    const files = [{ name: 'binlog.000001', size: 900, events: [4, 300, 380], types: { 300: 'Gtid_tagged_log_event', 380: 'Query' } }];
+    await checkStartPosition(server({ version: '9.6.0', files }), { file: 'binlog.000001', pos: 300 });
+    const error = await failure(checkStartPosition(server({ version: '9.6.0', files }), { file: 'binlog.000001', pos: 380 }));
+    expect(error?.code).toBe('POSITION_INVALID');
+    expect(error?.message).toContain('inside a transaction (a Query event starts there)');
   });
 });
 

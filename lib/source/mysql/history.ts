@@ -216,7 +216,18 @@ async function serverIdentity(conn: SqlConnection): Promise<ServerIdentity> {
 }
 
 /** Binlog events a transaction (event group) can start with, as SHOW BINLOG EVENTS names them. */
-const GROUP_STARTS = new Set(['Gtid', 'Anonymous_Gtid', 'Format_desc', 'Gtid_list', 'Previous_gtids', 'Binlog_checkpoint', 'Rotate', 'Stop']);
+// MySQL 8.3+ names a tagged GTID event Gtid_tagged_log_event (sql/log_event.cc get_type_str).
+const GROUP_STARTS = new Set([
+  'Gtid',
+  'Gtid_tagged_log_event',
+  'Anonymous_Gtid',
+  'Format_desc',
+  'Gtid_list',
+  'Previous_gtids',
+  'Binlog_checkpoint',
+  'Rotate',
+  'Stop',
+]);
 
 /** The type of the event at `position` (SHOW BINLOG EVENTS names), null at the file's end, undefined when `pos` is not an event boundary. */
 async function eventAt(conn: SqlConnection, position: BinlogPosition): Promise<string | null | undefined> {
