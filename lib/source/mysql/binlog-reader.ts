@@ -500,6 +500,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         // exposed only once its creation time (its history, see history.ts) is known.
         this.file = ev.binlogName;
         return;
+      case 'Heartbeat':
+        // Its log_pos is in the file its body names: a position in another file than the stream's
+        // (a server still naming the file before a ROTATE it sent) is not one to store here.
+        if (ev.binlogName && ev.binlogName !== this.file) return;
+        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
+        return;
       default:
         if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
     }
