@@ -388,12 +388,16 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return table;
   }
 
+  /** The ended (or superseded) group's GTID joins the executed set. */
+  private foldGtid(): void {
+    if (this.pendingGtid === undefined) return;
+    if (this.executed) this.executed = knownSet(() => this.executed?.set.add(this.pendingGtid as string));
+    this.pendingGtid = undefined;
+  }
+
   private boundary(kind: 'commit' | 'progress', pos: number, tsMs = 0): void {
     this.inTxn = false;
-    if (this.pendingGtid !== undefined) {
-      if (this.executed) this.executed = knownSet(() => this.executed?.set.add(this.pendingGtid as string));
-      this.pendingGtid = undefined;
-    }
+    this.foldGtid();
     const position = { file: this.file, pos, gtid: this.gtid ?? undefined, ...(this.executed?.text ? { gtidSet: this.executed.text } : {}) };
     this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
   }
@@ -454,6 +458,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         this.begin(ev, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
         return;
       case 'Gtid':
+        // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
+        this.foldGtid();
         this.begin(ev, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
         this.pendingGtid = this.gtid ?? undefined;
         return;
