@@ -134,7 +134,7 @@ describe.each([
     expect(lost?.code).toBe('POSITION_LOST');
   });
 
-  it('the `sluice status` command reports the server position (bin/sluice.js against the replay source)', async () => {
+  it('`sluice doctor` passes and the `sluice status` command reports the server position (bin/sluice.js against the replay source)', async () => {
     const env = {
       ...process.env,
       ...inject('stackEnv'),
@@ -144,6 +144,8 @@ describe.each([
     };
     const local = loadConfig(env);
     await initResources(local, createClients(local));
+    const doctor = await sluice(['doctor'], { ...env, SLUICE_INCLUDE: 'binlogtest\\..*' });
+    expect({ code: doctor.code, failed: doctor.stdout.split('\n').filter((line) => line.startsWith('FAIL')) }).toEqual({ code: 0, failed: [] });
     const { code, stdout, stderr } = await sluice(['status', '--json'], env);
     expect(stderr).toBe('');
     expect(code).toBe(0);
