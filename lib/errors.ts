@@ -84,7 +84,7 @@ export const ErrorCode = {
   SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
   /** The source has no snapshot request to work on. */
   SNAPSHOT_NONE: 'SNAPSHOT_NONE',
-  /** A table without a key on a server that cannot report where a consistent snapshot starts (MySQL): it cannot be read whole at a known point. */
+  /** A table without a key on a server that cannot pin where a consistent snapshot reads (MySQL without BACKUP_ADMIN or RELOAD): it cannot be read whole at a known point. */
   SNAPSHOT_NO_KEY: 'SNAPSHOT_NO_KEY',
   /** A table's structure changed during every read of it the worker tried. Retriable. */
   SNAPSHOT_TABLE_CHANGING: 'SNAPSHOT_TABLE_CHANGING',
@@ -108,7 +108,7 @@ export const ErrorCode = {
   STATE_RESET: 'STATE_RESET',
   /** `verify` while a snapshot is copying. */
   VERIFY_SNAPSHOT_RUNNING: 'VERIFY_SNAPSHOT_RUNNING',
-  /** The server does not report `binlog_snapshot_file` (MySQL); verify needs MariaDB. */
+  /** The server cannot pin where a consistent snapshot reads (MySQL without BACKUP_ADMIN or RELOAD): verify cannot read it at a known position. */
   VERIFY_UNSUPPORTED: 'VERIFY_UNSUPPORTED',
   /** `materialize --out` is neither `.parquet` nor `.jsonl`. */
   MATERIALIZE_FORMAT: 'MATERIALIZE_FORMAT',

@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { GtidSet, isMariadbGtidPosition } from '../core/gtid-set.ts';
 import { type BinlogPosition, parsePosition } from '../core/position.ts';
 import { NameScanner, type TableRef, tableKey } from '../core/table-ref.ts';
 import { ConfigError, SluiceError } from '../errors.ts';
@@ -16,7 +17,15 @@ const STARTUP_HELP = 'expected initial, initial-only, latest, earliest, position
 
 function parseStartup(text: string, ctx: z.RefinementCtx): Startup {
   if (text === 'initial' || text === 'initial-only' || text === 'latest' || text === 'earliest') return { mode: text };
-  if (text.startsWith('gtid:') && /^\d+-\d+-\d+(,\d+-\d+-\d+)*$/.test(text.slice(5))) return { mode: 'gtid', gtid: text.slice(5) };
+  // A MariaDB GTID position (d-s-n per domain) or a MySQL GTID set (uuid:1-5:11-18, tagged uuid:tag:1-5).
+  if (text.startsWith('gtid:') && (isMariadbGtidPosition(text.slice(5)) || GtidSet.is(text.slice(5)))) return { mode: 'gtid', gtid: text.slice(5) };
+  if (text.startsWith('gtid:')) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${text.slice(5)}" is neither a MariaDB GTID position (d-s-n[,d-s-n…], e.g. gtid:0-1-1234) nor a MySQL GTID set (uuid:n-m[:n-m…][,…], e.g. gtid:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5)`,
+    });
+    return z.NEVER;
+  }
   if (text.startsWith('timestamp:')) {
     const at = Date.parse(text.slice('timestamp:'.length));
     if (Number.isFinite(at) && /[zZ]|[+-]\d\d:?\d\d$/.test(text)) return { mode: 'timestamp', at };

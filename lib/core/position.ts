@@ -9,6 +9,13 @@ export interface BinlogPosition {
   readonly file: string;
   readonly pos: number;
   readonly gtid?: string;
+  /**
+   * MySQL: every transaction executed at this point (the GTID set `@@gtid_executed` had when it
+   * was written), when the stream knows it: from the Previous_gtids of a file it read from the
+   * start, or the stored position's set, plus each GTID since. The foreign-history and purge
+   * checks compare it with the server's (lib/source/mysql/history.ts); absent with gtid_mode OFF.
+   */
+  readonly gtidSet?: string;
 }
 
 const fileNumbers = new Map<string, number>();

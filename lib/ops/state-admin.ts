@@ -32,6 +32,7 @@ const stateFileSchema = z.object({
       file: z.string().regex(/^[^:\s]+\.\d+$/, 'expected a binlog file name such as binlog.000042'),
       pos: z.number().int().min(4, 'a binlog position is at least 4'),
       gtid: z.string().min(1).optional(),
+      gtidSet: z.string().min(1).optional(),
     })
     .nullable(),
   history: z

@@ -2,6 +2,7 @@ import type { Config } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, fileNumber } from '../core/position.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
+import { dialectOf } from '../source/mysql/dialect.ts';
 import { filterWarnings } from '../source/mysql/filter-check.ts';
 import { rdsBinlogRetention, retentionWarning } from '../source/mysql/rds.ts';
 import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
@@ -80,11 +81,7 @@ async function purgeRisk(
     if (rdsHours === null) return { retentionSeconds: 0, timeToPurgeSeconds: 0 };
     retention = rdsHours * 3600;
   } else {
-    const [rows] = await conn
-      .query('SELECT @@expire_logs_days AS days, @@binlog_expire_logs_seconds AS seconds')
-      .catch(() => conn.query('SELECT @@expire_logs_days AS days, 0 AS seconds'));
-    const row = (rows as { days: number | string | null; seconds: number | string | null }[])[0];
-    retention = Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
+    retention = await (await dialectOf(conn)).retentionSeconds(conn);
   }
   if (!retention) return { retentionSeconds: null, timeToPurgeSeconds: null };
   const logs = await binaryLogs(conn);

@@ -10,6 +10,7 @@ import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
+import { dialectOf } from '../source/mysql/dialect.ts';
 import type { TableInfo } from '../source/mysql/schema.ts';
 import { masterPosition } from '../source/mysql/server.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
@@ -356,7 +357,8 @@ function chunkWork(deps: SnapshotDeps, owner: string, job: SnapshotJob, claimed:
 
 /**
  * A table without a key: nothing to page by, so it is read whole inside ONE consistent snapshot,
- * whose binlog position the server reports exactly (MariaDB's binlog_snapshot_file/position): the
+ * whose binlog position the server's dialect pins exactly (MariaDB's binlog_snapshot_file/position,
+ * MySQL's performance_schema.log_status read around it, or a global read lock held for it): the
  * watermark L of every page. The first page starts with a reset (`t`, kind `snapshot`) at L, before
  * every row of the attempt: readers drop the table's earlier rows — including a failed attempt's —
  * and count these. Pages commit as the rows stream (bounded memory). An attempt cannot resume in
@@ -372,8 +374,14 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
   if (chunk.done) return chunk;
   const before = await schema.structureOf(reader.sql, reading.info);
+  // One transaction at a binlog point the server's dialect pins (dialect.ts `snapshotPoint`).
+  const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql);
+  if ('refused' in point)
+    throw new SluiceError(
+      ErrorCode.SNAPSHOT_NO_KEY,
+      `table ${formatTableRef(reading.info)} has no key, so it is read whole in one transaction at a known binlog point, which this server cannot give: ${point.refused}. Else give it a primary key or a UNIQUE key on NOT NULL columns, or exclude it (SLUICE_EXCLUDE)`,
+    );
   // The transaction reads the table as it was at its start: check that `info` describes that.
-  await reader.sql.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
   if (before !== reading.structure || (await schema.structureOf(reader.sql, reading.info)) !== before) {
     await reader.sql.query('COMMIT');
     Object.assign(reading, await readTable(reader, config, reading.info, schema));
@@ -381,14 +389,7 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   }
   const info = reading.info;
   try {
-    const [status] = await reader.sql.query("SHOW STATUS LIKE 'binlog_snapshot_%'");
-    const vars = Object.fromEntries((status as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name.toLowerCase(), r.Value]));
-    if (!vars.binlog_snapshot_file)
-      throw new SluiceError(
-        ErrorCode.SNAPSHOT_NO_KEY,
-        `table ${formatTableRef(info)} has no key, and the server does not report binlog_snapshot_file (MariaDB does), which reading it whole at a known point needs: give it a primary key or a UNIQUE key on NOT NULL columns, or exclude it (SLUICE_EXCLUDE)`,
-      );
-    const watermark = { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
+    const watermark = point.position;
     const version = await schema.versionAt(info, before, watermark);
     const shape = shapeOf(info, version);
     const source = encodeSource({

@@ -5,6 +5,7 @@ import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
 import { classifyDdl } from '../source/mysql/ddl/classify.ts';
+import { dialectOf } from '../source/mysql/dialect.ts';
 import { tableInfo } from '../source/mysql/schema.ts';
 import type { serverTraits } from '../source/mysql/schema-read.ts';
 import type { pagingConnection } from '../source/mysql/snapshot-reader.ts';
@@ -15,15 +16,13 @@ type Reader = ReturnType<typeof pagingConnection>;
 
 /** Opens one consistent-snapshot transaction on `reader` and returns the binlog position S it reads at. */
 export async function readAtKnownPosition(reader: Reader): Promise<BinlogPosition> {
-  await reader.sql.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
-  const [status] = await reader.sql.query("SHOW STATUS LIKE 'binlog_snapshot_%'");
-  const vars = Object.fromEntries((status as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name.toLowerCase(), r.Value]));
-  if (!vars.binlog_snapshot_file)
+  const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql);
+  if ('refused' in point)
     throw new SluiceError(
       ErrorCode.VERIFY_UNSUPPORTED,
-      'the server does not report binlog_snapshot_file (MariaDB does); verify needs it to read MySQL at a known binlog position',
+      `verify reads MySQL in one transaction at a known binlog position, which this server cannot give: ${point.refused}`,
     );
-  return { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) };
+  return point.position;
 }
 
 /** What changed between the output's position and the MySQL read. */

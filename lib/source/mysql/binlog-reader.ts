@@ -1,4 +1,5 @@
 import ZongJi from '@vlasky/zongji';
+import { GtidSet } from '../../core/gtid-set.ts';
 import type { BinlogPosition } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
@@ -140,6 +141,16 @@ function compileDecoder(decoders: TableState['decoders']): TableState['decode'] 
   return new Function(...decoders.map((_, i) => `d${i}`), `return (r) => { ${body} };`)(...decoders.map(([, decode]) => decode));
 }
 
+/** A set with its text; unknown (undefined) when the server's text does not parse: positions then go without one. */
+function knownSet(make: () => GtidSet | undefined): { set: GtidSet; text: string } | undefined {
+  try {
+    const set = make();
+    return set && { set, text: set.toString() };
+  } catch {
+    return undefined;
+  }
+}
+
 export class BinlogReader implements AsyncIterable<BinlogItem> {
   private readonly zongji: ZongJi;
   private readonly queue: BinlogItem[] = [];
@@ -165,6 +176,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   /** Where in `file` the stream has got to: the end of the last event read, whatever it was. */
   private streamPos: number;
   private gtid: string | null;
+  /**
+   * MySQL: the GTID set executed at the stream's point, once known (the stored position's, or a
+   * file's Previous_gtids), with its text for positions; the open group's GTID joins it at the
+   * group's end.
+   */
+  private executed: { set: GtidSet; text: string } | undefined;
+  private pendingGtid: string | undefined;
   private inTxn = false;
   /**
    * How the current group ends: `transaction` at its Xid or COMMIT, `standalone` after its one
@@ -186,6 +204,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.file = options.start.file;
     this.streamPos = options.start.pos;
     this.gtid = options.start.gtid ?? null;
+    if (options.start.gtidSet) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
     // (20,000 took a 320k-row capture's peak RSS from ~180 to ~235 MB, docs/PERFORMANCE.md).
     this.highWater = options.highWaterRows ?? 5_000;
@@ -378,6 +397,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return table;
   }
 
+  /** The ended (or superseded) group's GTID joins the executed set. */
+  private foldGtid(): void {
+    if (this.pendingGtid === undefined) return;
+    if (this.executed) this.executed = knownSet(() => this.executed?.set.add(this.pendingGtid as string));
+    this.pendingGtid = undefined;
+  }
+
   private boundary(kind: 'commit' | 'progress', pos: number, tsMs = 0): void {
     // log_pos 0: inside a compressed transaction, which ends with its payload event.
     if (pos === 0 && kind === 'commit') {
@@ -386,7 +412,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
     this.inTxn = false;
     this.endsWithPayload = false;
-    const position = { file: this.file, pos, gtid: this.gtid ?? undefined };
+    this.foldGtid();
+    const position = { file: this.file, pos, gtid: this.gtid ?? undefined, ...(this.executed?.text ? { gtidSet: this.executed.text } : {}) };
     this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
   }
 
@@ -446,8 +473,17 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         this.begin(ev, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
         return;
       case 'Gtid':
+        // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
+        this.foldGtid();
         this.begin(ev, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
+        this.pendingGtid = this.gtid ?? undefined;
         return;
+      case 'PreviousGtids': {
+        // A file read from its start: the set executed before it is exact from here on.
+        this.executed = knownSet(() => GtidSet.parse(String(ev.gtidSet ?? '')));
+        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
+        return;
+      }
       case 'AnonymousGtid':
         this.begin(ev, null, null, 'open', false);
         return;
@@ -489,6 +525,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         // No progress here: the new file's Format_description follows, and a position in a file is
         // exposed only once its creation time (its history, see history.ts) is known.
         this.file = ev.binlogName;
+        return;
+      case 'Heartbeat':
+        // Its log_pos is in the file its body names: a position in another file than the stream's
+        // (a server still naming the file before a ROTATE it sent) is not one to store here.
+        if (ev.binlogName && ev.binlogName !== this.file) return;
+        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
         return;
       default:
         if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);

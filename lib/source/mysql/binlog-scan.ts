@@ -1,8 +1,10 @@
 import type { Config } from '../../config/config.ts';
+import { GtidSet, isMariadbGtidPosition } from '../../core/gtid-set.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../../core/position.ts';
-import { ErrorCode, SluiceError } from '../../errors.ts';
+import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
+import { type Dialect, dialectOf } from './dialect.ts';
 import { checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';
@@ -94,14 +96,13 @@ const coveredBy = (position: Map<number, bigint>, gtid: string) => {
 };
 
 /** `gtid:<d-s-n,...>` (MariaDB): the boundary before the first transaction the set does not cover. */
-async function positionAfterGtid(target: MysqlTarget, conn: SqlConnection, gtid: string): Promise<BinlogPosition> {
+async function positionAfterMariadbGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, gtid: string): Promise<BinlogPosition> {
   const covered = parseGtidPosition(gtid);
-  const end = await masterPosition(conn);
+  const end = await dialect.binlogEnd(conn);
   const logs = await binaryLogs(conn);
   let from = logs[0];
   for (const log of [...logs].reverse()) {
-    const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, 4) AS gtid', [log.file]);
-    const state = String((rows as { gtid: string | null }[])[0]?.gtid ?? '');
+    const state = await dialect.gtidsBefore(conn, log.file);
     if ([...parseGtidPosition(state)].every(([domain, seq]) => coveredBy(covered, `${domain}-0-${seq}`))) {
       from = log;
       break;
@@ -109,6 +110,42 @@ async function positionAfterGtid(target: MysqlTarget, conn: SqlConnection, gtid:
   }
   if (!from) return end;
   return boundaryBefore(target, { file: from.file, pos: 4 }, end, (txn) => txn.gtid !== null && !coveredBy(covered, txn.gtid));
+}
+
+/**
+ * Where a MySQL GTID set's transactions end, as a file and offset: the newest file whose
+ * Previous_gtids (the set executed before the file) the set includes, scanned from its start to
+ * the first transaction the set lacks. The server must hold every transaction of the set and still
+ * have those after it (not in gtid_purged); else nothing is stored and the error says what differs.
+ */
+export async function mysqlGtidStart(conn: SqlConnection, dialect: Dialect, text: string): Promise<{ from: string | undefined; covered: GtidSet }> {
+  const covered = GtidSet.parse(text);
+  const state = await dialect.gtidState(conn);
+  if (state && !state.executed.includes(covered)) {
+    throw new SluiceError(
+      ErrorCode.POSITION_FOREIGN,
+      `gtid:${text} holds transactions this server never executed (${covered.subtract(state.executed)}; its gtid_executed is "${state.executed}"): the set comes from another server or history; nothing was stored. Take the set from this server's history (a savepoint, or @@gtid_executed at the point wanted).`,
+    );
+  }
+  const lost = state?.executed.subtract(covered).intersect(state.purged);
+  if (lost && !lost.isEmpty) {
+    throw new PositionLostError(
+      `the transactions after gtid:${text} are partly purged from this server's binlog (${lost} is in gtid_purged); nothing was stored. Re-snapshot the source (SLUICE_STARTUP=initial, or \`sluice state reset --to latest\` then \`sluice snapshot\`).`,
+    );
+  }
+  const logs = await binaryLogs(conn);
+  for (const log of [...logs].reverse()) {
+    if (covered.includes(GtidSet.parse(await dialect.gtidsBefore(conn, log.file)))) return { from: log.file, covered };
+  }
+  return { from: logs[0]?.file, covered };
+}
+
+/** `gtid:<uuid:1-5,...>` (MySQL): the boundary before the first transaction the set does not hold. */
+async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string): Promise<BinlogPosition> {
+  const end = await dialect.binlogEnd(conn);
+  const { from, covered } = await mysqlGtidStart(conn, dialect, text);
+  if (!from) return end;
+  return boundaryBefore(target, { file: from, pos: 4 }, end, (txn) => txn.gtid !== null && !covered.contains(txn.gtid));
 }
 
 /** Where a source with no stored position starts, per SLUICE_STARTUP (`initial*` are handled by the caller). */
@@ -134,9 +171,16 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
     case 'timestamp':
       start = await positionAtTime(await mysqlTarget(config), conn, startup.at);
       break;
-    case 'gtid':
-      start = await positionAfterGtid(await mysqlTarget(config), conn, startup.gtid);
+    case 'gtid': {
+      const dialect = await dialectOf(conn);
+      if (dialect.flavor.kind === 'mariadb' ? !isMariadbGtidPosition(startup.gtid) : !GtidSet.is(startup.gtid))
+        throw new ConfigError(
+          `SLUICE_STARTUP=gtid:${startup.gtid} is a ${dialect.flavor.kind === 'mariadb' ? 'MySQL GTID set' : 'MariaDB GTID position'}, but the server is ${dialect.flavor.text} (${dialect.flavor.kind === 'mariadb' ? 'MariaDB: d-s-n, e.g. gtid:0-1-1234' : 'MySQL: uuid:n-m, e.g. gtid:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5'})`,
+        );
+      const find = dialect.flavor.kind === 'mariadb' ? positionAfterMariadbGtid : positionAfterMysqlGtid;
+      start = await find(await mysqlTarget(config), conn, dialect, startup.gtid);
       break;
+    }
   }
   log.info('no stored position: starting from the startup setting', { startup: startup.mode, start });
   return start;

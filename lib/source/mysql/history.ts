@@ -1,6 +1,8 @@
+import { GtidSet } from '../../core/gtid-set.ts';
 import type { BinlogHistory } from '../../core/history.ts';
 import { type BinlogPosition, fileNumber, formatPosition } from '../../core/position.ts';
-import { ErrorCode, SluiceError } from '../../errors.ts';
+import { ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
+import { type Dialect, dialectOf } from './dialect.ts';
 import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.ts';
 
 /*
@@ -24,6 +26,23 @@ import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.
  *
  * Items written before the history was stored have none: they are checked once by GTID
  * (`BINLOG_GTID_POS(file, pos)`, which reads the file up to `pos`) and get it at the next commit.
+ *
+ * On MySQL with GTIDs a position also carries the set executed at it (`position.gtidSet`), which
+ * the server's own sets are asked about before reading (`@@gtid_executed`, `@@gtid_purged`):
+ *
+ *   - the set must be inside gtid_executed: a server lacking transactions the position has read
+ *     was reset (RESET MASTER / RESET BINARY LOGS AND GTIDS), restored from an older backup, or is
+ *     another server (a failover or Blue/Green target that never got them): POSITION_FOREIGN;
+ *   - the transactions after it (gtid_executed minus the set) must not be in gtid_purged: they are
+ *     gone from the binlog, however the files are named: POSITION_LOST;
+ *   - the first transaction the stream reads must not be in the set (it would be read twice);
+ *   - `@@server_uuid` must be the one recorded with the history, unless the stored creation time
+ *     of the position's file is there to prove the file is the same one (shared storage keeps the
+ *     files across a change of instance); a different server's files with the same names are
+ *     another history.
+ *
+ * A position without a set (gtid_mode OFF, or stored before sets were recorded) is checked by its
+ * last GTID alone (it must be in gtid_executed) and by the file timestamps, as on MariaDB.
  */
 
 const MARIADB_GTID = /^(\d+)-(\d+)-(\d+)$/;
@@ -95,6 +114,8 @@ export class BinlogHistories {
         evidence: `offset ${position.pos} is not the start of an event in this server's ${position.file}`,
       });
     }
+    const dialect = await dialectOf(conn);
+    if (dialect.flavor.kind === 'mysql') return this.checkMysql(conn, dialect, position, history);
     const gtid = mariadbGtid(position.gtid);
     if (history || !gtid) return;
     const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, ?) AS pos', [position.file, position.pos]);
@@ -104,6 +125,36 @@ export class BinlogHistories {
       throw await foreignError(async () => conn, {
         position,
         evidence: `this server's GTID position at ${formatPosition({ ...position, gtid: undefined })} is ${here ? `"${here}"` : 'empty'}, not ${position.gtid}`,
+      });
+    }
+  }
+
+  /** The MySQL checks before reading (see the header): GTID sets, then the server's uuid. */
+  private async checkMysql(conn: SqlConnection, dialect: Dialect, position: BinlogPosition, history: BinlogHistory | undefined): Promise<void> {
+    const state = await dialect.gtidState(conn);
+    const read = readSet(position);
+    if (state && read && !read.isEmpty) {
+      const missing = read.subtract(state.executed);
+      if (!missing.isEmpty) {
+        throw await foreignError(async () => conn, {
+          position,
+          evidence: `this server's gtid_executed (${state.executed.isEmpty ? 'empty' : `"${state.executed}"`}) lacks ${missing}, which sluice had already read`,
+        });
+      }
+      const lost = position.gtidSet ? state.executed.subtract(read).intersect(state.purged) : GtidSet.EMPTY;
+      if (!lost.isEmpty) {
+        throw new PositionLostError(
+          `the transactions after the stored position ${formatPosition(position)} were partly purged from this server's binlog: ${lost} is in gtid_purged. ` +
+            'Nothing was skipped silently: re-snapshot the source (`sluice state reset --to latest`, then `sluice snapshot`), and keep binlogs longer than your longest outage (docs/RUNBOOK.md, POSITION_LOST).',
+        );
+      }
+    }
+    const was = history?.serverUuid;
+    const now = this.server.serverUuid;
+    if (was && now && was !== now && history?.file !== position.file) {
+      throw await foreignError(async () => conn, {
+        position,
+        evidence: `it was recorded on server_uuid ${was}; this server is ${now}, and nothing recorded shows that its ${position.file} is the same file`,
       });
     }
   }
@@ -118,13 +169,25 @@ export class BinlogHistories {
       if (this.created.has(file)) return undefined;
       this.created.set(file, ev.timestamp);
       if (position && history?.file === file && file === position.file && history.created !== ev.timestamp) {
-        const server = history.serverId === undefined ? '' : `, on server_id ${history.serverId}`;
-        const now = this.server.serverId === undefined ? '' : ` (server_id ${this.server.serverId})`;
+        const server =
+          history.serverId === undefined ? '' : `, on server_id ${history.serverId}${history.serverUuid ? ` (server_uuid ${history.serverUuid})` : ''}`;
+        const now =
+          this.server.serverId === undefined
+            ? ''
+            : ` (server_id ${this.server.serverId}${this.server.serverUuid ? `, server_uuid ${this.server.serverUuid}` : ''})`;
         return {
           position,
           evidence: `the position was recorded in a ${file} created at ${iso(history.created)}${server}; this server's${now} ${file} was created at ${iso(ev.timestamp)}`,
         };
       }
+      return undefined;
+    }
+    if (type === 'Gtid' && !this.gtidChecked && position?.gtidSet) {
+      // MySQL: the first transaction after a position must be one the position has not read.
+      this.gtidChecked = true;
+      const seen = typeof ev.gtid === 'string' ? ev.gtid : undefined;
+      const read = readSet(position);
+      if (seen && read?.contains(seen)) return { position, evidence: `the first transaction after it, ${seen}, is one the position had already read` };
       return undefined;
     }
     if (type !== 'MariadbGtid' || this.gtidChecked || !position) return undefined;
@@ -153,7 +216,18 @@ async function serverIdentity(conn: SqlConnection): Promise<ServerIdentity> {
 }
 
 /** Binlog events a transaction (event group) can start with, as SHOW BINLOG EVENTS names them. */
-const GROUP_STARTS = new Set(['Gtid', 'Anonymous_Gtid', 'Format_desc', 'Gtid_list', 'Previous_gtids', 'Binlog_checkpoint', 'Rotate', 'Stop']);
+// MySQL 8.3+ names a tagged GTID event Gtid_tagged_log_event (sql/log_event.cc get_type_str).
+const GROUP_STARTS = new Set([
+  'Gtid',
+  'Gtid_tagged_log_event',
+  'Anonymous_Gtid',
+  'Format_desc',
+  'Gtid_list',
+  'Previous_gtids',
+  'Binlog_checkpoint',
+  'Rotate',
+  'Stop',
+]);
 
 /** The type of the event at `position` (SHOW BINLOG EVENTS names), null at the file's end, undefined when `pos` is not an event boundary. */
 async function eventAt(conn: SqlConnection, position: BinlogPosition): Promise<string | null | undefined> {
@@ -209,7 +283,17 @@ async function foreignError(sql: () => Promise<SqlConnection>, mismatch: Mismatc
   const gtid = mariadbGtid(position.gtid);
   const snapshot = 're-snapshot: `sluice state reset --to latest`, then `sluice snapshot`';
   let recovery = `Recover by copying the tables again — ${snapshot}.`;
-  if (gtid) {
+  const read = position.gtidSet ? readSet(position) : undefined;
+  if (read && !read.isEmpty) {
+    // MySQL: the server can resume from the set when it holds all of it and still has what follows.
+    const state = await sql()
+      .then(async (conn) => (await dialectOf(conn)).gtidState(conn))
+      .catch(() => undefined);
+    const resumable = state?.executed.includes(read) && state.executed.subtract(read).intersect(state.purged).isEmpty;
+    recovery = resumable
+      ? `If this server carries the old one's transactions (a promoted replica, a Blue/Green target, a restore with its binlogs), reposition by GTID: \`sluice state reset --to gtid:${position.gtidSet}\` (this server's gtid_executed holds that set and its binlog still has every later transaction). If its binlog was reset or it is another server, ${snapshot}.`
+      : `This server cannot resume from the position's GTID set (it lacks some of it, or purged what follows): ${snapshot}.`;
+  } else if (gtid) {
     const held = await sql()
       .then((conn) => holdsGtid(conn, gtid))
       .catch(() => false);
@@ -219,8 +303,18 @@ async function foreignError(sql: () => Promise<SqlConnection>, mismatch: Mismatc
   }
   return new SluiceError(
     ErrorCode.POSITION_FOREIGN,
-    `the stored position ${formatPosition(position)} belongs to another binlog history: ${evidence}. The binlog was reset (RESET MASTER), restored, or this is another server (failover, Blue/Green); nothing was read. ${recovery} (docs/RUNBOOK.md, POSITION_FOREIGN)`,
+    `the stored position ${formatPosition(position)} belongs to another binlog history: ${evidence}. The binlog was reset (RESET MASTER, RESET BINARY LOGS AND GTIDS), restored, or this is another server (failover, Blue/Green); nothing was read. ${recovery} (docs/RUNBOOK.md, POSITION_FOREIGN)`,
   );
+}
+
+/** MySQL: the transactions a position has read — its set, else its last GTID alone; undefined for other shapes. */
+function readSet(position: BinlogPosition): GtidSet | undefined {
+  try {
+    if (position.gtidSet) return GtidSet.parse(position.gtidSet);
+    return position.gtid && GtidSet.is(position.gtid) ? GtidSet.EMPTY.add(position.gtid) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether one of the server's binlog files holds the transaction `gtid` (MariaDB). */

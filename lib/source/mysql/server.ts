@@ -2,7 +2,8 @@ import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
 import { authRefusal } from './auth.ts';
-import { type ServerFlavor, serverFlavor } from './flavor.ts';
+import { dialectOf } from './dialect.ts';
+import type { ServerFlavor } from './flavor.ts';
 import { checkGrants } from './grants.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
@@ -43,15 +44,12 @@ async function rows<T>(conn: SqlConnection, sql: string, values?: unknown[]): Pr
   return result as T[];
 }
 
-/** The server's current end of binlog: where `latest` starts and where `--once` stops. */
+/**
+ * The server's current end of binlog: where `latest` starts and where `--once` stops. Asked in the
+ * connection's dialect (SHOW MASTER STATUS, or SHOW BINARY LOG STATUS on MySQL 8.2+).
+ */
 export async function masterPosition(conn: SqlConnection): Promise<BinlogPosition> {
-  const [status] = await rows<{ File: string; Position: string | number }>(conn, 'SHOW MASTER STATUS');
-  if (!status)
-    throw new PreflightError(
-      ErrorCode.PREFLIGHT_LOG_BIN,
-      'binary logging is off on the source. Start the server with log_bin enabled (RDS/Aurora: set a backup retention period > 0).',
-    );
-  return { file: status.File, pos: Number(status.Position) };
+  return (await dialectOf(conn)).binlogEnd(conn);
 }
 
 export async function binaryLogs(conn: SqlConnection): Promise<{ file: string; size: number }[]> {
@@ -124,5 +122,5 @@ export async function preflight(conn: SqlConnection, flavor?: ServerFlavor): Pro
   );
   const problem = settingsProblem(Object.fromEntries(list.map((r) => [r.Variable_name, r.Value])));
   if (problem) throw problem;
-  await checkGrants(conn, flavor ?? (await serverFlavor(conn)));
+  await checkGrants(conn, flavor ?? (await dialectOf(conn)).flavor);
 }

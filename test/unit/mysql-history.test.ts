@@ -1,0 +1,178 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
+import type { BinlogHistory } from '../../lib/core/history.ts';
+import type { BinlogPosition } from '../../lib/core/position.ts';
+import type { SluiceError } from '../../lib/errors.ts';
+import { mysqlGtidStart } from '../../lib/source/mysql/binlog-scan.ts';
+import { dialectOf } from '../../lib/source/mysql/dialect.ts';
+import { BinlogHistories, checkStartPosition } from '../../lib/source/mysql/history.ts';
+import { FakeServer, type FakeServerOptions } from '../support/fake-mysql.ts';
+
+const A = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
+const B = '2c256447-3f0d-431b-9a25-bddf1f1f6ef6';
+const T = '55778904-0299-11f1-b1b8-4ef0c4956feb';
+
+/** A MySQL 8.4 server whose binlog.000002 holds an event at 500. */
+const server = (options: Partial<FakeServerOptions> = {}) =>
+  new FakeServer({
+    version: '8.4.7',
+    serverUuid: A,
+    gtidExecuted: `${A}:1-20`,
+    files: [
+      { name: 'binlog.000001', size: 900, before: '' },
+      { name: 'binlog.000002', size: 1500, before: `${A}:1-8`, events: [4, 500] },
+    ],
+    ...options,
+  });
+
+const stored: BinlogPosition = { file: 'binlog.000002', pos: 500, gtid: `${A}:10`, gtidSet: `${A}:1-10` };
+const history: BinlogHistory = { file: 'binlog.000002', created: Date.parse('2026-11-30T10:00:00Z'), serverId: 1, serverUuid: A };
+
+async function failure(promise: Promise<unknown>): Promise<SluiceError | undefined> {
+  return promise.then(
+    () => undefined,
+    (error: SluiceError) => error,
+  );
+}
+
+describe('the stored position on MySQL, before reading', () => {
+  it('passes when the server holds every transaction the position read and still has the ones after it', async () => {
+    await new BinlogHistories({ position: stored, history }).checkStored(server({ gtidPurged: `${A}:1-9` }));
+  });
+
+  it('a reset or replaced server (its gtid_executed lacks what was read) is POSITION_FOREIGN, naming the missing set', async () => {
+    // RESET BINARY LOGS AND GTIDS, then 3 new transactions: the same file names, fewer GTIDs.
+    const error = await failure(new BinlogHistories({ position: stored, history }).checkStored(server({ gtidExecuted: `${A}:1-3` })));
+    expect(error?.code).toBe('POSITION_FOREIGN');
+    expect(error?.message).toContain(`lacks ${A}:4-10, which sluice had already read`);
+    expect(error?.message).toMatch(/cannot resume from the position's GTID set .* re-snapshot/);
+  });
+
+  it('a failover target that never got our transactions is POSITION_FOREIGN', async () => {
+    const error = await failure(new BinlogHistories({ position: stored, history }).checkStored(server({ serverUuid: B, gtidExecuted: `${A}:1-7,${B}:1-50` })));
+    expect(error?.code).toBe('POSITION_FOREIGN');
+    expect(error?.message).toContain(`lacks ${A}:8-10`);
+  });
+
+  it('transactions after the position that are in gtid_purged are POSITION_LOST, naming them', async () => {
+    const error = await failure(new BinlogHistories({ position: stored, history }).checkStored(server({ gtidPurged: `${A}:1-12` })));
+    expect(error?.code).toBe('POSITION_LOST');
+    expect(error?.message).toContain(`${A}:11-12 is in gtid_purged`);
+  });
+
+  it('another server_uuid with nothing recorded of the file is POSITION_FOREIGN; with the file recorded, its creation time decides', async () => {
+    const elsewhere = { ...history, file: 'binlog.000001' };
+    const error = await failure(
+      new BinlogHistories({ position: stored, history: elsewhere }).checkStored(server({ serverUuid: B, gtidExecuted: `${A}:1-20` })),
+    );
+    expect(error?.code).toBe('POSITION_FOREIGN');
+    expect(error?.message).toContain(`recorded on server_uuid ${A}; this server is ${B}`);
+    // It holds the set and what follows: the way back is by GTID.
+    expect(error?.message).toContain(`sluice state reset --to gtid:${A}:1-10`);
+    await new BinlogHistories({ position: stored, history }).checkStored(server({ serverUuid: B }));
+  });
+
+  it('a position with only its last GTID (no set recorded) is checked by that GTID', async () => {
+    const old = { file: stored.file, pos: stored.pos, gtid: `${A}:10` };
+    await new BinlogHistories({ position: old }).checkStored(server());
+    const error = await failure(new BinlogHistories({ position: old }).checkStored(server({ gtidExecuted: `${B}:1-3` })));
+    expect(error?.code).toBe('POSITION_FOREIGN');
+  });
+
+  it('gtid_mode OFF: no GTIDs to compare, the file checks remain', async () => {
+    const anonymous = { file: stored.file, pos: stored.pos };
+    await new BinlogHistories({ position: anonymous, history }).checkStored(server({ gtidMode: 'OFF', gtidExecuted: '' }));
+    const error = await failure(new BinlogHistories({ position: { file: 'binlog.000002', pos: 501 } }).checkStored(server({ gtidMode: 'OFF' })));
+    expect(error?.code).toBe('POSITION_FOREIGN');
+    expect(error?.message).toContain('offset 501 is not the start of an event');
+  });
+
+  it('MariaDB positions are not asked about MySQL sets', async () => {
+    const mariadb = new FakeServer({ version: '10.11.19-MariaDB', files: [{ name: 'binlog.000002', size: 1500, events: [4, 500] }] });
+    await new BinlogHistories({ position: { file: 'binlog.000002', pos: 500, gtid: '0-1-10' }, history }).checkStored(mariadb);
+    expect(mariadb.statements.some((s) => s.includes('gtid_executed'))).toBe(false);
+  });
+});
+
+describe('a position given by a person, on MySQL', () => {
+  it('may start at a tagged GTID event (8.3+), not inside its transaction', async () => {
+    const files = [{ name: 'binlog.000001', size: 900, events: [4, 300, 380], types: { 300: 'Gtid_tagged_log_event', 380: 'Query' } }];
+    await checkStartPosition(server({ version: '9.6.0', files }), { file: 'binlog.000001', pos: 300 });
+    const error = await failure(checkStartPosition(server({ version: '9.6.0', files }), { file: 'binlog.000001', pos: 380 }));
+    expect(error?.code).toBe('POSITION_INVALID');
+    expect(error?.message).toContain('inside a transaction (a Query event starts there)');
+  });
+});
+
+describe('the stored position on MySQL, while reading', () => {
+  it('a first transaction the position had already read is another history', async () => {
+    const histories = new BinlogHistories({ position: stored, history });
+    expect(histories.onEvent({ timestamp: 0, gtid: `${A}:9` }, 'Gtid', 'binlog.000002')).toMatchObject({
+      evidence: `the first transaction after it, ${A}:9, is one the position had already read`,
+    });
+    const fresh = new BinlogHistories({ position: stored, history });
+    expect(fresh.onEvent({ timestamp: 0, gtid: `${A}:11` }, 'Gtid', 'binlog.000002')).toBeUndefined();
+    expect(fresh.onEvent({ timestamp: 0, gtid: `${A}:3` }, 'Gtid', 'binlog.000002')).toBeUndefined(); // only the first is judged
+  });
+
+  it('a Blue/Green target (its own file of that name) whose GTIDs hold the set: the error gives the GTID to resume from', async () => {
+    const histories = new BinlogHistories({ position: stored, history });
+    const mismatch = histories.onEvent({ timestamp: Date.parse('2026-12-01T08:00:00Z') }, 'Format', 'binlog.000002');
+    expect(mismatch?.evidence).toContain('created at 2026-11-30T10:00:00Z, on server_id 1 (server_uuid');
+    const green = server({ serverUuid: B, gtidExecuted: `${A}:1-20,${B}:1-2` });
+    const error = await histories.explain(async () => green, mismatch as NonNullable<typeof mismatch>);
+    expect(error.code).toBe('POSITION_FOREIGN');
+    expect(error.message).toContain(`sluice state reset --to gtid:${A}:1-10`);
+  });
+});
+
+describe('SLUICE_STARTUP=gtid: on MySQL', () => {
+  const files = [
+    { name: 'binlog.000001', size: 900, before: '' },
+    { name: 'binlog.000002', size: 900, before: `${A}:1-5` },
+    { name: 'binlog.000003', size: 900, before: `${A}:1-9` },
+  ];
+
+  it('starts in the newest file whose Previous_gtids the set includes', async () => {
+    const conn = server({ files, gtidExecuted: `${A}:1-12` });
+    const dialect = await dialectOf(conn);
+    expect((await mysqlGtidStart(conn, dialect, `${A}:1-7`)).from).toBe('binlog.000002');
+    expect((await mysqlGtidStart(conn, dialect, `${A}:1-9`)).from).toBe('binlog.000003');
+    expect((await mysqlGtidStart(conn, dialect, `${A}:1-3`)).from).toBe('binlog.000001');
+    expect((await mysqlGtidStart(conn, dialect, `${A}:1-12`)).covered.contains(`${A}:12`)).toBe(true);
+  });
+
+  it('tagged sets (8.4+, the 9.6 fixture`s Previous_gtids)', async () => {
+    const conn = server({
+      version: '9.6.0',
+      serverUuid: T,
+      gtidExecuted: `${T}:1-13:mytag:1-3`,
+      files: [{ name: 'binlog.000001', size: 585, before: `${T}:1-13:mytag:1-2` }],
+    });
+    expect((await mysqlGtidStart(conn, await dialectOf(conn), `${T}:1-13,${T}:mytag:1-2`)).from).toBe('binlog.000001');
+  });
+
+  it('a set with transactions the server never executed is refused, naming them', async () => {
+    const conn = server({ files, gtidExecuted: `${A}:1-12` });
+    const error = await failure(mysqlGtidStart(conn, await dialectOf(conn), `${A}:1-14,${B}:1`));
+    expect(error?.code).toBe('POSITION_FOREIGN');
+    expect(error?.message).toContain(`never executed (${B}:1,${A}:13-14`);
+  });
+
+  it('a set whose following transactions were purged is POSITION_LOST', async () => {
+    const conn = server({ files, gtidExecuted: `${A}:1-12`, gtidPurged: `${A}:1-5` });
+    const error = await failure(mysqlGtidStart(conn, await dialectOf(conn), `${A}:1-3`));
+    expect(error?.code).toBe('POSITION_LOST');
+    expect(error?.message).toContain(`${A}:4-5 is in gtid_purged`);
+  });
+
+  it('the setting accepts MariaDB positions and MySQL sets (tagged too), and names both forms for anything else', () => {
+    const base = { SLUICE_SOURCE_ID: 's', SLUICE_MYSQL_URL: 'mysql://u:p@db:3306/', SLUICE_STATE_TABLE: 'sluice-state', SLUICE_BUCKET: 'lake' };
+    expect(loadConfig({ ...base, SLUICE_STARTUP: 'gtid:0-1-1234,1-2-7' }).startup).toEqual({ mode: 'gtid', gtid: '0-1-1234,1-2-7' });
+    expect(loadConfig({ ...base, SLUICE_STARTUP: `gtid:${A}:1-5:11-18,${B}:1-27` }).startup).toEqual({ mode: 'gtid', gtid: `${A}:1-5:11-18,${B}:1-27` });
+    expect(loadConfig({ ...base, SLUICE_STARTUP: `gtid:${T}:1-13:mytag:1-2` }).startup).toMatchObject({ mode: 'gtid' });
+    expect(() => loadConfig({ ...base, SLUICE_STARTUP: `gtid:${A}` })).toThrow(
+      /SLUICE_STARTUP: ".*" is neither a MariaDB GTID position .* nor a MySQL GTID set/,
+    );
+  });
+});
