@@ -29,6 +29,8 @@ import { type ClassifyContext, classifyDdl, type DdlClassification } from '../so
 export interface ServerTraits {
   /** 10.11.19 → 101119: decides which executable comments ran. */
   readonly serverVersion: number;
+  /** MySQL or MariaDB (`ServerFlavor.kind`): decides which executable comments ran. MariaDB when not given. */
+  readonly serverKind?: 'mysql' | 'mariadb';
   readonly lowerCaseTableNames: boolean;
   readonly explicitDefaultsForTimestamp: boolean;
 }
@@ -129,6 +131,7 @@ export class SchemaTracker {
     const result = await classify(statement.query, {
       defaultDb: statement.db,
       serverVersion: this.deps.traits.serverVersion,
+      serverKind: this.deps.traits.serverKind,
       ansiQuotes: statement.sqlMode.ansiQuotes,
       noBackslashEscapes: statement.sqlMode.noBackslashEscapes,
       lowerCaseTableNames: this.deps.traits.lowerCaseTableNames,

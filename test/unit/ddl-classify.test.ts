@@ -310,6 +310,29 @@ describe('pre-lexer', () => {
     expect(render(lex('CREATE TABLE "a b".c/*x*/(d INT)', { serverVersion: 101119, ansiQuotes: true }))).toBe('CREATE TABLE `a b`.c (d INT)');
   });
 
+  it('runs executable comments as the server that wrote the statement did', () => {
+    const words = (text: string, serverKind: 'mysql' | 'mariadb', serverVersion: number) =>
+      lex(text, { serverVersion, serverKind })
+        .map((t) => t.value)
+        .join(' ');
+    // MySQL 8 runs its own versions, which MariaDB skips as MySQL-only (50700–99999).
+    expect(words('a /*!80023 INVISIBLE */ b', 'mysql', 80046)).toBe('a INVISIBLE b');
+    expect(words('a /*!80023 INVISIBLE */ b', 'mysql', 80022)).toBe('a b');
+    expect(words('a /*!80023 INVISIBLE */ b', 'mariadb', 101119)).toBe('a b');
+    expect(words("x /*!80016 DEFAULT ENCRYPTION='N' */", 'mysql', 80403)).toBe('x DEFAULT ENCRYPTION = N');
+    // /*M! is a plain comment to MySQL; MariaDB runs it by its version.
+    expect(words('a /*M!100301 b */ c', 'mysql', 90600)).toBe('a c');
+    expect(words('a /*M!100301 b */ c', 'mariadb', 101119)).toBe('a b c');
+    expect(words('a /*M!110000 b */ c', 'mariadb', 101119)).toBe('a c');
+    // Six-digit versions from MySQL 8.1 on; before, five digits and the sixth is code.
+    expect(words('a /*!080023 b */', 'mysql', 80403)).toBe('a b');
+    expect(words('a /*!080023 b */', 'mysql', 80046)).toBe('a 3 b');
+    expect(words('a /*!90100 b */', 'mysql', 80403)).toBe('a');
+    // A version-less executable comment runs everywhere; old versions run everywhere.
+    expect(words('a /*! b */ /*!40101 c */', 'mysql', 80046)).toBe('a b c');
+    expect(words('a /*! b */ /*!40101 c */', 'mariadb', 101119)).toBe('a b c');
+  });
+
   it('refuses unterminated strings, identifiers and comments', () => {
     for (const text of ["'abc", '`abc', '/* abc', '/*!50000 abc', "x'4"]) expect(() => lex(text, { serverVersion: 101119 })).toThrow();
   });

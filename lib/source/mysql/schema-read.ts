@@ -3,6 +3,7 @@ import { type BinlogPosition, comparePositions } from '../../core/position.ts';
 import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema/column-type.ts';
 import type { TableRef } from '../../schema/definition.ts';
 import { type InformationSchemaIndexRow, type SchemaVersion, versionFromInformationSchema } from '../../schema/version.ts';
+import { parseServerFlavor } from './flavor.ts';
 import { listTables } from './schema.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 
@@ -17,20 +18,16 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[] = [])
   return result as T[];
 }
 
-/** 10.11.19-MariaDB-… → 101119; 8.0.36 → 80036. */
-export function versionNumber(version: string): number {
-  const [major = 0, minor = 0, patch = 0] = (/^(\d+)\.(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
-  return major * 10_000 + minor * 100 + patch;
-}
-
 /** What decides how the server read a DDL statement (the binlog's statements are read by the same rules). */
 export async function serverTraits(conn: SqlConnection): Promise<ServerTraits> {
-  const [row] = await rows<{ version: string; lower: number | string; explicit: number | string | null }>(
+  const [row] = await rows<{ version: string; comment: string | null; lower: number | string; explicit: number | string | null }>(
     conn,
-    'SELECT VERSION() AS version, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit',
+    'SELECT VERSION() AS version, @@version_comment AS comment, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit',
   );
+  const flavor = parseServerFlavor(String(row?.version ?? ''), row?.comment ?? '');
   return {
-    serverVersion: versionNumber(String(row?.version ?? '')),
+    serverVersion: flavor.version,
+    serverKind: flavor.kind,
     lowerCaseTableNames: Number(row?.lower ?? 0) === 1,
     explicitDefaultsForTimestamp: Number(row?.explicit ?? 1) === 1,
   };

@@ -49,8 +49,10 @@ export type DdlClassification =
 export interface ClassifyContext {
   /** The Query event's default database (`QueryEvent.schema`); '' when none. */
   readonly defaultDb: string;
-  /** The writing server's version, 10.11.19 → 101119 (from the binlog's Format_description). */
+  /** The writing server's version, 10.11.19 → 101119, 8.0.46 → 80046 (`ServerFlavor.version`). */
   readonly serverVersion: number;
+  /** The writing server's flavor (`ServerFlavor.kind`): which executable comments ran. MariaDB when not given. */
+  readonly serverKind?: 'mysql' | 'mariadb';
   /** The statement's sql_mode flags (Query event status vars); both default to off, the server default. */
   readonly ansiQuotes?: boolean;
   readonly noBackslashEscapes?: boolean;
