@@ -11,7 +11,7 @@ import type { ManifestDdl } from '../format/manifest.ts';
 import { runControlPrefix, seq } from '../format/seq.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
 import { timed } from '../profile.ts';
-import { Catalog, type CatalogFilter, historyObject } from '../schema/catalog.ts';
+import { Catalog, type CatalogFilter, historyObject, tableKey } from '../schema/catalog.ts';
 import type { TableRef } from '../schema/definition.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
@@ -23,7 +23,7 @@ import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts'
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables } from '../source/mysql/schema.ts';
-import { readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
+import { createdSince, databaseCollations, readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
 import { connect, masterPosition, preflight, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -95,7 +95,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     const target = await masterPosition(conn);
     await history.checkStored(conn);
     if (state.position) {
-      return { start: state.position, target, traits, ...(await openCatalog(deps, conn, state, state.position)) };
+      return { start: state.position, target, traits, ...(await openCatalog(deps, conn, state, state.position, traits)) };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
     // are read there, with no DDL between them and the position, so the catalog is exact from the start.
@@ -116,7 +116,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
     const catalog = fresh
       ? catalogOf(config, fresh.versions, fresh.databases, start, state.commitSeq + 1)
-      : await initialCatalog(conn, deps, start, state.commitSeq + 1);
+      : await initialCatalog(conn, deps, start, state.commitSeq + 1, traits);
     return { start, target, requested, traits, catalog, opening: { events: [], snapshots: [] } };
   } finally {
     await conn.end();
@@ -144,14 +144,16 @@ function catalogOf(
 
 /**
  * A source with a position but no catalog yet (it started at a past position, or ran before
- * sluice kept a schema history): the tables as the server describes them now. DDL between the
- * position and now that this contradicts shows up as a TABLE_MAP mismatch or an impossible
- * statement, and is handled as such (re-snapshot, or a stop with the way out).
+ * sluice kept a schema history): the tables as the server describes them now, except those the
+ * binlog creates after the position (they did not exist there: their CREATE gives their first
+ * version). DDL between the position and now that this contradicts shows up as a TABLE_MAP
+ * mismatch or an impossible statement, and is handled as such (re-snapshot, or a stop with the way out).
  */
-async function initialCatalog(conn: SqlConnection, deps: CaptureDeps, position: BinlogPosition, commitSeq: number): Promise<Catalog> {
-  const tables = await listTables(conn, tableFilter(deps.config));
-  const { databaseCollations } = await import('../source/mysql/schema-read.ts');
-  return catalogOf(deps.config, await readVersions(conn, tables, new Map()), await databaseCollations(conn), position, commitSeq);
+async function initialCatalog(conn: SqlConnection, deps: CaptureDeps, position: BinlogPosition, commitSeq: number, traits: ServerTraits): Promise<Catalog> {
+  const created = await createdSince(conn, position, traits);
+  const tables = (await listTables(conn, tableFilter(deps.config))).filter((t) => !created.tables.has(tableKey(t)));
+  const databases = new Map([...(await databaseCollations(conn))].filter(([db]) => !created.databases.has(db)));
+  return catalogOf(deps.config, await readVersions(conn, tables, new Map()), databases, position, commitSeq);
 }
 
 /**
@@ -163,9 +165,11 @@ async function openCatalog(
   conn: SqlConnection,
   state: SourceState,
   position: BinlogPosition,
+  traits: ServerTraits,
 ): Promise<{ catalog: Catalog; opening: DdlOutcome }> {
   const { config } = deps;
-  if (state.catalog === undefined) return { catalog: await initialCatalog(conn, deps, position, state.commitSeq + 1), opening: { events: [], snapshots: [] } };
+  if (state.catalog === undefined)
+    return { catalog: await initialCatalog(conn, deps, position, state.commitSeq + 1, traits), opening: { events: [], snapshots: [] } };
   const document = await getJson(deps.s3, config.bucket, catalogKey(config.prefix, config.sourceId, state.catalog));
   if (!document)
     throw new SluiceError(

@@ -5,6 +5,7 @@ import { type EncodedShape, encodeShape, type MarkerOp } from '../format/event.t
 import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
 import { type Catalog, type CatalogTable, tableKey } from '../schema/catalog.ts';
+import { collationInfo, defaultCollation } from '../schema/charsets.ts';
 import { normalizeType, type TableMapColumn, tableMapType, UnsupportedTypeError } from '../schema/column-type.ts';
 import type { TableChange, TableRef } from '../schema/definition.ts';
 import { evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
@@ -33,6 +34,8 @@ export interface ServerTraits {
   readonly serverKind?: 'mysql' | 'mariadb';
   readonly lowerCaseTableNames: boolean;
   readonly explicitDefaultsForTimestamp: boolean;
+  /** `@@collation_server`: the defaults of a CREATE DATABASE that names no charset or collation. */
+  readonly serverCollation?: string;
 }
 
 /** A control event to write, in order. */
@@ -144,7 +147,10 @@ export class SchemaTracker {
         if (result.op === 'drop') {
           for (const version of this.catalog.liveTables().filter((v) => v.db === result.db))
             this.record(outcome, { db: version.db, table: version.table }, 't', 'drop', { ...version, dropped: true }, statement, seq, false);
-        } else if (result.collation || result.charset) this.catalog.setDatabaseCollation(result.db, result.collation ?? undefined);
+        } else {
+          const collation = this.databaseCollation(result);
+          if (collation) this.catalog.setDatabaseCollation(result.db, collation);
+        }
         return outcome;
       case 'sequence':
         for (const table of result.tables) if (result.op !== 'alter') this.catalog.setSequence(table, result.op === 'create');
@@ -254,6 +260,18 @@ export class SchemaTracker {
     const stamped = encodeShape({ ...shape, schema: version.version });
     this.stamped.set(shape, { version, shape: stamped, revision: this.catalog.revision });
     return { shape: stamped, outcome };
+  }
+
+  /**
+   * The default collation a CREATE/ALTER DATABASE leaves: the one it names, else its charset's
+   * default, else (CREATE naming neither) the server's; undefined when the database keeps its own
+   * (ALTER naming neither, CREATE IF NOT EXISTS of a known database).
+   */
+  private databaseCollation(result: Extract<DdlClassification, { kind: 'database' }>): string | undefined {
+    if (result.op === 'create' && result.ifNotExists && this.catalog.databaseCollation(result.db) !== undefined) return undefined;
+    if (result.collation) return collationInfo(result.collation)?.collation ?? result.collation;
+    if (result.charset) return defaultCollation(result.charset);
+    return result.op === 'create' ? this.deps.traits.serverCollation : undefined;
   }
 
   /** CREATE … LIKE and RENAME copy another table's structure: the version it had, or the server's. */

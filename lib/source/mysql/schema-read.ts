@@ -1,8 +1,10 @@
 import type { ServerTraits } from '../../capture/schema-tracker.ts';
 import { type BinlogPosition, comparePositions } from '../../core/position.ts';
+import { tableKey } from '../../schema/catalog.ts';
 import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema/column-type.ts';
 import type { TableRef } from '../../schema/definition.ts';
 import { type InformationSchemaIndexRow, type SchemaVersion, versionFromInformationSchema } from '../../schema/version.ts';
+import { type ClassifyContext, classifyDdl } from './ddl/classify.ts';
 import { parseServerFlavor } from './flavor.ts';
 import { listTables } from './schema.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
@@ -20,9 +22,9 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[] = [])
 
 /** What decides how the server read a DDL statement (the binlog's statements are read by the same rules). */
 export async function serverTraits(conn: SqlConnection): Promise<ServerTraits> {
-  const [row] = await rows<{ version: string; comment: string | null; lower: number | string; explicit: number | string | null }>(
+  const [row] = await rows<{ version: string; comment: string | null; lower: number | string; explicit: number | string | null; collation: string | null }>(
     conn,
-    'SELECT VERSION() AS version, @@version_comment AS comment, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit',
+    'SELECT VERSION() AS version, @@version_comment AS comment, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit, @@collation_server AS collation',
   );
   const flavor = parseServerFlavor(String(row?.version ?? ''), row?.comment ?? '');
   return {
@@ -30,6 +32,7 @@ export async function serverTraits(conn: SqlConnection): Promise<ServerTraits> {
     serverKind: flavor.kind,
     lowerCaseTableNames: Number(row?.lower ?? 0) === 1,
     explicitDefaultsForTimestamp: Number(row?.explicit ?? 1) === 1,
+    ...(row?.collation ? { serverCollation: row.collation } : {}),
   };
 }
 
@@ -119,6 +122,36 @@ export async function statementsBetween(conn: SqlConnection, from: BinlogPositio
     if (file === to.file) break;
   }
   return found;
+}
+
+/**
+ * The tables and databases the binlog creates between `from` and the server's position now, each
+ * named by `tableKey`/its name: at `from` they did not exist yet, so a catalog for `from` holds no
+ * version of them read from the server (their CREATE in the binlog gives the first one, with the
+ * charsets and keys it had then). A table whose first statement there is no CREATE (or RENAME in)
+ * existed before it, and one the classifier cannot read is left as it was: the server's version.
+ */
+export async function createdSince(
+  conn: SqlConnection,
+  from: BinlogPosition,
+  context: Omit<ClassifyContext, 'defaultDb'>,
+): Promise<{ tables: Set<string>; databases: Set<string> }> {
+  const seen = new Set<string>();
+  const tables = new Set<string>();
+  const databases = new Set<string>();
+  for (const statement of await statementsBetween(conn, from, await masterPosition(conn))) {
+    const result = await classifyDdl(statement.query, { ...context, defaultDb: statement.db });
+    if (result.kind === 'database' && result.op === 'create' && !seen.has(`db:${result.db}`)) databases.add(result.db);
+    if (result.kind === 'database') seen.add(`db:${result.db}`);
+    if (result.kind !== 'tables') continue;
+    for (const { table, change } of result.effects) {
+      const key = tableKey(table);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (['create', 'create-like', 'create-select', 'rename-in'].includes(change.kind) || databases.has(table.db)) tables.add(key);
+    }
+  }
+  return { tables, databases };
 }
 
 /**

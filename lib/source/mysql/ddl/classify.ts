@@ -34,7 +34,15 @@ export type DdlClassification =
   /** Per-table effects in statement order (a RENAME swap is several). */
   | { readonly kind: 'tables'; readonly effects: readonly TableEffect[] }
   /** CREATE/ALTER DATABASE: the default charset/collation of later CREATE TABLEs there. DROP: all its tables are gone. */
-  | { readonly kind: 'database'; readonly op: 'create' | 'alter' | 'drop'; readonly db: string; readonly charset?: string; readonly collation?: string }
+  | {
+      readonly kind: 'database';
+      readonly op: 'create' | 'alter' | 'drop';
+      readonly db: string;
+      readonly charset?: string;
+      readonly collation?: string;
+      /** CREATE … IF NOT EXISTS: an existing database keeps its defaults. */
+      readonly ifNotExists?: boolean;
+    }
   /**
    * Sequences are tables in the binlog (NEXTVAL refills write one row to them): CREATE marks the
    * name as a sequence, never to be captured; DROP removes it; ALTER changes nothing captured.
@@ -354,9 +362,9 @@ async function create(s: Statement, c: Cursor): Promise<DdlClassification> {
   const object = objectKeyword(c, m);
   if (IGNORED_OBJECTS.has(object)) return { kind: 'ignore', reason: `CREATE ${object}` };
   if (object === 'DATABASE' || object === 'SCHEMA') {
-    c.eatWord('IF', 'NOT', 'EXISTS');
+    const ifNotExists = c.eatWord('IF', 'NOT', 'EXISTS');
     const db = dbName(s, c.namePart());
-    return { kind: 'database', op: 'create', db, ...charsetOptions(c.rest()) };
+    return { kind: 'database', op: 'create', db, ...charsetOptions(c.rest()), ...(ifNotExists ? { ifNotExists } : {}) };
   }
   if (object === 'SEQUENCE') {
     c.eatWord('IF', 'NOT', 'EXISTS');
