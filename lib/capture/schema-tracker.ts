@@ -179,6 +179,7 @@ export class SchemaTracker {
         source,
         databaseCollation: this.catalog.databaseCollation(table.db),
         explicitDefaultsForTimestamp: this.deps.traits.explicitDefaultsForTimestamp,
+        strictSqlMode: statement.sqlMode.strict,
       });
       switch (evolved.path) {
         case 'unknown':

@@ -93,6 +93,12 @@ export interface EvolveContext extends FillContext {
   readonly source?: SchemaVersion;
   /** The database's default collation, for CREATE TABLE without a charset (CREATE/ALTER DATABASE, information_schema.SCHEMATA). */
   readonly databaseCollation?: string;
+  /**
+   * The statement ran under a strict sql_mode (STRICT_TRANS_TABLES/STRICT_ALL_TABLES): making a
+   * column holding NULLs NOT NULL fails there (ER 1265, checked on InnoDB, MyISAM and Aria), so a
+   * logged one changed no value. Unknown or off: NULLs became the type's default, not derivable.
+   */
+  readonly strictSqlMode?: boolean;
 }
 
 /** A statement the server would have refused: it cannot be in the binlog, so our state is wrong. */
@@ -453,7 +459,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
           changes.push({ op: 'rename', id: old.id, from: old.name });
         }
         if (old.nullable === false && next.nullable === true && old.type === next.type) changes.push({ op: 'widen', id: old.id, from: old.type });
-        else if (old.nullable && !next.nullable) resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
+        else if (old.nullable && !next.nullable && context.strictSqlMode !== true) resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
         else if (old.type !== next.type || old.charset !== next.charset || old.collation !== next.collation) {
           if (isWidening(old, next)) changes.push({ op: 'widen', id: old.id, from: old.type });
           else
@@ -485,7 +491,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
           const column = columns[at] as SchemaColumn;
           if (added.kind === 'primary' && column.nullable) {
             columns[at] = { ...column, nullable: false };
-            resnapshot.push(`PRIMARY KEY makes ${column.name} NOT NULL`);
+            if (context.strictSqlMode !== true) resnapshot.push(`PRIMARY KEY makes ${column.name} NOT NULL (NULLs become defaults)`);
           }
         }
         break;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
+import { sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
 
 const ctx = { defaultDb: 'd', serverVersion: 101119 };
@@ -23,6 +24,33 @@ async function run(...statements: string[]) {
   return { steps, versions, last: steps.at(-1) };
 }
 
+describe('sqlModeFlags', () => {
+  const bytes = (value: bigint, n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(Number((value >> BigInt(8 * i)) & 0xffn))).join('');
+  /** Q_FLAGS2_CODE and its 4 bytes, then Q_SQL_MODE_CODE and the mode's 8 bytes, low first: what servers write, as zongji hands it over. */
+  const vars = (mode: bigint, flags2 = 0n) => `\x00${bytes(flags2, 4)}\x01${bytes(mode, 8)}\x06\x03std`;
+
+  // The modes' numbers as mariadb-binlog prints them (SET @@session.sql_mode=N) for events written under each.
+  it('reads the flags after Q_FLAGS2: the default sql_mode, an empty one, each flag alone', () => {
+    // MariaDB 10.11's default: STRICT_TRANS_TABLES, ERROR_FOR_DIVISION_BY_ZERO, NO_AUTO_CREATE_USER, NO_ENGINE_SUBSTITUTION.
+    expect(sqlModeFlags(vars(1411383296n))).toEqual({ ansiQuotes: false, noBackslashEscapes: false, strict: true });
+    expect(sqlModeFlags(vars(0n, 0x4000n))).toEqual({ ansiQuotes: false, noBackslashEscapes: false, strict: false });
+    expect(sqlModeFlags(vars(4n))).toEqual({ ansiQuotes: true, noBackslashEscapes: false, strict: false });
+    expect(sqlModeFlags(vars(1048576n))).toEqual({ ansiQuotes: false, noBackslashEscapes: true, strict: false });
+    expect(sqlModeFlags(vars(2097152n)).strict).toBe(true); // STRICT_TRANS_TABLES
+    expect(sqlModeFlags(vars(4194304n)).strict).toBe(true); // STRICT_ALL_TABLES
+    // Without Q_FLAGS2 the mode comes first.
+    expect(sqlModeFlags(`\x01${bytes(4n, 8)}`)).toEqual({ ansiQuotes: true, noBackslashEscapes: false, strict: false });
+  });
+
+  it('leaves flags unknown where a byte above 0x7f (lost to UTF-8 decoding) comes before or in them', () => {
+    // NO_DIR_IN_CREATE (0x80) in byte 0: the later bytes may have moved.
+    expect(sqlModeFlags(vars(0x80n | 2097152n))).toEqual({});
+    // NO_ZERO_IN_DATE (0x800000) sets byte 2's high bit.
+    expect(sqlModeFlags(vars(4n | 0x800000n))).toEqual({ ansiQuotes: true });
+    expect(sqlModeFlags(undefined)).toEqual({});
+  });
+});
+
 describe('evolve', () => {
   it('keeps column ids through renames and never reuses a dropped id', async () => {
     const { last } = await run(
@@ -41,6 +69,27 @@ describe('evolve', () => {
       { op: 'add', id: 4, fill: 'null' },
     ]);
     expect(last?.next?.version).toBe(3);
+  });
+
+  it('a column made NOT NULL keeps its values under a strict sql_mode (there the ALTER fails on a NULL), else the table is copied again', async () => {
+    const evolveUnder = async (strictSqlMode: boolean | undefined, statement: string) => {
+      const created = await classifyDdl('CREATE TABLE t (id INT, v INT)', ctx);
+      const altered = await classifyDdl(statement, ctx);
+      if (created.kind !== 'tables' || altered.kind !== 'tables') throw new Error('not a table statement');
+      const context = { ...env, db: 'd', table: 't', strictSqlMode };
+      const first = evolve(undefined, (created.effects[0] as (typeof created.effects)[0]).change, context).next;
+      return evolve(first, (altered.effects[0] as (typeof altered.effects)[0]).change, context);
+    };
+    for (const statement of ['ALTER TABLE t ADD PRIMARY KEY (id)', 'ALTER TABLE t MODIFY id INT NOT NULL']) {
+      const strict = await evolveUnder(true, statement);
+      expect(strict.path, statement).toBe('derive');
+      expect(strict.next?.columns.map((c) => [c.name, c.nullable])).toEqual([
+        ['id', false],
+        ['v', true],
+      ]);
+      for (const mode of [false, undefined]) expect((await evolveUnder(mode, statement)).path, `${statement} strict=${mode}`).toBe('resnapshot');
+    }
+    expect((await evolveUnder(true, 'ALTER TABLE t ADD PRIMARY KEY (id)')).next?.key).toEqual(['id']);
   });
 
   it('continues versions and ids across DROP and CREATE of the same name', async () => {
