@@ -111,6 +111,9 @@ export function normalizeType(d: TypeDescriptor): ColumnType {
     case 'binary':
     case 'varbinary':
       return { type: `${base}(${length(base)})`, kind: 'binary' };
+    // n float32 values, little-endian, as the server stores and the binlog carries them (MySQL 9.0+, MariaDB 11.7+).
+    case 'vector':
+      return { type: `vector(${length(base)})`, kind: 'binary' };
     case 'enum':
     case 'set':
       if (!d.values?.length) throw new UnsupportedTypeError(`${base} without values`);
@@ -186,6 +189,7 @@ export function informationSchemaType(row: InformationSchemaColumn): TypeDescrip
     case 'varchar':
     case 'binary':
     case 'varbinary':
+    case 'vector':
       return { base, length: nums[0], ...strings };
     case 'enum':
     case 'set':

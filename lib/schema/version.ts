@@ -191,7 +191,8 @@ export function identityKey(columns: readonly SchemaColumn[], indexes: readonly 
 function indexName(index: IndexDefinition, taken: readonly SchemaIndex[]): string {
   if (index.kind === 'primary') return 'PRIMARY';
   if (index.name !== undefined) return index.name;
-  const base = index.parts[0]?.column ?? 'key';
+  // Only a functional index (MySQL 8.0.13+) has no column parts here; the server names it so.
+  const base = index.parts[0]?.column ?? 'functional_index';
   const used = (name: string) => taken.some((i) => sameName(i.name, name)) || sameName(name, 'PRIMARY');
   if (!used(base)) return base;
   for (let n = 2; ; n++) if (!used(`${base}_${n}`)) return `${base}_${n}`;
