@@ -22,8 +22,8 @@ import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
-import { listTables } from '../source/mysql/schema.ts';
-import { createdSince, databaseCollations, readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
+import { listTables, showInvisiblePrimaryKeys } from '../source/mysql/schema.ts';
+import { createdSince, databaseCollations, readCharsets, readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
 import { connect, masterPosition, preflight, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -92,10 +92,15 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
   try {
     await preflight(conn); // every run: one query, and a setting may change between two ticks
     const traits = await serverTraits(conn);
+    // The server's character sets, read once per run: the catalog records them when they changed.
+    const charsets = await readCharsets(conn);
     const target = await masterPosition(conn);
     await history.checkStored(conn);
     if (state.position) {
-      return { start: state.position, target, traits, ...(await openCatalog(deps, conn, state, state.position, traits)) };
+      const opened = await openCatalog(deps, conn, state, state.position, traits);
+      if (opened.catalog.useCharsets(charsets) && state.catalog !== undefined)
+        log.info("the server's character sets differ from the catalog's; DDL from here on is read with the server's");
+      return { start: state.position, target, traits, ...opened };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
     // are read there, with no DDL between them and the position, so the catalog is exact from the start.
@@ -117,6 +122,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     const catalog = fresh
       ? catalogOf(config, fresh.versions, fresh.databases, start, state.commitSeq + 1)
       : await initialCatalog(conn, deps, start, state.commitSeq + 1, traits);
+    catalog.useCharsets(charsets);
     return { start, target, requested, traits, catalog, opening: { events: [], snapshots: [] } };
   } finally {
     await conn.end();
@@ -265,7 +271,9 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       accept: tableFilter(config),
       readVersion: async (table, previous) => {
         const conn = await connect(target$);
-        return readTableVersion(conn, table, previous).finally(() => conn.end());
+        return showInvisiblePrimaryKeys(conn, { kind: traits.serverKind ?? 'mariadb', version: traits.serverVersion })
+          .then(() => readTableVersion(conn, table, previous))
+          .finally(() => conn.end());
       },
       overrides: config.ddlOverrides,
       log,

@@ -5,7 +5,6 @@ import { type EncodedShape, encodeShape, type MarkerOp } from '../format/event.t
 import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
 import { type Catalog, type CatalogTable, tableKey } from '../schema/catalog.ts';
-import { collationInfo, defaultCollation } from '../schema/charsets.ts';
 import { normalizeType, type TableMapColumn, tableMapType, UnsupportedTypeError } from '../schema/column-type.ts';
 import type { TableChange, TableRef } from '../schema/definition.ts';
 import { evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
@@ -180,6 +179,7 @@ export class SchemaTracker {
         databaseCollation: this.catalog.databaseCollation(table.db),
         explicitDefaultsForTimestamp: this.deps.traits.explicitDefaultsForTimestamp,
         strictSqlMode: statement.sqlMode.strict,
+        charsets: this.catalog.charsets,
       });
       switch (evolved.path) {
         case 'unknown':
@@ -270,8 +270,9 @@ export class SchemaTracker {
    */
   private databaseCollation(result: Extract<DdlClassification, { kind: 'database' }>): string | undefined {
     if (result.op === 'create' && result.ifNotExists && this.catalog.databaseCollation(result.db) !== undefined) return undefined;
-    if (result.collation) return collationInfo(result.collation)?.collation ?? result.collation;
-    if (result.charset) return defaultCollation(result.charset);
+    const charsets = this.catalog.charsets;
+    if (result.collation) return charsets.collationInfo(result.collation)?.collation ?? result.collation;
+    if (result.charset) return charsets.defaultCollation(result.charset);
     return result.op === 'create' ? this.deps.traits.serverCollation : undefined;
   }
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { Catalog } from '../../lib/schema/catalog.ts';
+import { CharsetTable } from '../../lib/schema/charsets.ts';
 import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
 import { sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
@@ -48,6 +50,51 @@ describe('sqlModeFlags', () => {
     // NO_ZERO_IN_DATE (0x800000) sets byte 2's high bit.
     expect(sqlModeFlags(vars(4n | 0x800000n))).toEqual({ ansiQuotes: true });
     expect(sqlModeFlags(undefined)).toEqual({});
+  });
+});
+
+describe('character sets from the server', () => {
+  /** What MySQL 8.4's information_schema.CHARACTER_SETS says of three charsets. */
+  const mysql84 = CharsetTable.fromServer([
+    { charset: 'utf8mb4', defaultCollation: 'utf8mb4_0900_ai_ci', maxlen: 4 },
+    { charset: 'latin1', defaultCollation: 'latin1_swedish_ci', maxlen: 1 },
+    { charset: 'gb18030', defaultCollation: 'gb18030_chinese_ci', maxlen: 4 },
+  ]);
+
+  it("gives a table's and its columns' charset the server's default collation, not MariaDB 10.11's", async () => {
+    const created = await classifyDdl('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5), w VARCHAR(5) CHARACTER SET latin1) DEFAULT CHARSET=utf8mb4', ctx);
+    if (created.kind !== 'tables') throw new Error(created.kind);
+    const change = (created.effects[0] as (typeof created.effects)[0]).change;
+    const on = (charsets?: CharsetTable) => evolve(undefined, change, { ...env, db: 'd', table: 't', charsets }).next;
+    expect(on(mysql84)?.columns.map((c) => c.collation ?? null)).toEqual([null, 'utf8mb4_0900_ai_ci', 'latin1_swedish_ci']);
+    expect(on(mysql84)?.collation).toBe('utf8mb4_0900_ai_ci');
+    expect(on()?.columns[1]?.collation).toBe('utf8mb4_general_ci');
+  });
+
+  it("takes MariaDB 11.2+'s character_set_collations over CHARACTER_SETS, short names included", () => {
+    const maria = CharsetTable.fromServer(
+      [
+        { charset: 'utf8mb4', defaultCollation: 'utf8mb4_general_ci', maxlen: 4 },
+        { charset: 'ucs2', defaultCollation: 'ucs2_general_ci', maxlen: 2 },
+      ],
+      'utf8mb4=uca1400_ai_ci,ucs2=ucs2_uca1400_ai_ci',
+    );
+    expect(maria.defaultCollation('utf8mb4')).toBe('utf8mb4_uca1400_ai_ci');
+    expect(maria.defaultCollation('ucs2')).toBe('ucs2_uca1400_ai_ci');
+    // What the server did not list keeps the fallback.
+    expect(maria.defaultCollation('latin1')).toBe('latin1_swedish_ci');
+    expect(maria.collationInfo('utf8mb4_uca1400_ai_ci')).toEqual({ collation: 'utf8mb4_uca1400_ai_ci', charset: 'utf8mb4' });
+  });
+
+  it('are kept in the catalog, and recorded again only when the server changed them', () => {
+    const catalog = Catalog.from(undefined);
+    expect(catalog.useCharsets(mysql84)).toBe(true);
+    const { document } = catalog.save('s', { file: 'b.000001', pos: 4 });
+    const reloaded = Catalog.from(document);
+    expect(reloaded.charsets.defaultCollation('utf8mb4')).toBe('utf8mb4_0900_ai_ci');
+    expect(reloaded.useCharsets(CharsetTable.fromServer(document.charsets ?? []))).toBe(false);
+    expect(reloaded.dirty).toBe(false);
+    expect(Catalog.from(undefined).charsets.defaultCollation('utf8mb4')).toBe('utf8mb4_general_ci');
   });
 });
 

@@ -1,12 +1,13 @@
 import type { ServerTraits } from '../../capture/schema-tracker.ts';
 import { type BinlogPosition, comparePositions } from '../../core/position.ts';
 import { tableKey } from '../../schema/catalog.ts';
+import { CharsetTable } from '../../schema/charsets.ts';
 import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema/column-type.ts';
 import type { TableRef } from '../../schema/definition.ts';
 import { type InformationSchemaIndexRow, type SchemaVersion, versionFromInformationSchema } from '../../schema/version.ts';
 import { type ClassifyContext, classifyDdl } from './ddl/classify.ts';
 import { parseServerFlavor } from './flavor.ts';
-import { listTables } from './schema.ts';
+import { listTables, showInvisiblePrimaryKeys } from './schema.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 
 /*
@@ -27,6 +28,8 @@ export async function serverTraits(conn: SqlConnection): Promise<ServerTraits> {
     'SELECT VERSION() AS version, @@version_comment AS comment, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit, @@collation_server AS collation',
   );
   const flavor = parseServerFlavor(String(row?.version ?? ''), row?.comment ?? '');
+  // The versions this connection reads include MySQL's generated invisible primary key.
+  await showInvisiblePrimaryKeys(conn, flavor);
   return {
     serverVersion: flavor.version,
     serverKind: flavor.kind,
@@ -83,6 +86,22 @@ export async function readVersions(conn: SqlConnection, tables: readonly TableRe
     }
   }
   return out;
+}
+
+/**
+ * The server's character sets: information_schema.CHARACTER_SETS, with the default collations
+ * MariaDB 11.2+ sets by `character_set_collations` (SHOW VARIABLES lists nothing on other servers).
+ */
+export async function readCharsets(conn: SqlConnection): Promise<CharsetTable> {
+  const sets = await rows<{ CHARACTER_SET_NAME: string; DEFAULT_COLLATE_NAME: string; MAXLEN: number | string }>(
+    conn,
+    'SELECT CHARACTER_SET_NAME, DEFAULT_COLLATE_NAME, MAXLEN FROM information_schema.CHARACTER_SETS',
+  );
+  const [chosen] = await rows<{ Value: string }>(conn, "SHOW VARIABLES LIKE 'character_set_collations'");
+  return CharsetTable.fromServer(
+    sets.map((r) => ({ charset: r.CHARACTER_SET_NAME, defaultCollation: r.DEFAULT_COLLATE_NAME, maxlen: Number(r.MAXLEN) })),
+    chosen?.Value ?? '',
+  );
 }
 
 /** Default collations of the databases (for CREATE TABLE without a charset). */
