@@ -98,6 +98,25 @@ describe('character sets from the server', () => {
   });
 });
 
+describe('invisible columns in the schema history', () => {
+  it("keeps MySQL's generated invisible primary key and INVISIBLE columns as the columns they are in the row images", async () => {
+    // What MySQL 8.0.30+ shows of a table it gave a GIPK (SHOW CREATE TABLE with show_gipk_in_create_table_and_information_schema).
+    const mysql = { defaultDb: 'd', serverKind: 'mysql' as const, serverVersion: 80403 };
+    const created = await classifyDdl(
+      'CREATE TABLE t (`my_row_id` bigint unsigned NOT NULL AUTO_INCREMENT /*!80023 INVISIBLE */, c1 VARCHAR(50), c2 INT /*!80023 INVISIBLE */, PRIMARY KEY (`my_row_id`))',
+      mysql,
+    );
+    if (created.kind !== 'tables') throw new Error(created.kind);
+    const next = evolve(undefined, (created.effects[0] as (typeof created.effects)[0]).change, { ...env, db: 'd', table: 't' }).next;
+    expect(next?.columns.map((c) => [c.name, c.type, c.nullable])).toEqual([
+      ['my_row_id', 'bigint unsigned', false],
+      ['c1', 'varchar(50)', true],
+      ['c2', 'int', true],
+    ]);
+    expect(next?.key).toEqual(['my_row_id']);
+  });
+});
+
 describe('evolve', () => {
   it('keeps column ids through renames and never reuses a dropped id', async () => {
     const { last } = await run(
