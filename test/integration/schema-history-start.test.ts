@@ -38,16 +38,20 @@ async function expectTables(source: TestSource, db: string, config = source.conf
   }
 }
 
-describe.each([
-  ['position:', false],
-  ['position:', true],
-  ['earliest', true],
-] as const)('schema history from a past binlog position (%s), lagging=%s (real stack)', (startup, lagging) => {
+/*
+ * `position:` just before the test's statements stands for `earliest`: both start through the same
+ * path (binlog-scan.ts startupPosition, then run.ts initialCatalog), and `earliest` here would read
+ * the whole binlog of the shared test server, which grows with every run (40 s when tried).
+ */
+describe.each([false, true])('schema history from a past binlog position, lagging=%s (real stack)', (lagging) => {
   it('takes every table from its CREATE TABLE: no version before it, no re-snapshot, no missing row', async () => {
     await using source = await testSource('fromstart');
+    // A table that exists before the start and is dropped and created again after it: the server's
+    // description now is the second table's, never the first's.
+    await source.sql('CREATE TABLE q0 (a INT PRIMARY KEY, b INT); INSERT INTO q0 VALUES (1, 1)');
     const [status] = await source.sql('SHOW MASTER STATUS');
-    // earliest: the whole binlog of the test server, every other test's tables left out by the filter.
-    const config = source.configWith({ SLUICE_STARTUP: startup === 'earliest' ? 'earliest' : `position:${status?.File}:${status?.Position}` });
+    await source.sql("INSERT INTO q0 VALUES (2, 2); DROP TABLE q0; CREATE TABLE q0 (a INT PRIMARY KEY, c VARCHAR(3)); INSERT INTO q0 VALUES (3, 'c')");
+    const config = source.configWith({ SLUICE_STARTUP: `position:${status?.File}:${status?.Position}` });
     // The database's charset without a collation: the charset's default collation (not the server's utf8mb4_unicode_ci).
     const db = await source.database('_h', 'CHARACTER SET utf8mb4');
     await source.sql(`USE ${quoted(db)}; ${Object.values(TABLES).join('; ')}; ${ROWS.join('; ')}`);
@@ -64,6 +68,11 @@ describe.each([
     expect(resets.sort()).toEqual(Object.keys(TABLES).map((t) => `${t} create`));
     expect(events.filter((e) => e.db === db && e.op === 's').map((e) => `${e.table} ${e.ddl?.kind}`)).toEqual(['p1 alter', 'p4 alter']);
     expect(await source.clients.snapshots.latestJob(config.sourceId)).toBeUndefined();
+    const q0 = events.filter((e) => e.db === source.db && e.table === 'q0');
+    // The row before the DROP comes with its TABLE_MAP's version: no reset, no snapshot of the second table.
+    expect(q0.map((e) => `${e.op} ${e.ddl?.kind ?? JSON.stringify(e.after)}`)).toEqual(['c {"a":2,"b":2}', 't drop', 't create', 'c {"a":3,"c":"c"}']);
+    const q0History = await loadHistory(source.clients.s3, config.bucket, config.prefix, config.sourceId, source.db, 'q0');
+    expect(fold(q0, q0History)).toEqual(await mysqlRows(await mysqlTarget(config), source.db, 'q0'));
     // Each table's first version is its CREATE TABLE's: none read from the server before the table existed.
     for (const table of Object.keys(TABLES)) {
       const history = await loadHistory(source.clients.s3, config.bucket, config.prefix, config.sourceId, db, table);

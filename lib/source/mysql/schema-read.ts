@@ -145,30 +145,26 @@ export async function statementsBetween(conn: SqlConnection, from: BinlogPositio
 
 /**
  * The tables and databases the binlog creates between `from` and the server's position now, each
- * named by `tableKey`/its name: at `from` they did not exist yet, so a catalog for `from` holds no
- * version of them read from the server (their CREATE in the binlog gives the first one, with the
- * charsets and keys it had then). A table whose first statement there is no CREATE (or RENAME in)
- * existed before it, and one the classifier cannot read is left as it was: the server's version.
+ * named by `tableKey`/its name. What the server describes of them now is what their last CREATE
+ * made, not what was there at `from` (nothing, or a table dropped since), so a catalog for `from`
+ * holds no version of them read from the server: their CREATE in the binlog gives the version,
+ * with the charsets and keys it had then, and rows before a DROP of an earlier table of the name
+ * take theirs from the TABLE_MAP. A statement the classifier cannot read leaves its tables as
+ * they were (the server's version; a TABLE_MAP that disagrees is caught, schema-tracker.ts).
  */
 export async function createdSince(
   conn: SqlConnection,
   from: BinlogPosition,
   context: Omit<ClassifyContext, 'defaultDb'>,
 ): Promise<{ tables: Set<string>; databases: Set<string> }> {
-  const seen = new Set<string>();
   const tables = new Set<string>();
   const databases = new Set<string>();
   for (const statement of await statementsBetween(conn, from, await masterPosition(conn))) {
     const result = await classifyDdl(statement.query, { ...context, defaultDb: statement.db });
-    if (result.kind === 'database' && result.op === 'create' && !seen.has(`db:${result.db}`)) databases.add(result.db);
-    if (result.kind === 'database') seen.add(`db:${result.db}`);
+    if (result.kind === 'database' && result.op === 'create') databases.add(result.db);
     if (result.kind !== 'tables') continue;
-    for (const { table, change } of result.effects) {
-      const key = tableKey(table);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      if (['create', 'create-like', 'create-select', 'rename-in'].includes(change.kind) || databases.has(table.db)) tables.add(key);
-    }
+    for (const { table, change } of result.effects)
+      if (['create', 'create-like', 'create-select', 'rename-in'].includes(change.kind)) tables.add(tableKey(table));
   }
   return { tables, databases };
 }
