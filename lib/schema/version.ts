@@ -162,16 +162,16 @@ function columnOf(
 }
 
 /** Byte length of a key part, for the long-unique rule; undefined when unknown. */
-function partBytes(column: SchemaColumn, part: KeyPart): number | undefined {
+function partBytes(column: SchemaColumn, part: KeyPart, cs: CharsetTable): number | undefined {
   const m = /^(?:var)?(?:char|binary)\((\d+)\)/.exec(column.type);
   if (!m) return /^(tiny|medium|long)?(text|blob)/.test(column.type) ? Number.POSITIVE_INFINITY : 8;
   const chars = Math.min(Number(m[1]), part.prefix ?? Number.POSITIVE_INFINITY);
-  const per = column.kind === 'binary' ? 1 : CharsetTable.fallback.maxBytesPerChar(column.charset ?? '');
+  const per = column.kind === 'binary' ? 1 : cs.maxBytesPerChar(column.charset ?? '');
   return per === undefined ? undefined : chars * per;
 }
 
 /** The row identity MariaDB reports in TABLE_MAP: PRIMARY KEY, else the first usable UNIQUE key. */
-export function identityKey(columns: readonly SchemaColumn[], indexes: readonly SchemaIndex[]): string[] | null {
+export function identityKey(columns: readonly SchemaColumn[], indexes: readonly SchemaIndex[], cs = CharsetTable.fallback): string[] | null {
   const byName = (name: string) => columns.find((c) => sameName(c.name, name));
   const primary = indexes.find((i) => i.kind === 'primary');
   const names = (i: SchemaIndex) => i.parts.map((p) => byName(p.column)?.name ?? p.column);
@@ -186,7 +186,7 @@ export function identityKey(columns: readonly SchemaColumn[], indexes: readonly 
       else {
         const full = /\((\d+)\)/.exec(column.type)?.[1];
         if (part.prefix !== undefined && !(full !== undefined && Number(full) === part.prefix && /char|binary/.test(column.type))) usable = false;
-        bytes += partBytes(column, part) ?? Number.POSITIVE_INFINITY;
+        bytes += partBytes(column, part, cs) ?? Number.POSITIVE_INFINITY;
       }
     }
     if (bytes > MAX_KEY_BYTES) continue; // a long unique (hash): never promoted
@@ -252,7 +252,7 @@ function fromDefinition(
     table: at.table,
     version: at.version,
     columns,
-    key: identityKey(columns, indexes),
+    key: identityKey(columns, indexes, cs),
     lastColumnId: id,
     changes: [],
     indexes,
@@ -297,7 +297,7 @@ function parts(type: string): { base: string; args: string[]; unsigned: boolean 
 }
 
 /** Every value of `from` is the same value in `to` (rendered in `to`'s type). */
-export function isWidening(from: SchemaColumn, to: SchemaColumn): boolean {
+export function isWidening(from: SchemaColumn, to: SchemaColumn, cs = CharsetTable.fallback): boolean {
   if (from.type === to.type) return from.charset === to.charset && from.collation === to.collation;
   const a = parts(from.type);
   const b = parts(to.type);
@@ -318,7 +318,7 @@ export function isWidening(from: SchemaColumn, to: SchemaColumn): boolean {
   if (text) {
     if ((a.base === 'enum' && b.base === 'enum') || (a.base === 'set' && b.base === 'set'))
       return a.args.length <= b.args.length && a.args.every((v, i) => v === b.args[i]) && (a.base === 'enum' || b.args.length <= 64);
-    const per = CharsetTable.fallback.maxBytesPerChar(from.charset ?? '') ?? Number.POSITIVE_INFINITY;
+    const per = cs.maxBytesPerChar(from.charset ?? '') ?? Number.POSITIVE_INFINITY;
     if (a.base === 'varchar' && b.base === 'varchar') return Number(b.args[0]) >= Number(a.args[0]);
     if (a.base === 'char' && b.base === 'char') return Number(b.args[0]) >= Number(a.args[0]);
     if (a.base === 'varchar' && TEXT_BYTES[b.base] !== undefined) return Number(a.args[0]) * per <= (TEXT_BYTES[b.base] as number);
@@ -473,7 +473,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         if (old.nullable === false && next.nullable === true && old.type === next.type) changes.push({ op: 'widen', id: old.id, from: old.type });
         else if (old.nullable && !next.nullable && context.strictSqlMode !== true) resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
         else if (old.type !== next.type || old.charset !== next.charset || old.collation !== next.collation) {
-          if (isWidening(old, next)) changes.push({ op: 'widen', id: old.id, from: old.type });
+          if (isWidening(old, next, cs)) changes.push({ op: 'widen', id: old.id, from: old.type });
           else
             resnapshot.push(
               `${old.name} ${old.type} → ${next.type}${next.charset !== old.charset ? ` (${old.charset} → ${next.charset})` : ''} changes values`,
@@ -539,7 +539,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         return { path: 'unknown', next: previous, changes: [], reason: op.reason };
     }
   }
-  const key = identityKey(columns, indexes);
+  const key = identityKey(columns, indexes, cs);
   if (!sameKey(key, previous.key)) changes.push({ op: 'key', from: previous.key });
   const structural = changes.length > 0 || JSON.stringify(columns) !== JSON.stringify(previous.columns);
   const next: SchemaVersion = {
