@@ -152,8 +152,9 @@ function catalogOf(
  * A source with a position but no catalog yet (it started at a past position, or ran before
  * sluice kept a schema history): the tables as the server describes them now, except those the
  * binlog creates after the position (what the server describes is what their last CREATE made:
- * that CREATE gives the version, see `createdSince`). DDL between the position and now that this contradicts shows up as a TABLE_MAP
- * mismatch or an impossible statement, and is handled as such (re-snapshot, or a stop with the way out).
+ * that CREATE gives the version, see `createdSince`). DDL between the position and now that this
+ * contradicts shows up as a TABLE_MAP mismatch or an impossible statement, and is handled as such
+ * (re-snapshot, or a stop with the way out).
  */
 async function initialCatalog(conn: SqlConnection, deps: CaptureDeps, position: BinlogPosition, commitSeq: number, traits: ServerTraits): Promise<Catalog> {
   const created = await createdSince(conn, position, traits);
