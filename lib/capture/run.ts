@@ -11,7 +11,7 @@ import type { ManifestDdl } from '../format/manifest.ts';
 import { runControlPrefix, seq } from '../format/seq.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
 import { timed } from '../profile.ts';
-import { Catalog, type CatalogFilter, historyObject } from '../schema/catalog.ts';
+import { Catalog, type CatalogFilter, historyObject, tableKey } from '../schema/catalog.ts';
 import type { TableRef } from '../schema/definition.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
@@ -22,8 +22,8 @@ import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
-import { listTables } from '../source/mysql/schema.ts';
-import { readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
+import { listTables, showInvisiblePrimaryKeys } from '../source/mysql/schema.ts';
+import { createdSince, databaseCollations, readCharsets, readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
 import { connect, masterPosition, preflight, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -92,10 +92,15 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
   try {
     await preflight(conn); // every run: one query, and a setting may change between two ticks
     const traits = await serverTraits(conn);
+    // The server's character sets, read once per run: the catalog records them when they changed.
+    const charsets = await readCharsets(conn);
     const target = await masterPosition(conn);
     await history.checkStored(conn);
     if (state.position) {
-      return { start: state.position, target, traits, ...(await openCatalog(deps, conn, state, state.position)) };
+      const opened = await openCatalog(deps, conn, state, state.position, traits);
+      if (opened.catalog.useCharsets(charsets) && state.catalog !== undefined)
+        log.info("the server's character sets differ from the catalog's; DDL from here on is read with the server's");
+      return { start: state.position, target, traits, ...opened };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
     // are read there, with no DDL between them and the position, so the catalog is exact from the start.
@@ -116,7 +121,8 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
     const catalog = fresh
       ? catalogOf(config, fresh.versions, fresh.databases, start, state.commitSeq + 1)
-      : await initialCatalog(conn, deps, start, state.commitSeq + 1);
+      : await initialCatalog(conn, deps, start, state.commitSeq + 1, traits);
+    catalog.useCharsets(charsets);
     return { start, target, requested, traits, catalog, opening: { events: [], snapshots: [] } };
   } finally {
     await conn.end();
@@ -144,14 +150,17 @@ function catalogOf(
 
 /**
  * A source with a position but no catalog yet (it started at a past position, or ran before
- * sluice kept a schema history): the tables as the server describes them now. DDL between the
- * position and now that this contradicts shows up as a TABLE_MAP mismatch or an impossible
- * statement, and is handled as such (re-snapshot, or a stop with the way out).
+ * sluice kept a schema history): the tables as the server describes them now, except those the
+ * binlog creates after the position (what the server describes is what their last CREATE made:
+ * that CREATE gives the version, see `createdSince`). DDL between the position and now that this
+ * contradicts shows up as a TABLE_MAP mismatch or an impossible statement, and is handled as such
+ * (re-snapshot, or a stop with the way out).
  */
-async function initialCatalog(conn: SqlConnection, deps: CaptureDeps, position: BinlogPosition, commitSeq: number): Promise<Catalog> {
-  const tables = await listTables(conn, tableFilter(deps.config));
-  const { databaseCollations } = await import('../source/mysql/schema-read.ts');
-  return catalogOf(deps.config, await readVersions(conn, tables, new Map()), await databaseCollations(conn), position, commitSeq);
+async function initialCatalog(conn: SqlConnection, deps: CaptureDeps, position: BinlogPosition, commitSeq: number, traits: ServerTraits): Promise<Catalog> {
+  const created = await createdSince(conn, position, traits);
+  const tables = (await listTables(conn, tableFilter(deps.config))).filter((t) => !created.tables.has(tableKey(t)));
+  const databases = new Map([...(await databaseCollations(conn))].filter(([db]) => !created.databases.has(db)));
+  return catalogOf(deps.config, await readVersions(conn, tables, new Map()), databases, position, commitSeq);
 }
 
 /**
@@ -163,9 +172,11 @@ async function openCatalog(
   conn: SqlConnection,
   state: SourceState,
   position: BinlogPosition,
+  traits: ServerTraits,
 ): Promise<{ catalog: Catalog; opening: DdlOutcome }> {
   const { config } = deps;
-  if (state.catalog === undefined) return { catalog: await initialCatalog(conn, deps, position, state.commitSeq + 1), opening: { events: [], snapshots: [] } };
+  if (state.catalog === undefined)
+    return { catalog: await initialCatalog(conn, deps, position, state.commitSeq + 1, traits), opening: { events: [], snapshots: [] } };
   const document = await getJson(deps.s3, config.bucket, catalogKey(config.prefix, config.sourceId, state.catalog));
   if (!document)
     throw new SluiceError(
@@ -261,7 +272,9 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       accept: tableFilter(config),
       readVersion: async (table, previous) => {
         const conn = await connect(target$);
-        return readTableVersion(conn, table, previous).finally(() => conn.end());
+        return showInvisiblePrimaryKeys(conn, { kind: traits.serverKind ?? 'mariadb', version: traits.serverVersion })
+          .then(() => readTableVersion(conn, table, previous))
+          .finally(() => conn.end());
       },
       overrides: config.ddlOverrides,
       log,

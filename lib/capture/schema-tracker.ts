@@ -29,8 +29,12 @@ import { type ClassifyContext, classifyDdl, type DdlClassification } from '../so
 export interface ServerTraits {
   /** 10.11.19 → 101119: decides which executable comments ran. */
   readonly serverVersion: number;
+  /** MySQL or MariaDB (`ServerFlavor.kind`): decides which executable comments ran. MariaDB when not given. */
+  readonly serverKind?: 'mysql' | 'mariadb';
   readonly lowerCaseTableNames: boolean;
   readonly explicitDefaultsForTimestamp: boolean;
+  /** `@@collation_server`: the defaults of a CREATE DATABASE that names no charset or collation. */
+  readonly serverCollation?: string;
 }
 
 /** A control event to write, in order. */
@@ -129,6 +133,7 @@ export class SchemaTracker {
     const result = await classify(statement.query, {
       defaultDb: statement.db,
       serverVersion: this.deps.traits.serverVersion,
+      serverKind: this.deps.traits.serverKind,
       ansiQuotes: statement.sqlMode.ansiQuotes,
       noBackslashEscapes: statement.sqlMode.noBackslashEscapes,
       lowerCaseTableNames: this.deps.traits.lowerCaseTableNames,
@@ -141,7 +146,10 @@ export class SchemaTracker {
         if (result.op === 'drop') {
           for (const version of this.catalog.liveTables().filter((v) => v.db === result.db))
             this.record(outcome, { db: version.db, table: version.table }, 't', 'drop', { ...version, dropped: true }, statement, seq, false);
-        } else if (result.collation || result.charset) this.catalog.setDatabaseCollation(result.db, result.collation ?? undefined);
+        } else {
+          const collation = this.databaseCollation(result);
+          if (collation) this.catalog.setDatabaseCollation(result.db, collation);
+        }
         return outcome;
       case 'sequence':
         for (const table of result.tables) if (result.op !== 'alter') this.catalog.setSequence(table, result.op === 'create');
@@ -170,6 +178,8 @@ export class SchemaTracker {
         source,
         databaseCollation: this.catalog.databaseCollation(table.db),
         explicitDefaultsForTimestamp: this.deps.traits.explicitDefaultsForTimestamp,
+        strictSqlMode: statement.sqlMode.strict,
+        charsets: this.catalog.charsets,
       });
       switch (evolved.path) {
         case 'unknown':
@@ -251,6 +261,19 @@ export class SchemaTracker {
     const stamped = encodeShape({ ...shape, schema: version.version });
     this.stamped.set(shape, { version, shape: stamped, revision: this.catalog.revision });
     return { shape: stamped, outcome };
+  }
+
+  /**
+   * The default collation a CREATE/ALTER DATABASE leaves: the one it names, else its charset's
+   * default, else (CREATE naming neither) the server's; undefined when the database keeps its own
+   * (ALTER naming neither, CREATE IF NOT EXISTS of a known database).
+   */
+  private databaseCollation(result: Extract<DdlClassification, { kind: 'database' }>): string | undefined {
+    if (result.op === 'create' && result.ifNotExists && this.catalog.databaseCollation(result.db) !== undefined) return undefined;
+    const charsets = this.catalog.charsets;
+    if (result.collation) return charsets.collationInfo(result.collation)?.collation ?? result.collation;
+    if (result.charset) return charsets.defaultCollation(result.charset);
+    return result.op === 'create' ? this.deps.traits.serverCollation : undefined;
   }
 
   /** CREATE … LIKE and RENAME copy another table's structure: the version it had, or the server's. */

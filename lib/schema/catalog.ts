@@ -1,4 +1,5 @@
 import type { BinlogPosition } from '../core/position.ts';
+import { type CharsetRow, CharsetTable } from './charsets.ts';
 import type { TableRef } from './definition.ts';
 import type { SchemaVersion } from './version.ts';
 
@@ -36,6 +37,8 @@ export interface CatalogDocument {
   readonly sequences: readonly TableRef[];
   /** The include/exclude filters the catalog was kept with (regex sources): a change of them moves tables in or out. */
   readonly filter?: CatalogFilter;
+  /** The server's character sets (default collations, sizes) the DDL since was read with; absent: the fallback table. */
+  readonly charsets?: readonly CharsetRow[];
 }
 
 export interface CatalogFilter {
@@ -57,6 +60,8 @@ export class Catalog {
   filter: CatalogFilter | undefined;
   /** Counts changes of the tables' versions (`put`): a lookup cached at one revision holds until the next. */
   revision = 0;
+  /** The character sets DDL is read with (`useCharsets`). */
+  charsets: CharsetTable = CharsetTable.fallback;
 
   static from(document: CatalogDocument | undefined): Catalog {
     const catalog = new Catalog();
@@ -64,6 +69,7 @@ export class Catalog {
     for (const { db, collation } of document?.databases ?? []) catalog.databases.set(db, collation);
     for (const ref of document?.sequences ?? []) catalog.sequences.set(tableKey(ref), { db: ref.db, table: ref.table });
     catalog.filter = document?.filter;
+    catalog.charsets = CharsetTable.of(document?.charsets);
     return catalog;
   }
 
@@ -114,6 +120,18 @@ export class Catalog {
     this.changed = true;
   }
 
+  /**
+   * The server's character sets as read at run start: recorded with the catalog when they differ
+   * from the ones it holds (a first run, or a server upgrade that changed default collations), so
+   * the schema history says which table the DDL after its position was read with. True if changed.
+   */
+  useCharsets(charsets: CharsetTable): boolean {
+    if (charsets.equals(this.charsets)) return false;
+    this.charsets = charsets;
+    this.changed = true;
+    return true;
+  }
+
   setFilter(filter: CatalogFilter): void {
     this.filter = filter;
     this.changed = true;
@@ -138,6 +156,7 @@ export class Catalog {
         databases: [...this.databases].map(([db, collation]) => ({ db, collation })),
         sequences: [...this.sequences.values()],
         ...(this.filter ? { filter: this.filter } : {}),
+        ...(this.charsets.rows.length ? { charsets: this.charsets.rows } : {}),
       },
     };
   }

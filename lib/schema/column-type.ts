@@ -111,15 +111,16 @@ export function normalizeType(d: TypeDescriptor): ColumnType {
     case 'binary':
     case 'varbinary':
       return { type: `${base}(${length(base)})`, kind: 'binary' };
+    // n float32 values, little-endian, as the server stores and the binlog carries them (MySQL 9.0+,
+    // MariaDB 11.7+), written as those bytes (docs/FORMAT.md); a TABLE_MAP without metadata gives no n.
+    case 'vector':
+      return { type: d.length === undefined ? 'vector' : `vector(${length(base)})`, kind: 'binary' };
     case 'enum':
     case 'set':
       if (!d.values?.length) throw new UnsupportedTypeError(`${base} without values`);
       return text(`${base}(${d.values.map(quoteValue).join(',')})`);
     case 'json':
       return { type: 'longtext', kind: 'string', charset: 'utf8mb4', collation: 'utf8mb4_bin' };
-    // MySQL 9: written as its bytes, n float32s little-endian (docs/FORMAT.md).
-    case 'vector':
-      return { type: d.length === undefined ? 'vector' : `vector(${length('vector')})`, kind: 'binary' };
     // Written as the server prints them (lib/format/types.ts); the binlog logs them as BINARY(16|4).
     case 'uuid':
     case 'inet6':
@@ -189,6 +190,7 @@ export function informationSchemaType(row: InformationSchemaColumn): TypeDescrip
     case 'varchar':
     case 'binary':
     case 'varbinary':
+    case 'vector':
       return { base, length: nums[0], ...strings };
     case 'enum':
     case 'set':

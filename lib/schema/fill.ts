@@ -32,7 +32,12 @@ export function addColumnFill(column: ColumnDefinition, type: ColumnType, nullab
   if (column.generated) return no('a generated column is computed from each row');
   if (column.autoIncrement) return no('AUTO_INCREMENT numbers the existing rows');
   const base = column.type.base;
-  if (['json', 'uuid', 'inet4', 'inet6'].includes(base) || type.type.startsWith('geom') || base === 'point' || /polygon|linestring|multipoint/.test(base))
+  if (
+    ['json', 'uuid', 'inet4', 'inet6', 'vector'].includes(base) ||
+    type.type.startsWith('geom') ||
+    base === 'point' ||
+    /polygon|linestring|multipoint/.test(base)
+  )
     return no(`${base} columns are not derived`);
   const d = column.default;
   switch (d.kind) {

@@ -1,4 +1,4 @@
-import { collationInfo, defaultCollation, maxBytesPerChar } from './charsets.ts';
+import { CharsetTable } from './charsets.ts';
 import {
   type ColumnType,
   type InformationSchemaColumn,
@@ -93,6 +93,14 @@ export interface EvolveContext extends FillContext {
   readonly source?: SchemaVersion;
   /** The database's default collation, for CREATE TABLE without a charset (CREATE/ALTER DATABASE, information_schema.SCHEMATA). */
   readonly databaseCollation?: string;
+  /** The server's character sets (CharsetTable.fromServer, kept in the catalog); the fallback table when not given. */
+  readonly charsets?: CharsetTable;
+  /**
+   * The statement ran under a strict sql_mode (STRICT_TRANS_TABLES/STRICT_ALL_TABLES): making a
+   * column holding NULLs NOT NULL fails there (ER 1265, checked on InnoDB, MyISAM and Aria), so a
+   * logged one changed no value. Unknown or off: NULLs became the type's default, not derivable.
+   */
+  readonly strictSqlMode?: boolean;
 }
 
 /** A statement the server would have refused: it cannot be in the binlog, so our state is wrong. */
@@ -103,61 +111,67 @@ const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 const MAX_KEY_BYTES = 3072;
 
 /** Table default charset/collation from what the statement says and the database default. */
-function tableDefaults(charset: string | undefined, collation: string | undefined, databaseCollation: string | undefined) {
+function tableDefaults(charset: string | undefined, collation: string | undefined, databaseCollation: string | undefined, cs: CharsetTable) {
   if (collation) {
-    const info = collationInfo(collation);
+    const info = cs.collationInfo(collation);
     if (!info) throw new UnsupportedTypeError(`collation ${collation}`);
     return { charset: info.charset, collation: info.collation };
   }
   if (charset) {
-    const c = defaultCollation(charset);
+    const c = cs.defaultCollation(charset);
     if (!c) throw new UnsupportedTypeError(`charset ${charset}`);
-    return { charset: collationInfo(c)?.charset ?? charset, collation: c };
+    return { charset: cs.collationInfo(c)?.charset ?? charset, collation: c };
   }
-  if (databaseCollation) return tableDefaults(undefined, databaseCollation, undefined);
+  if (databaseCollation) return tableDefaults(undefined, databaseCollation, undefined, cs);
   return {};
 }
 
 const TEXTUAL = new Set(['char', 'varchar', 'tinytext', 'text', 'mediumtext', 'longtext', 'enum', 'set']);
 
 /** A parsed column's descriptor with the charset MariaDB gives it (explicit, else the table's default). */
-function resolveCharset(type: TypeDescriptor, defaults: { charset?: string; collation?: string }): TypeDescriptor {
+function resolveCharset(type: TypeDescriptor, defaults: { charset?: string; collation?: string }, cs: CharsetTable): TypeDescriptor {
   if (!TEXTUAL.has(type.base)) return type;
   if (type.collation) {
-    const info = collationInfo(type.collation);
+    const info = cs.collationInfo(type.collation);
     if (!info) throw new UnsupportedTypeError(`collation ${type.collation}`);
-    if (type.charset && collationInfo(defaultCollation(type.charset) ?? '')?.charset !== info.charset)
+    if (type.charset && cs.collationInfo(cs.defaultCollation(type.charset) ?? '')?.charset !== info.charset)
       throw new UnsupportedTypeError(`collation ${type.collation} of another charset than ${type.charset}`);
     return { ...type, charset: info.charset, collation: info.collation };
   }
   if (type.charset) {
-    const c = defaultCollation(type.charset);
+    const c = cs.defaultCollation(type.charset);
     if (!c) throw new UnsupportedTypeError(`charset ${type.charset}`);
-    const charset = collationInfo(c)?.charset ?? type.charset;
+    const charset = cs.collationInfo(c)?.charset ?? type.charset;
     return charset === 'binary' ? { ...type, charset } : { ...type, charset, collation: c };
   }
   const { charset, collation } = defaults;
   return { ...type, ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
 }
 
-function columnOf(def: ColumnDefinition, id: number, defaults: { charset?: string; collation?: string }, forceNotNull: boolean): SchemaColumn {
-  const descriptor = resolveCharset(def.type, defaults);
+function columnOf(
+  def: ColumnDefinition,
+  id: number,
+  defaults: { charset?: string; collation?: string },
+  forceNotNull: boolean,
+  cs: CharsetTable,
+): SchemaColumn {
+  const descriptor = resolveCharset(def.type, defaults, cs);
   const type = normalizeType(descriptor);
   const nullable = forceNotNull || def.primaryKey ? false : (def.nullable ?? true);
   return { id, name: def.name, ...type, nullable, ...(def.autoIncrement ? { autoIncrement: true } : {}) };
 }
 
 /** Byte length of a key part, for the long-unique rule; undefined when unknown. */
-function partBytes(column: SchemaColumn, part: KeyPart): number | undefined {
+function partBytes(column: SchemaColumn, part: KeyPart, cs: CharsetTable): number | undefined {
   const m = /^(?:var)?(?:char|binary)\((\d+)\)/.exec(column.type);
   if (!m) return /^(tiny|medium|long)?(text|blob)/.test(column.type) ? Number.POSITIVE_INFINITY : 8;
   const chars = Math.min(Number(m[1]), part.prefix ?? Number.POSITIVE_INFINITY);
-  const per = column.kind === 'binary' ? 1 : maxBytesPerChar(column.charset ?? '');
+  const per = column.kind === 'binary' ? 1 : cs.maxBytesPerChar(column.charset ?? '');
   return per === undefined ? undefined : chars * per;
 }
 
 /** The row identity MariaDB reports in TABLE_MAP: PRIMARY KEY, else the first usable UNIQUE key. */
-export function identityKey(columns: readonly SchemaColumn[], indexes: readonly SchemaIndex[]): string[] | null {
+export function identityKey(columns: readonly SchemaColumn[], indexes: readonly SchemaIndex[], cs = CharsetTable.fallback): string[] | null {
   const byName = (name: string) => columns.find((c) => sameName(c.name, name));
   const primary = indexes.find((i) => i.kind === 'primary');
   const names = (i: SchemaIndex) => i.parts.map((p) => byName(p.column)?.name ?? p.column);
@@ -172,7 +186,7 @@ export function identityKey(columns: readonly SchemaColumn[], indexes: readonly 
       else {
         const full = /\((\d+)\)/.exec(column.type)?.[1];
         if (part.prefix !== undefined && !(full !== undefined && Number(full) === part.prefix && /char|binary/.test(column.type))) usable = false;
-        bytes += partBytes(column, part) ?? Number.POSITIVE_INFINITY;
+        bytes += partBytes(column, part, cs) ?? Number.POSITIVE_INFINITY;
       }
     }
     if (bytes > MAX_KEY_BYTES) continue; // a long unique (hash): never promoted
@@ -185,7 +199,8 @@ export function identityKey(columns: readonly SchemaColumn[], indexes: readonly 
 function indexName(index: IndexDefinition, taken: readonly SchemaIndex[]): string {
   if (index.kind === 'primary') return 'PRIMARY';
   if (index.name !== undefined) return index.name;
-  const base = index.parts[0]?.column ?? 'key';
+  // Only a functional index (MySQL 8.0.13+) has no column parts here; the server names it so.
+  const base = index.parts[0]?.column ?? 'functional_index';
   const used = (name: string) => taken.some((i) => sameName(i.name, name)) || sameName(name, 'PRIMARY');
   if (!used(base)) return base;
   for (let n = 2; ; n++) if (!used(`${base}_${n}`)) return `${base}_${n}`;
@@ -208,7 +223,8 @@ function fromDefinition(
   at: { db: string; table: string; version: number; firstId: number },
   context: EvolveContext,
 ): SchemaVersion {
-  const defaults = tableDefaults(definition.charset, definition.collation, context.databaseCollation);
+  const cs = context.charsets ?? CharsetTable.fallback;
+  const defaults = tableDefaults(definition.charset, definition.collation, context.databaseCollation, cs);
   const indexes: SchemaIndex[] = [];
   const defs: ColumnDefinition[] = [];
   for (const item of definition.items) {
@@ -226,6 +242,7 @@ function fromDefinition(
       ++id,
       defaults,
       primary?.parts.some((p) => sameName(p.column, def.name)) === true || (def.type.base === 'timestamp' && !timestampNullable(def, context)),
+      cs,
     ),
   );
   for (const index of indexes)
@@ -235,7 +252,7 @@ function fromDefinition(
     table: at.table,
     version: at.version,
     columns,
-    key: identityKey(columns, indexes),
+    key: identityKey(columns, indexes, cs),
     lastColumnId: id,
     changes: [],
     indexes,
@@ -280,7 +297,7 @@ function parts(type: string): { base: string; args: string[]; unsigned: boolean 
 }
 
 /** Every value of `from` is the same value in `to` (rendered in `to`'s type). */
-export function isWidening(from: SchemaColumn, to: SchemaColumn): boolean {
+export function isWidening(from: SchemaColumn, to: SchemaColumn, cs = CharsetTable.fallback): boolean {
   if (from.type === to.type) return from.charset === to.charset && from.collation === to.collation;
   const a = parts(from.type);
   const b = parts(to.type);
@@ -301,7 +318,7 @@ export function isWidening(from: SchemaColumn, to: SchemaColumn): boolean {
   if (text) {
     if ((a.base === 'enum' && b.base === 'enum') || (a.base === 'set' && b.base === 'set'))
       return a.args.length <= b.args.length && a.args.every((v, i) => v === b.args[i]) && (a.base === 'enum' || b.args.length <= 64);
-    const per = maxBytesPerChar(from.charset ?? '') ?? Number.POSITIVE_INFINITY;
+    const per = cs.maxBytesPerChar(from.charset ?? '') ?? Number.POSITIVE_INFINITY;
     if (a.base === 'varchar' && b.base === 'varchar') return Number(b.args[0]) >= Number(a.args[0]);
     if (a.base === 'char' && b.base === 'char') return Number(b.args[0]) >= Number(a.args[0]);
     if (a.base === 'varchar' && TEXT_BYTES[b.base] !== undefined) return Number(a.args[0]) * per <= (TEXT_BYTES[b.base] as number);
@@ -377,6 +394,7 @@ export function evolve(previous: SchemaVersion | undefined, change: TableChange,
 function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: EvolveContext): EvolveResult {
   const columns: SchemaColumn[] = [...previous.columns];
   const indexes: SchemaIndex[] = previous.indexes.map((i) => ({ ...i, parts: [...i.parts] }));
+  const cs = context.charsets ?? CharsetTable.fallback;
   let defaults: { charset?: string; collation?: string } = { charset: previous.charset, collation: previous.collation };
   let lastColumnId = previous.lastColumnId;
   const changes: SchemaChange[] = [];
@@ -403,7 +421,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
           if (op.ifNotExists) break;
           throw new Impossible(`column ${op.column.name} exists`);
         }
-        const column = columnOf(op.column, ++lastColumnId, defaults, op.column.type.base === 'timestamp' && !timestampNullable(op.column, context));
+        const column = columnOf(op.column, ++lastColumnId, defaults, op.column.type.base === 'timestamp' && !timestampNullable(op.column, context), cs);
         place(column, op.position);
         if (op.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: column.name }] });
         if (op.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: column.name }] });
@@ -441,7 +459,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         const old = columns[at] as SchemaColumn;
         if (!sameName(old.name, op.column.name) && find(op.column.name) >= 0) throw new Impossible(`column ${op.column.name} exists`);
         const inPrimary = indexes.some((i) => i.kind === 'primary' && i.parts.some((p) => sameName(p.column, old.name)));
-        const next = columnOf(op.column, old.id, defaults, inPrimary || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, context)));
+        const next = columnOf(op.column, old.id, defaults, inPrimary || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, context)), cs);
         columns.splice(at, 1);
         place(next, op.position ?? (at === 0 ? { first: true } : { after: (columns[at - 1] as SchemaColumn).name }));
         if (op.column.generated) resnapshot.push(`${next.name} becomes a generated column`);
@@ -453,9 +471,9 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
           changes.push({ op: 'rename', id: old.id, from: old.name });
         }
         if (old.nullable === false && next.nullable === true && old.type === next.type) changes.push({ op: 'widen', id: old.id, from: old.type });
-        else if (old.nullable && !next.nullable) resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
+        else if (old.nullable && !next.nullable && context.strictSqlMode !== true) resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
         else if (old.type !== next.type || old.charset !== next.charset || old.collation !== next.collation) {
-          if (isWidening(old, next)) changes.push({ op: 'widen', id: old.id, from: old.type });
+          if (isWidening(old, next, cs)) changes.push({ op: 'widen', id: old.id, from: old.type });
           else
             resnapshot.push(
               `${old.name} ${old.type} → ${next.type}${next.charset !== old.charset ? ` (${old.charset} → ${next.charset})` : ''} changes values`,
@@ -485,7 +503,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
           const column = columns[at] as SchemaColumn;
           if (added.kind === 'primary' && column.nullable) {
             columns[at] = { ...column, nullable: false };
-            resnapshot.push(`PRIMARY KEY makes ${column.name} NOT NULL`);
+            if (context.strictSqlMode !== true) resnapshot.push(`PRIMARY KEY makes ${column.name} NOT NULL (NULLs become defaults)`);
           }
         }
         break;
@@ -509,7 +527,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         break;
       }
       case 'table-charset':
-        defaults = tableDefaults(op.charset ?? (op.collation ? undefined : defaults.charset), op.collation, undefined);
+        defaults = tableDefaults(op.charset ?? (op.collation ? undefined : defaults.charset), op.collation, undefined, cs);
         break;
       case 'rows-changed':
         resnapshot.push(op.reason);
@@ -521,7 +539,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         return { path: 'unknown', next: previous, changes: [], reason: op.reason };
     }
   }
-  const key = identityKey(columns, indexes);
+  const key = identityKey(columns, indexes, cs);
   if (!sameKey(key, previous.key)) changes.push({ op: 'key', from: previous.key });
   const structural = changes.length > 0 || JSON.stringify(columns) !== JSON.stringify(previous.columns);
   const next: SchemaVersion = {
@@ -590,7 +608,7 @@ export function versionFromInformationSchema(
     ...(e.hash && e.kind !== 'index' ? { hash: true } : {}),
   }));
   // STATISTICS lists indexes in the server's order: PRIMARY first, unique NOT NULL keys next.
-  const info = tableCollation ? collationInfo(tableCollation) : undefined;
+  const info = tableCollation ? CharsetTable.fallback.collationInfo(tableCollation) : undefined;
   return {
     db: at.db,
     table: at.table,

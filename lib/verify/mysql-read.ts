@@ -83,6 +83,7 @@ export async function writeChanges(
           const c = await classifyDdl(item.query, {
             defaultDb: item.db,
             serverVersion: traits.serverVersion,
+            serverKind: traits.serverKind,
             lowerCaseTableNames: traits.lowerCaseTableNames,
             ...item.sqlMode,
           });

@@ -85,10 +85,10 @@ export async function testSource(name: string, overrides: Record<string, string>
         ...changes,
       });
     },
-    /** Creates another database, named `db` + `suffix` (any characters), which the source captures and dispose drops. */
-    async database(suffix: string): Promise<string> {
+    /** Creates another database, named `db` + `suffix` (any characters) with `options` (`CHARACTER SET …`), which the source captures and dispose drops. */
+    async database(suffix: string, options = ''): Promise<string> {
       const name = `${db}${suffix}`;
-      await admin.query(`CREATE DATABASE ${quoted(name)}`);
+      await admin.query(`CREATE DATABASE ${quoted(name)} ${options}`);
       databases.push(name);
       return name;
     },

@@ -253,6 +253,46 @@ describe('DDL classification (corpus)', () => {
     }
   });
 
+  it('reads the column syntax of MySQL 8.0–9.x as a MySQL server wrote it', async () => {
+    const mysql = { defaultDb: 'd0', serverKind: 'mysql' as const, serverVersion: 90600 };
+    const result = await classifyDdl(
+      'CREATE TABLE t (id INT NOT NULL AUTO_INCREMENT, b INT /*!80023 INVISIBLE */, c INT DEFAULT (b + 1), ' +
+        'd VARCHAR(5) COLLATE utf8mb4_0900_ai_ci, g POINT NOT NULL /*!80003 SRID 4326 */, v VECTOR(3), w VECTOR, s SMALLINT UNSIGNED SERIAL DEFAULT VALUE, ' +
+        'CONSTRAINT ck CHECK (b > 0) /*!80016 NOT ENFORCED */, CHECK (c > 0) ENFORCED, PRIMARY KEY (id), INDEX ((b + 1)), KEY k2 ((lower(d)) DESC), UNIQUE ((b * 2))' +
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci /*!80016 DEFAULT ENCRYPTION='N' */",
+      mysql,
+    );
+    if (result.kind !== 'tables') throw new Error(JSON.stringify(result));
+    const created = (result.effects[0] as (typeof result.effects)[0]).change;
+    if (created.kind !== 'create') throw new Error(created.kind);
+    const columns = created.definition.items.flatMap((i) => ('column' in i ? [i.column] : []));
+    expect(columns.map((c) => [c.name, c.type.base, c.type.length ?? null, c.invisible, c.default.kind])).toEqual([
+      ['id', 'int', null, false, 'none'],
+      ['b', 'int', null, true, 'none'],
+      ['c', 'int', null, false, 'expression'],
+      ['d', 'varchar', 5, false, 'none'],
+      ['g', 'point', null, false, 'none'],
+      ['v', 'vector', 3, false, 'none'],
+      ['w', 'vector', 2048, false, 'none'],
+      ['s', 'smallint', null, false, 'none'],
+    ]);
+    expect(columns.at(-1)).toMatchObject({ nullable: false, autoIncrement: true, unique: true });
+    expect(columns[3]?.type.collation).toBe('utf8mb4_0900_ai_ci');
+    // Functional key parts index hidden generated columns: plain indexes, never an identity; unnamed ones get the server's name.
+    const indexes = created.definition.items.flatMap((i) => ('index' in i ? [i.index] : []));
+    expect(indexes.map((i) => [i.kind, i.name ?? null, i.parts.length])).toEqual([
+      ['primary', 'PRIMARY', 1],
+      ['index', null, 0],
+      ['index', 'k2', 0],
+      ['index', null, 0],
+    ]);
+    expect(created.definition.collation).toBe('utf8mb4_0900_ai_ci');
+    // MariaDB skips the MySQL-only comments: no INVISIBLE there.
+    const maria = await classifyDdl('CREATE TABLE t (a INT, b INT /*!80023 INVISIBLE */)', ctx);
+    expect(JSON.stringify(maria)).not.toContain('"invisible":true');
+    expect(summary(await classifyDdl('CREATE TABLE t (a INT, PRIMARY KEY ((a + 1)))', mysql))).toBe('UNKNOWN d0.t');
+  });
+
   it('keeps the server-version decision of executable comments', async () => {
     const at = (serverVersion: number) =>
       classifyDdl('ALTER TABLE t /*!100200 ADD COLUMN a INT */ /*M!110000 , ADD COLUMN b INT */', { ...ctx, serverVersion });
@@ -308,6 +348,29 @@ describe('pre-lexer', () => {
 
   it('renders tokens back with identifiers in backticks', () => {
     expect(render(lex('CREATE TABLE "a b".c/*x*/(d INT)', { serverVersion: 101119, ansiQuotes: true }))).toBe('CREATE TABLE `a b`.c (d INT)');
+  });
+
+  it('runs executable comments as the server that wrote the statement did', () => {
+    const words = (text: string, serverKind: 'mysql' | 'mariadb', serverVersion: number) =>
+      lex(text, { serverVersion, serverKind })
+        .map((t) => t.value)
+        .join(' ');
+    // MySQL 8 runs its own versions, which MariaDB skips as MySQL-only (50700–99999).
+    expect(words('a /*!80023 INVISIBLE */ b', 'mysql', 80046)).toBe('a INVISIBLE b');
+    expect(words('a /*!80023 INVISIBLE */ b', 'mysql', 80022)).toBe('a b');
+    expect(words('a /*!80023 INVISIBLE */ b', 'mariadb', 101119)).toBe('a b');
+    expect(words("x /*!80016 DEFAULT ENCRYPTION='N' */", 'mysql', 80403)).toBe('x DEFAULT ENCRYPTION = N');
+    // /*M! is a plain comment to MySQL; MariaDB runs it by its version.
+    expect(words('a /*M!100301 b */ c', 'mysql', 90600)).toBe('a c');
+    expect(words('a /*M!100301 b */ c', 'mariadb', 101119)).toBe('a b c');
+    expect(words('a /*M!110000 b */ c', 'mariadb', 101119)).toBe('a c');
+    // Six-digit versions from MySQL 8.1 on; before, five digits and the sixth is code.
+    expect(words('a /*!080023 b */', 'mysql', 80403)).toBe('a b');
+    expect(words('a /*!080023 b */', 'mysql', 80046)).toBe('a 3 b');
+    expect(words('a /*!90100 b */', 'mysql', 80403)).toBe('a');
+    // A version-less executable comment runs everywhere; old versions run everywhere.
+    expect(words('a /*! b */ /*!40101 c */', 'mysql', 80046)).toBe('a b c');
+    expect(words('a /*! b */ /*!40101 c */', 'mariadb', 101119)).toBe('a b c');
   });
 
   it('refuses unterminated strings, identifiers and comments', () => {

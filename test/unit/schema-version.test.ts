@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { Catalog } from '../../lib/schema/catalog.ts';
+import { CharsetTable } from '../../lib/schema/charsets.ts';
 import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
+import { sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
 
 const ctx = { defaultDb: 'd', serverVersion: 101119 };
@@ -23,6 +26,97 @@ async function run(...statements: string[]) {
   return { steps, versions, last: steps.at(-1) };
 }
 
+describe('sqlModeFlags', () => {
+  const bytes = (value: bigint, n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(Number((value >> BigInt(8 * i)) & 0xffn))).join('');
+  /** Q_FLAGS2_CODE and its 4 bytes, then Q_SQL_MODE_CODE and the mode's 8 bytes, low first: what servers write, as zongji hands it over. */
+  const vars = (mode: bigint, flags2 = 0n) => `\x00${bytes(flags2, 4)}\x01${bytes(mode, 8)}\x06\x03std`;
+
+  // The modes' numbers as mariadb-binlog prints them (SET @@session.sql_mode=N) for events written under each.
+  it('reads the flags after Q_FLAGS2: the default sql_mode, an empty one, each flag alone', () => {
+    // MariaDB 10.11's default: STRICT_TRANS_TABLES, ERROR_FOR_DIVISION_BY_ZERO, NO_AUTO_CREATE_USER, NO_ENGINE_SUBSTITUTION.
+    expect(sqlModeFlags(vars(1411383296n))).toEqual({ ansiQuotes: false, noBackslashEscapes: false, strict: true });
+    expect(sqlModeFlags(vars(0n, 0x4000n))).toEqual({ ansiQuotes: false, noBackslashEscapes: false, strict: false });
+    expect(sqlModeFlags(vars(4n))).toEqual({ ansiQuotes: true, noBackslashEscapes: false, strict: false });
+    expect(sqlModeFlags(vars(1048576n))).toEqual({ ansiQuotes: false, noBackslashEscapes: true, strict: false });
+    expect(sqlModeFlags(vars(2097152n)).strict).toBe(true); // STRICT_TRANS_TABLES
+    expect(sqlModeFlags(vars(4194304n)).strict).toBe(true); // STRICT_ALL_TABLES
+    // Without Q_FLAGS2 the mode comes first.
+    expect(sqlModeFlags(`\x01${bytes(4n, 8)}`)).toEqual({ ansiQuotes: true, noBackslashEscapes: false, strict: false });
+  });
+
+  it('leaves flags unknown where a byte above 0x7f (lost to UTF-8 decoding) comes before or in them', () => {
+    // NO_DIR_IN_CREATE (0x80) in byte 0: the later bytes may have moved.
+    expect(sqlModeFlags(vars(0x80n | 2097152n))).toEqual({});
+    // NO_ZERO_IN_DATE (0x800000) sets byte 2's high bit.
+    expect(sqlModeFlags(vars(4n | 0x800000n))).toEqual({ ansiQuotes: true });
+    expect(sqlModeFlags(undefined)).toEqual({});
+  });
+});
+
+describe('character sets from the server', () => {
+  /** What MySQL 8.4's information_schema.CHARACTER_SETS says of three charsets. */
+  const mysql84 = CharsetTable.fromServer([
+    { charset: 'utf8mb4', defaultCollation: 'utf8mb4_0900_ai_ci', maxlen: 4 },
+    { charset: 'latin1', defaultCollation: 'latin1_swedish_ci', maxlen: 1 },
+    { charset: 'gb18030', defaultCollation: 'gb18030_chinese_ci', maxlen: 4 },
+  ]);
+
+  it("gives a table's and its columns' charset the server's default collation, not MariaDB 10.11's", async () => {
+    const created = await classifyDdl('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5), w VARCHAR(5) CHARACTER SET latin1) DEFAULT CHARSET=utf8mb4', ctx);
+    if (created.kind !== 'tables') throw new Error(created.kind);
+    const change = (created.effects[0] as (typeof created.effects)[0]).change;
+    const on = (charsets?: CharsetTable) => evolve(undefined, change, { ...env, db: 'd', table: 't', charsets }).next;
+    expect(on(mysql84)?.columns.map((c) => c.collation ?? null)).toEqual([null, 'utf8mb4_0900_ai_ci', 'latin1_swedish_ci']);
+    expect(on(mysql84)?.collation).toBe('utf8mb4_0900_ai_ci');
+    expect(on()?.columns[1]?.collation).toBe('utf8mb4_general_ci');
+  });
+
+  it("takes MariaDB 11.2+'s character_set_collations over CHARACTER_SETS, short names included", () => {
+    const maria = CharsetTable.fromServer(
+      [
+        { charset: 'utf8mb4', defaultCollation: 'utf8mb4_general_ci', maxlen: 4 },
+        { charset: 'ucs2', defaultCollation: 'ucs2_general_ci', maxlen: 2 },
+      ],
+      'utf8mb4=uca1400_ai_ci,ucs2=ucs2_uca1400_ai_ci',
+    );
+    expect(maria.defaultCollation('utf8mb4')).toBe('utf8mb4_uca1400_ai_ci');
+    expect(maria.defaultCollation('ucs2')).toBe('ucs2_uca1400_ai_ci');
+    // What the server did not list keeps the fallback.
+    expect(maria.defaultCollation('latin1')).toBe('latin1_swedish_ci');
+    expect(maria.collationInfo('utf8mb4_uca1400_ai_ci')).toEqual({ collation: 'utf8mb4_uca1400_ai_ci', charset: 'utf8mb4' });
+  });
+
+  it('are kept in the catalog, and recorded again only when the server changed them', () => {
+    const catalog = Catalog.from(undefined);
+    expect(catalog.useCharsets(mysql84)).toBe(true);
+    const { document } = catalog.save('s', { file: 'b.000001', pos: 4 });
+    const reloaded = Catalog.from(document);
+    expect(reloaded.charsets.defaultCollation('utf8mb4')).toBe('utf8mb4_0900_ai_ci');
+    expect(reloaded.useCharsets(CharsetTable.fromServer(document.charsets ?? []))).toBe(false);
+    expect(reloaded.dirty).toBe(false);
+    expect(Catalog.from(undefined).charsets.defaultCollation('utf8mb4')).toBe('utf8mb4_general_ci');
+  });
+});
+
+describe('invisible columns in the schema history', () => {
+  it("keeps MySQL's generated invisible primary key and INVISIBLE columns as the columns they are in the row images", async () => {
+    // What MySQL 8.0.30+ shows of a table it gave a GIPK (SHOW CREATE TABLE with show_gipk_in_create_table_and_information_schema).
+    const mysql = { defaultDb: 'd', serverKind: 'mysql' as const, serverVersion: 80403 };
+    const created = await classifyDdl(
+      'CREATE TABLE t (`my_row_id` bigint unsigned NOT NULL AUTO_INCREMENT /*!80023 INVISIBLE */, c1 VARCHAR(50), c2 INT /*!80023 INVISIBLE */, PRIMARY KEY (`my_row_id`))',
+      mysql,
+    );
+    if (created.kind !== 'tables') throw new Error(created.kind);
+    const next = evolve(undefined, (created.effects[0] as (typeof created.effects)[0]).change, { ...env, db: 'd', table: 't' }).next;
+    expect(next?.columns.map((c) => [c.name, c.type, c.nullable])).toEqual([
+      ['my_row_id', 'bigint unsigned', false],
+      ['c1', 'varchar(50)', true],
+      ['c2', 'int', true],
+    ]);
+    expect(next?.key).toEqual(['my_row_id']);
+  });
+});
+
 describe('evolve', () => {
   it('keeps column ids through renames and never reuses a dropped id', async () => {
     const { last } = await run(
@@ -41,6 +135,27 @@ describe('evolve', () => {
       { op: 'add', id: 4, fill: 'null' },
     ]);
     expect(last?.next?.version).toBe(3);
+  });
+
+  it('a column made NOT NULL keeps its values under a strict sql_mode (there the ALTER fails on a NULL), else the table is copied again', async () => {
+    const evolveUnder = async (strictSqlMode: boolean | undefined, statement: string) => {
+      const created = await classifyDdl('CREATE TABLE t (id INT, v INT)', ctx);
+      const altered = await classifyDdl(statement, ctx);
+      if (created.kind !== 'tables' || altered.kind !== 'tables') throw new Error('not a table statement');
+      const context = { ...env, db: 'd', table: 't', strictSqlMode };
+      const first = evolve(undefined, (created.effects[0] as (typeof created.effects)[0]).change, context).next;
+      return evolve(first, (altered.effects[0] as (typeof altered.effects)[0]).change, context);
+    };
+    for (const statement of ['ALTER TABLE t ADD PRIMARY KEY (id)', 'ALTER TABLE t MODIFY id INT NOT NULL']) {
+      const strict = await evolveUnder(true, statement);
+      expect(strict.path, statement).toBe('derive');
+      expect(strict.next?.columns.map((c) => [c.name, c.nullable])).toEqual([
+        ['id', false],
+        ['v', true],
+      ]);
+      for (const mode of [false, undefined]) expect((await evolveUnder(mode, statement)).path, `${statement} strict=${mode}`).toBe('resnapshot');
+    }
+    expect((await evolveUnder(true, 'ALTER TABLE t ADD PRIMARY KEY (id)')).next?.key).toEqual(['id']);
   });
 
   it('continues versions and ids across DROP and CREATE of the same name', async () => {

@@ -58,22 +58,35 @@ export interface TableMapStructure {
 export interface SqlModeFlags {
   readonly ansiQuotes?: boolean;
   readonly noBackslashEscapes?: boolean;
+  /** STRICT_TRANS_TABLES or STRICT_ALL_TABLES: an ALTER that would turn a NULL into a default fails instead (so a logged one turned none). */
+  readonly strict?: boolean;
 }
 
 /**
- * sql_mode from a Query event's status variables (Q_SQL_MODE_CODE = 1, then 8 bytes, low byte first;
- * ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x200000). zongji decodes the variables as UTF-8, so a byte
- * above 0x7f is lost: the flags it would hold are then unknown. The code is first when present.
+ * sql_mode from a Query event's status variables: Q_SQL_MODE_CODE = 1 and 8 bytes, low byte first
+ * (ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x100000, STRICT_TRANS_TABLES = 0x200000,
+ * STRICT_ALL_TABLES = 0x400000, in MySQL and MariaDB alike), right after Q_FLAGS2_CODE = 0 and its
+ * 4 bytes, which servers write first (`Query_log_event::write`; both checked against what
+ * `mariadb-binlog` prints of events written under each mode).
+ * zongji decodes the variables as UTF-8, so a byte above 0x7f is lost, and with it the position
+ * of every byte after it: the flags those would hold are then unknown.
  */
 export function sqlModeFlags(statusVars: string | undefined): SqlModeFlags {
-  if (statusVars?.charCodeAt(0) !== 1) return {};
-  const byte = (i: number) => {
-    const c = statusVars.charCodeAt(1 + i);
-    return c <= 0x7f ? c : undefined;
-  };
+  if (statusVars === undefined) return {};
+  const plain = (i: number) => statusVars.charCodeAt(i) <= 0x7f;
+  let at = 0;
+  if (statusVars.charCodeAt(0) === 0) {
+    if (![1, 2, 3, 4].every(plain)) return {};
+    at = 5;
+  }
+  if (statusVars.charCodeAt(at) !== 1) return {};
+  const byte = (i: number) => ([...Array(i + 1).keys()].every((k) => plain(at + 1 + k)) ? statusVars.charCodeAt(at + 1 + i) : undefined);
   const b0 = byte(0);
   const b2 = byte(2);
-  return { ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0 }), ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x20) !== 0 }) };
+  return {
+    ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0 }),
+    ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x10) !== 0, strict: (b2 & 0x60) !== 0 }),
+  };
 }
 
 export interface BinlogReaderOptions {

@@ -1,9 +1,13 @@
 import type { ServerTraits } from '../../capture/schema-tracker.ts';
 import { type BinlogPosition, comparePositions } from '../../core/position.ts';
+import { tableKey } from '../../schema/catalog.ts';
+import { CharsetTable } from '../../schema/charsets.ts';
 import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema/column-type.ts';
 import type { TableRef } from '../../schema/definition.ts';
 import { type InformationSchemaIndexRow, type SchemaVersion, versionFromInformationSchema } from '../../schema/version.ts';
-import { listTables } from './schema.ts';
+import { type ClassifyContext, classifyDdl } from './ddl/classify.ts';
+import { parseServerFlavor } from './flavor.ts';
+import { listTables, showInvisiblePrimaryKeys } from './schema.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 
 /*
@@ -17,22 +21,21 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[] = [])
   return result as T[];
 }
 
-/** 10.11.19-MariaDB-… → 101119; 8.0.36 → 80036. */
-export function versionNumber(version: string): number {
-  const [major = 0, minor = 0, patch = 0] = (/^(\d+)\.(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
-  return major * 10_000 + minor * 100 + patch;
-}
-
 /** What decides how the server read a DDL statement (the binlog's statements are read by the same rules). */
 export async function serverTraits(conn: SqlConnection): Promise<ServerTraits> {
-  const [row] = await rows<{ version: string; lower: number | string; explicit: number | string | null }>(
+  const [row] = await rows<{ version: string; comment: string | null; lower: number | string; explicit: number | string | null; collation: string | null }>(
     conn,
-    'SELECT VERSION() AS version, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit',
+    'SELECT VERSION() AS version, @@version_comment AS comment, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit, @@collation_server AS collation',
   );
+  const flavor = parseServerFlavor(String(row?.version ?? ''), row?.comment ?? '');
+  // The versions this connection reads include MySQL's generated invisible primary key.
+  await showInvisiblePrimaryKeys(conn, flavor);
   return {
-    serverVersion: versionNumber(String(row?.version ?? '')),
+    serverVersion: flavor.version,
+    serverKind: flavor.kind,
     lowerCaseTableNames: Number(row?.lower ?? 0) === 1,
     explicitDefaultsForTimestamp: Number(row?.explicit ?? 1) === 1,
+    ...(row?.collation ? { serverCollation: row.collation } : {}),
   };
 }
 
@@ -85,6 +88,22 @@ export async function readVersions(conn: SqlConnection, tables: readonly TableRe
   return out;
 }
 
+/**
+ * The server's character sets: information_schema.CHARACTER_SETS, with the default collations
+ * MariaDB 11.2+ sets by `character_set_collations` (SHOW VARIABLES lists nothing on other servers).
+ */
+export async function readCharsets(conn: SqlConnection): Promise<CharsetTable> {
+  const sets = await rows<{ CHARACTER_SET_NAME: string; DEFAULT_COLLATE_NAME: string; MAXLEN: number | string }>(
+    conn,
+    'SELECT CHARACTER_SET_NAME, DEFAULT_COLLATE_NAME, MAXLEN FROM information_schema.CHARACTER_SETS',
+  );
+  const [chosen] = await rows<{ Value: string }>(conn, "SHOW VARIABLES LIKE 'character_set_collations'");
+  return CharsetTable.fromServer(
+    sets.map((r) => ({ charset: r.CHARACTER_SET_NAME, defaultCollation: r.DEFAULT_COLLATE_NAME, maxlen: Number(r.MAXLEN) })),
+    chosen?.Value ?? '',
+  );
+}
+
 /** Default collations of the databases (for CREATE TABLE without a charset). */
 export async function databaseCollations(conn: SqlConnection): Promise<Map<string, string>> {
   const all = await rows<{ SCHEMA_NAME: string; DEFAULT_COLLATION_NAME: string }>(
@@ -122,6 +141,32 @@ export async function statementsBetween(conn: SqlConnection, from: BinlogPositio
     if (file === to.file) break;
   }
   return found;
+}
+
+/**
+ * The tables and databases the binlog creates between `from` and the server's position now, each
+ * named by `tableKey`/its name. What the server describes of them now is what their last CREATE
+ * made, not what was there at `from` (nothing, or a table dropped since), so a catalog for `from`
+ * holds no version of them read from the server: their CREATE in the binlog gives the version,
+ * with the charsets and keys it had then, and rows before a DROP of an earlier table of the name
+ * take theirs from the TABLE_MAP. A statement the classifier cannot read leaves its tables as
+ * they were (the server's version; a TABLE_MAP that disagrees is caught, schema-tracker.ts).
+ */
+export async function createdSince(
+  conn: SqlConnection,
+  from: BinlogPosition,
+  context: Omit<ClassifyContext, 'defaultDb'>,
+): Promise<{ tables: Set<string>; databases: Set<string> }> {
+  const tables = new Set<string>();
+  const databases = new Set<string>();
+  for (const statement of await statementsBetween(conn, from, await masterPosition(conn))) {
+    const result = await classifyDdl(statement.query, { ...context, defaultDb: statement.db });
+    if (result.kind === 'database' && result.op === 'create') databases.add(result.db);
+    if (result.kind !== 'tables') continue;
+    for (const { table, change } of result.effects)
+      if (['create', 'create-like', 'create-select', 'rename-in'].includes(change.kind)) tables.add(tableKey(table));
+  }
+  return { tables, databases };
 }
 
 /**

@@ -34,7 +34,15 @@ export type DdlClassification =
   /** Per-table effects in statement order (a RENAME swap is several). */
   | { readonly kind: 'tables'; readonly effects: readonly TableEffect[] }
   /** CREATE/ALTER DATABASE: the default charset/collation of later CREATE TABLEs there. DROP: all its tables are gone. */
-  | { readonly kind: 'database'; readonly op: 'create' | 'alter' | 'drop'; readonly db: string; readonly charset?: string; readonly collation?: string }
+  | {
+      readonly kind: 'database';
+      readonly op: 'create' | 'alter' | 'drop';
+      readonly db: string;
+      readonly charset?: string;
+      readonly collation?: string;
+      /** CREATE … IF NOT EXISTS: an existing database keeps its defaults. */
+      readonly ifNotExists?: boolean;
+    }
   /**
    * Sequences are tables in the binlog (NEXTVAL refills write one row to them): CREATE marks the
    * name as a sequence, never to be captured; DROP removes it; ALTER changes nothing captured.
@@ -49,8 +57,10 @@ export type DdlClassification =
 export interface ClassifyContext {
   /** The Query event's default database (`QueryEvent.schema`); '' when none. */
   readonly defaultDb: string;
-  /** The writing server's version, 10.11.19 → 101119 (from the binlog's Format_description). */
+  /** The writing server's version, 10.11.19 → 101119, 8.0.46 → 80046 (`ServerFlavor.version`). */
   readonly serverVersion: number;
+  /** The writing server's flavor (`ServerFlavor.kind`): which executable comments ran. MariaDB when not given. */
+  readonly serverKind?: 'mysql' | 'mariadb';
   /** The statement's sql_mode flags (Query event status vars); both default to off, the server default. */
   readonly ansiQuotes?: boolean;
   readonly noBackslashEscapes?: boolean;
@@ -352,9 +362,9 @@ async function create(s: Statement, c: Cursor): Promise<DdlClassification> {
   const object = objectKeyword(c, m);
   if (IGNORED_OBJECTS.has(object)) return { kind: 'ignore', reason: `CREATE ${object}` };
   if (object === 'DATABASE' || object === 'SCHEMA') {
-    c.eatWord('IF', 'NOT', 'EXISTS');
+    const ifNotExists = c.eatWord('IF', 'NOT', 'EXISTS');
     const db = dbName(s, c.namePart());
-    return { kind: 'database', op: 'create', db, ...charsetOptions(c.rest()) };
+    return { kind: 'database', op: 'create', db, ...charsetOptions(c.rest()), ...(ifNotExists ? { ifNotExists } : {}) };
   }
   if (object === 'SEQUENCE') {
     c.eatWord('IF', 'NOT', 'EXISTS');
@@ -367,7 +377,7 @@ async function create(s: Statement, c: Cursor): Promise<DdlClassification> {
     if (c.eatWord('USING')) c.next();
     c.expectWord('ON');
     const table = tableRef(s, c.name());
-    const index: IndexDefinition = { name, kind: m.unique ? 'unique' : 'index', parts: keyParts(c.parenthesized()), hash: hasHash(c.rest()) };
+    const index = keyedIndex(name, m.unique ? 'unique' : 'index', c.parenthesized(), c.rest());
     return { kind: 'tables', effects: [{ table, change: { kind: 'alter', ops: [{ op: 'add-index', index, ifNotExists: false }] } }] };
   }
   return createTable(s, c, m);
@@ -519,18 +529,39 @@ function constraintItem(c: Cursor): IndexDefinition | undefined {
   if (kind === 'primary') name = 'PRIMARY';
   else if (!c.isPunct('(') && !c.isWord('USING')) name = c.namePart();
   if (c.eatWord('USING')) c.next();
-  const parts = keyParts(c.parenthesized());
-  return { name, kind, parts, ...(hasHash(c.rest()) ? { hash: true } : {}) };
+  return keyedIndex(name, kind, c.parenthesized(), c.rest());
+}
+
+/**
+ * An index from its key parts and the options after them. A functional key part (`((expr))`,
+ * MySQL 8.0.13+) indexes a hidden generated column: such an index is never the row identity
+ * (MySQL refuses it in a PRIMARY KEY), so it is kept as a plain index without parts, named as the
+ * server names it when unnamed (`functional_index`, `functional_index_2`…).
+ */
+function keyedIndex(name: string | undefined, kind: IndexDefinition['kind'], parts: Token[], rest: Token[]): IndexDefinition {
+  const read = keyParts(parts);
+  const hash = hasHash(rest) ? { hash: true } : {};
+  if (!read.functional) return { name, kind, parts: read.parts, ...hash };
+  if (kind === 'primary') throw new Unclassified('a functional key part in a PRIMARY KEY');
+  return { name, kind: 'index', parts: [], ...hash };
 }
 
 function hasHash(tokens: Token[]): boolean {
   return tokens.some((t, i) => t.upper === 'USING' && tokens[i + 1]?.upper === 'HASH');
 }
 
-/** `a, b(10) DESC` → key parts; expressions are not MariaDB key parts and refuse. */
-function keyParts(tokens: Token[]): KeyPart[] {
-  return splitTop(tokens).map((part) => {
+/** `a, b(10) DESC` → key parts; `functional`: some part is an expression in parentheses (MySQL 8.0.13+). */
+function keyParts(tokens: Token[]): { parts: KeyPart[]; functional: boolean } {
+  let functional = false;
+  const parts = splitTop(tokens).flatMap((part): KeyPart[] => {
     const c = new Cursor(part);
+    if (c.isPunct('(')) {
+      c.parenthesized();
+      if (!c.eatWord('ASC')) c.eatWord('DESC');
+      if (!c.atEnd()) throw new Unclassified('a functional key part with more than an expression');
+      functional = true;
+      return [];
+    }
     const column = c.namePart();
     let prefix: number | undefined;
     if (c.isPunct('(')) {
@@ -540,15 +571,17 @@ function keyParts(tokens: Token[]): KeyPart[] {
     }
     if (!c.eatWord('ASC')) c.eatWord('DESC');
     if (!c.atEnd()) throw new Unclassified('a key part that is not a column or a prefix');
-    return prefix === undefined ? { column } : { column, prefix };
+    return prefix === undefined ? [{ column }] : [{ column, prefix }];
   });
+  return { parts, functional };
 }
 
 /**
  * Rewrites the few MariaDB column attributes sqlparser-rs lacks into equivalents it reads:
  * ZEROFILL (a reserved word) → UNSIGNED (ZEROFILL implies it; the padding is display only),
- * `CHARSET x` → `CHARACTER SET x`, SIGNED dropped, PERSISTENT → STORED. `from`: index of the first
- * token after the column name.
+ * `CHARSET x` → `CHARACTER SET x`, SIGNED dropped, PERSISTENT → STORED, and the attribute
+ * `SERIAL DEFAULT VALUE` (after the type) → `NOT NULL AUTO_INCREMENT UNIQUE`, its meaning in both
+ * servers' grammars. `from`: index of the first token after the column name.
  */
 function rewriteAttributes(tokens: Token[], from: number): Token[] {
   const out: Token[] = tokens.slice(0, from);
@@ -571,6 +604,11 @@ function rewriteAttributes(tokens: Token[], from: number): Token[] {
       }
       if (t.upper === 'PERSISTENT') {
         out.push(word('STORED'));
+        continue;
+      }
+      if (t.upper === 'SERIAL' && i > from && tokens[i + 1]?.upper === 'DEFAULT' && tokens[i + 2]?.upper === 'VALUE') {
+        out.push(word('NOT'), word('NULL'), word('AUTO_INCREMENT'), word('UNIQUE'));
+        i += 2;
         continue;
       }
     }

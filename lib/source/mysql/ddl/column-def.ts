@@ -181,7 +181,7 @@ function customType(arg: Ast): ParsedType {
   if (name === 'YEAR' && (nums.length === 0 || nums[0] === 4)) return { type: { base: 'year' } };
   if (name === 'FIXED' && nums.length <= 2) return { type: { base: 'decimal', precision: nums[0], scale: nums[1] } };
   if (name === 'SERIAL' && nums.length === 0) return { type: { base: 'bigint', unsigned: true }, serial: true };
-  // MySQL 9 VECTOR(n): n float32s; n defaults to 2048.
+  // MySQL 9.0+ VECTOR(n) (n float32 values, 2048 when not given) and MariaDB 11.7+ VECTOR(n).
   if (name === 'VECTOR' && nums.length <= 1) return { type: { base: 'vector', length: nums[0] ?? 2048 } };
   if (name === 'NCHAR' && nums.length <= 1) return { type: { base: 'char', length: nums[0] ?? 1, charset: 'utf8mb3' } };
   throw new UnsupportedTypeError(`data type ${name}${args.length ? `(${args.join(',')})` : ''}`);
@@ -230,8 +230,8 @@ function defaultValue(expr: Ast, escaped: boolean): DefaultValue {
   return literal ? { kind: 'literal', literal } : { kind: 'expression' };
 }
 
-/** Column options that change nothing sluice records. */
-const HARMLESS = new Set(['Comment', 'OnUpdate', 'Check', 'ForeignKey']);
+/** Column options that change nothing sluice records (SRID only restricts which geometries a column takes). */
+const HARMLESS = new Set(['Comment', 'OnUpdate', 'Check', 'ForeignKey', 'Srid']);
 
 /**
  * One column definition from `CREATE TABLE t (<definition>)` as parsed. `escaped` says the

@@ -1,10 +1,13 @@
 /**
- * A MariaDB pre-lexer for statement text read from the binlog. It does what the server's own lexer
- * does before parsing, and what no general SQL parser gets right for MariaDB:
+ * A MySQL/MariaDB pre-lexer for statement text read from the binlog. It does what the server's own
+ * lexer does before parsing, and what no general SQL parser gets right:
  * - comments (`-- `, `#`, `/* … *\/`) disappear;
  * - executable comments `/*!NNNNN … *\/` and `/*M!NNNNNN … *\/` become code when the server that
- *   wrote the statement ran them, and disappear otherwise (MariaDB ignores MySQL-only versions
- *   50700–99999 unless the comment is `/*M!`; `/*!` without a version always runs);
+ *   wrote the statement ran them, and disappear otherwise (`/*!` without a version always runs).
+ *   MySQL (8.4 manual, "Comments") runs `/*!NNNNN` when its version is at least NNNNN, reading six
+ *   digits from 8.1 on (five before: `/*!800001` was version 80000 and the code `1`), and never runs
+ *   `/*M!`, a plain comment to it. MariaDB ("Comment Syntax") runs `/*!` and `/*M!` by its own
+ *   version, five or six digits, but skips `/*!` with the MySQL-only versions 50700–99999;
  * - strings (`'…'`, `"…"` unless ANSI_QUOTES) are unescaped like the server does, quoted identifiers
  *   (`` `…` ``, `"…"` under ANSI_QUOTES) are unescaped (doubled quotes);
  * - hex and bit literals are single tokens.
@@ -36,8 +39,10 @@ export interface Token {
 }
 
 export interface LexOptions {
-  /** The version of the server that wrote the statement, as MariaDB numbers it: 10.11.19 → 101119. */
+  /** The version of the server that wrote the statement, as `/*!` comments number it: 10.11.19 → 101119, 8.0.46 → 80046. */
   readonly serverVersion: number;
+  /** Which server wrote it (`ServerFlavor.kind`): decides which executable comments ran. MariaDB when not given. */
+  readonly serverKind?: 'mysql' | 'mariadb';
   /** sql_mode ANSI_QUOTES of the session that ran the statement: `"x"` is an identifier. */
   readonly ansiQuotes?: boolean;
   /** sql_mode NO_BACKSLASH_ESCAPES: a backslash in a string is an ordinary character. */
@@ -56,6 +61,24 @@ const MULTI_PUNCT = ['<=>', '<=', '>=', '<>', '!=', ':=', '||', '&&', '<<', '>>'
 /** MySQL-only versions that MariaDB skips inside `/*!` (but runs inside `/*M!`). */
 const MYSQL_ONLY_FROM = 50700;
 const MYSQL_ONLY_TO = 99999;
+/** MySQL reads six-digit versions in comments from 8.1.0 on. */
+const MYSQL_SIX_DIGITS_FROM = 80100;
+
+/**
+ * Whether the executable comment starting at `text[at]` (right after `/*!` or `/*M!`) ran on the
+ * server that wrote it, and how many version digits it has.
+ */
+function executableRuns(text: string, at: number, maria: boolean, options: LexOptions): { runs: boolean; digits: number } {
+  const mysql = options.serverKind === 'mysql';
+  // `/*M!` is no executable comment to MySQL: the caller skips it as a comment.
+  if (mysql && maria) return { runs: false, digits: 0 };
+  const six = !mysql || options.serverVersion >= MYSQL_SIX_DIGITS_FROM;
+  const digits = (six ? /^\d{5,6}/ : /^\d{5}/).exec(text.slice(at, at + 6))?.[0];
+  if (digits === undefined) return { runs: true, digits: 0 };
+  const version = Number(digits);
+  if (version > options.serverVersion) return { runs: false, digits: digits.length };
+  return { runs: mysql || maria || version < MYSQL_ONLY_FROM || version > MYSQL_ONLY_TO, digits: digits.length };
+}
 
 export function lex(text: string, options: LexOptions): Token[] {
   const tokens: Token[] = [];
@@ -123,14 +146,11 @@ export function lex(text: string, options: LexOptions): Token[] {
       const maria = text[i + 2] === 'M' && text[i + 3] === '!';
       const executable = maria || text[i + 2] === '!';
       if (executable && !inExecutable) {
-        let j = i + (maria ? 4 : 3);
-        const digits = /^\d{5,6}/.exec(text.slice(j, j + 6))?.[0];
-        const version = digits === undefined ? undefined : Number(digits);
-        const runs = version === undefined || (version <= options.serverVersion && (version < MYSQL_ONLY_FROM || version > MYSQL_ONLY_TO || maria));
+        const j = i + (maria ? 4 : 3);
+        const { runs, digits } = executableRuns(text, j, maria, options);
         if (runs) {
-          j += digits?.length ?? 0;
           inExecutable = true;
-          i = j;
+          i = j + digits;
           spaced = true;
           continue;
         }
