@@ -429,6 +429,11 @@ export function answer(sqlText: string, facts: ServerFacts, session: Session): A
     };
   }
 
+  // CURRENT_ROLE(): https://dev.mysql.com/doc/refman/8.4/en/information-functions.html#function_current-role
+  // — the active roles, `NONE` when there are none (the replay user's grants are direct).
+  const role = /^SELECT CURRENT_ROLE\(\)(?: AS `?(\w+)`?)?$/i.exec(sql.replace(/\s+/g, ' ').trim());
+  if (role) return { kind: 'rows', columns: [{ name: role[1] ?? 'CURRENT_ROLE()' }], rows: [['NONE']] };
+
   // KILL [CONNECTION | QUERY] id: https://dev.mysql.com/doc/refman/8.4/en/kill.html
   const kill = /^KILL(?: CONNECTION| QUERY)? (\d+)$/i.exec(upper);
   if (kill) return { kind: 'kill', connectionId: Number(kill[1]) };
