@@ -197,6 +197,9 @@ export class SchemaTracker {
           if (live) this.record(outcome, table, 's', 'noop', evolved.next ?? live, statement, seq, false);
           break;
         case 'reset': {
+          // `DROP TABLE IF EXISTS` of a table sluice never saw (never created, or gone before the
+          // start): no row of it was written, so there is nothing to retract.
+          if (!evolved.next && !live) break;
           const kind = change.kind === 'truncate' ? 'truncate' : change.kind === 'drop' ? 'drop' : 'rename-out';
           const next = evolved.next ?? { ...(live as SchemaVersion), dropped: true as const };
           this.record(outcome, table, 't', kind, next, statement, seq, false);

@@ -96,6 +96,15 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
     expect(events.filter((e) => e.op === 't').map((e) => e.ddl?.kind)).toEqual(['truncate']);
   });
 
+  it('DROP TABLE IF EXISTS of a table that never existed writes nothing and capture goes on', async () => {
+    await using source = await testSource('dropnone', { SLUICE_STARTUP: 'initial' });
+    await source.sql(SETUP);
+    await start(source);
+    await play(source, ['DROP TABLE IF EXISTS never_made', "INSERT INTO a VALUES (4,'four',4)"], lagging);
+    await expectEqual(source, ['a']);
+    expect((await source.events()).filter((e) => e.op === 't')).toEqual([]);
+  });
+
   it('DROP then CREATE with other columns: the old rows are gone, the new table is exact', async () => {
     await using source = await testSource('dropcreate', { SLUICE_STARTUP: 'initial' });
     await source.sql(SETUP);
