@@ -146,9 +146,13 @@ export class SchemaTracker {
         if (result.op === 'drop') {
           for (const version of this.catalog.liveTables().filter((v) => v.db === result.db))
             this.record(outcome, { db: version.db, table: version.table }, 't', 'drop', { ...version, dropped: true }, statement, seq, false);
+          if (this.catalog.databaseCollation(result.db) !== undefined) this.catalog.setDatabaseCollation(result.db, undefined);
         } else {
           const collation = this.databaseCollation(result);
-          if (collation) this.catalog.setDatabaseCollation(result.db, collation);
+          // A database that names no charset has the server's collation: no entry says so (see
+          // evolve's context below). Recording one would commit the catalog for every CREATE DATABASE
+          // on the server, the sources' own or not.
+          if (collation !== this.catalog.databaseCollation(result.db)) this.catalog.setDatabaseCollation(result.db, collation);
         }
         return outcome;
       case 'sequence':
@@ -176,7 +180,7 @@ export class SchemaTracker {
         db: table.db,
         table: table.table,
         source,
-        databaseCollation: this.catalog.databaseCollation(table.db),
+        databaseCollation: this.catalog.databaseCollation(table.db) ?? this.deps.traits.serverCollation,
         explicitDefaultsForTimestamp: this.deps.traits.explicitDefaultsForTimestamp,
         strictSqlMode: statement.sqlMode.strict,
         charsets: this.catalog.charsets,
@@ -272,11 +276,12 @@ export class SchemaTracker {
    * (ALTER naming neither, CREATE IF NOT EXISTS of a known database).
    */
   private databaseCollation(result: Extract<DdlClassification, { kind: 'database' }>): string | undefined {
-    if (result.op === 'create' && result.ifNotExists && this.catalog.databaseCollation(result.db) !== undefined) return undefined;
+    const known = this.catalog.databaseCollation(result.db);
+    if (result.op === 'create' && result.ifNotExists && known !== undefined) return known;
     const charsets = this.catalog.charsets;
     if (result.collation) return charsets.collationInfo(result.collation)?.collation ?? result.collation;
     if (result.charset) return charsets.defaultCollation(result.charset);
-    return result.op === 'create' ? this.deps.traits.serverCollation : undefined;
+    return undefined;
   }
 
   /** CREATE … LIKE and RENAME copy another table's structure: the version it had, or the server's. */

@@ -7,6 +7,18 @@ import { expectExactlyOnce, testSource } from '../support/source.ts';
 const TABLES = 'CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT); CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40), n INT);';
 
 describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
+  it('a CREATE DATABASE elsewhere on the server (no charset named) costs the source no commit', async () => {
+    await using source = await testSource('otherdb');
+    await source.sql(TABLES);
+    await source.capture();
+    const before = (await source.state())?.commitSeq ?? 0;
+    const other = `elsewhere_${source.db}`;
+    await source.sql(`CREATE DATABASE \`${other}\`; INSERT INTO a VALUES (1,'one',1); DROP DATABASE \`${other}\``);
+    const result = await source.capture();
+    expect(result.events).toBe(1);
+    expect((await source.state())?.commitSeq).toBe(before + 1);
+  });
+
   it('captures inserts, updates and deletes across tables, in order, exactly once', async () => {
     await using source = await testSource('crud');
     await source.sql(TABLES);
