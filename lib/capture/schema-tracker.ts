@@ -272,16 +272,17 @@ export class SchemaTracker {
 
   /**
    * The default collation a CREATE/ALTER DATABASE leaves: the one it names, else its charset's
-   * default, else (CREATE naming neither) the server's; undefined when the database keeps its own
-   * (ALTER naming neither, CREATE IF NOT EXISTS of a known database).
+   * default; for CREATE naming neither, undefined: no entry means the server's (see `onDdl`). An
+   * ALTER naming neither (COMMENT, READ ONLY, ENCRYPTION) and CREATE IF NOT EXISTS of a known
+   * database keep the database's own.
    */
   private databaseCollation(result: Extract<DdlClassification, { kind: 'database' }>): string | undefined {
     const known = this.catalog.databaseCollation(result.db);
-    if (result.op === 'create' && result.ifNotExists && known !== undefined) return known;
     const charsets = this.catalog.charsets;
+    if (result.op === 'create' && result.ifNotExists && known !== undefined) return known;
     if (result.collation) return charsets.collationInfo(result.collation)?.collation ?? result.collation;
     if (result.charset) return charsets.defaultCollation(result.charset);
-    return undefined;
+    return result.op === 'alter' ? known : undefined;
   }
 
   /** CREATE … LIKE and RENAME copy another table's structure: the version it had, or the server's. */

@@ -19,6 +19,19 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     expect((await source.state())?.commitSeq).toBe(before + 1);
   });
 
+  it("ALTER DATABASE naming no charset keeps the database's collation for the tables created after it", async () => {
+    await using source = await testSource('alterdb');
+    const other = await source.database('_l1', 'CHARACTER SET latin1');
+    await source.capture();
+    await source.sql(
+      `ALTER DATABASE \`${other}\` COMMENT 'kept'; CREATE TABLE \`${other}\`.t (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO \`${other}\`.t VALUES (1, 'é')`,
+    );
+    await source.capture();
+    const events = (await source.events()).filter((e) => e.db === other);
+    // Read with the server's collation instead, the table would not match its version: reset and re-snapshot.
+    expect(events.map((e) => `${e.op} ${e.op === 't' ? e.ddl?.kind : JSON.stringify(e.after)}`)).toEqual(['t create', 'c {"id":1,"v":"é"}']);
+  });
+
   it('captures inserts, updates and deletes across tables, in order, exactly once', async () => {
     await using source = await testSource('crud');
     await source.sql(TABLES);
