@@ -102,7 +102,8 @@ export type TableChange =
   | { readonly kind: 'rename-out'; readonly to: TableRef }
   /** Appears under this name by a rename of `from`. */
   | { readonly kind: 'rename-in'; readonly from: TableRef }
-  | { readonly kind: 'alter'; readonly ops: readonly AlterOp[] }
+  /** `ignore`: ALTER IGNORE, which turns a NULL into the default where a strict sql_mode would fail the statement. */
+  | { readonly kind: 'alter'; readonly ops: readonly AlterOp[]; readonly ignore?: boolean }
   /** Rows changed without row events and nothing else (the other table of EXCHANGE PARTITION). */
   | { readonly kind: 'rows-changed'; readonly reason: string }
   /** Neither rows nor structure change (OPTIMIZE, ANALYZE, REPAIR). */

@@ -383,7 +383,9 @@ export function evolve(previous: SchemaVersion | undefined, change: TableChange,
         return { path: 'unknown', next: live, changes: [], reason: change.reason };
       case 'alter':
         if (!live) return { path: 'unknown', next: previous, changes: [], reason: 'ALTER of a table with no known version' };
-        return alterTable(live, change.ops, context);
+        // ALTER IGNORE converts a NULL to the column's default even under a strict sql_mode (MariaDB's
+        // copy sets abort_on_warning only without IGNORE): the NOT NULL rules must not count on a failure.
+        return alterTable(live, change.ops, change.ignore ? { ...context, strictSqlMode: false } : context);
     }
   } catch (error) {
     if (error instanceof Impossible || error instanceof UnsupportedTypeError) return { path: 'unknown', next: live, changes: [], reason: error.message };

@@ -156,6 +156,9 @@ describe('evolve', () => {
       for (const mode of [false, undefined]) expect((await evolveUnder(mode, statement)).path, `${statement} strict=${mode}`).toBe('resnapshot');
     }
     expect((await evolveUnder(true, 'ALTER TABLE t ADD PRIMARY KEY (id)')).next?.key).toEqual(['id']);
+    // ALTER IGNORE turns the NULLs into defaults under a strict sql_mode too: copied again.
+    for (const statement of ['ALTER IGNORE TABLE t ADD PRIMARY KEY (id)', 'ALTER IGNORE TABLE t MODIFY id INT NOT NULL'])
+      expect((await evolveUnder(true, statement)).path, statement).toBe('resnapshot');
   });
 
   it('continues versions and ids across DROP and CREATE of the same name', async () => {

@@ -683,7 +683,7 @@ async function alter(s: Statement, c: Cursor): Promise<DdlClassification> {
   if (m.ignore && ops.some((op) => op.op === 'add-index' && op.index.kind !== 'index'))
     ops.push({ op: 'rows-changed', reason: 'ALTER IGNORE with a unique key deletes duplicate rows', structureKept: true });
   const all: TableEffect[] = [];
-  if (ops.length || !renameTo) all.push({ table, change: { kind: 'alter', ops } });
+  if (ops.length || !renameTo) all.push({ table, change: { kind: 'alter', ops, ...(m.ignore ? { ignore: true } : {}) } });
   all.push(...effects);
   if (renameTo) all.push({ table, change: { kind: 'rename-out', to: renameTo } }, { table: renameTo, change: { kind: 'rename-in', from: table } });
   return { kind: 'tables', effects: all };
