@@ -135,7 +135,8 @@ export const ErrorCode = {
   /**
    * The MySQL account uses SHA-2 authentication (caching_sha2_password, sha256_password), which sends
    * the password itself, over a channel that would expose it: no TLS and no pinned server key, or
-   * TLS without a certificate check. Nothing was sent. Fatal.
+   * TLS without a certificate check. The password was not sent (mysql2's first answer, a
+   * mysql_native_password token, was: see lib/source/mysql/auth.ts). Fatal.
    */
   MYSQL_AUTH_INSECURE: 'MYSQL_AUTH_INSECURE',
 } as const;

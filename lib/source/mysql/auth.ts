@@ -16,12 +16,15 @@
  * - without TLS, RSA-encrypted with the key pinned in SLUICE_MYSQL_SERVER_PUBLIC_KEY: only the
  *   holder of its private key can read it. The key is never requested from the server.
  * Everywhere else (no TLS and no pinned key; SLUICE_MYSQL_TLS=required, which accepts any
- * certificate) they refuse when the server names the plugin, before sending anything: not even
- * the scramble, so the refusal does not depend on whether the server's cache happens to be warm
+ * certificate) they refuse when the server names the plugin, before sending the password or its
+ * SHA-2 scramble, so the refusal does not depend on whether the server's cache happens to be warm
  * (a setup that works until the next restart is worse than one that never works).
  *
  * Registering them makes mysql2 answer the server's greeting with mysql_native_password and meet
- * these through the server's auth switch (one round trip more); MariaDB's plugins
+ * these through the server's auth switch (one round trip more). That first answer is a
+ * mysql_native_password token of the password and the peer's nonce, as for any account: it does
+ * not reveal the password, but a peer that is not the server could try to guess the password
+ * from it offline. Only `verify` (or a socket) rules that out. MariaDB's plugins
  * (mysql_native_password, ed25519) are left to mysql2 as before.
  */
 import { createHash, constants as cryptoConstants, publicEncrypt } from 'node:crypto';
@@ -75,7 +78,7 @@ function refuse(plugin: string, channel: Exclude<Channel, 'protected'>): never {
       : 'TLS whose certificate is not checked (SLUICE_MYSQL_TLS=required): the password would go in clear inside TLS to whoever answered';
   const refusal = new SluiceError(
     ErrorCode.MYSQL_AUTH_INSECURE,
-    `the MySQL account authenticates with ${plugin}, which sends the password itself, over ${where}. Nothing was sent. ${FIXES}`,
+    `the MySQL account authenticates with ${plugin}, which sends the password itself, over ${where}. The password was not sent. ${FIXES}`,
   );
   throw new Error(refusal.message, { cause: refusal });
 }
