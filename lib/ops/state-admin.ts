@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { Config, Startup } from '../config/config.ts';
+import { GtidSet } from '../core/gtid-set.ts';
 import type { BinlogHistory } from '../core/history.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
@@ -32,7 +33,7 @@ const stateFileSchema = z.object({
       file: z.string().regex(/^[^:\s]+\.\d+$/, 'expected a binlog file name such as binlog.000042'),
       pos: z.number().int().min(4, 'a binlog position is at least 4'),
       gtid: z.string().min(1).optional(),
-      gtidSet: z.string().min(1).optional(),
+      gtidSet: z.string().refine(GtidSet.is, 'expected a MySQL GTID set such as 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5').optional(),
     })
     .nullable(),
   history: z

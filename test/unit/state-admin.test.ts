@@ -59,6 +59,11 @@ describe('state export / import (in-memory state store)', () => {
         ['string-seq.json', { ...saved, commitSeq: '3' }, /string-seq\.json .*commitSeq: .*expected number/],
         ['small-pos.json', { ...saved, position: { file: 'binlog.000002', pos: 2 } }, /position\.pos: a binlog position is at least 4/],
         ['bad-file.json', { ...saved, position: { file: 'binlog', pos: 900 } }, /position\.file: expected a binlog file name/],
+        [
+          'bad-gtid-set.json',
+          { ...saved, position: { file: 'binlog.000002', pos: 900, gtidSet: 'not-a-set:1' } },
+          /position\.gtidSet: expected a MySQL GTID set/,
+        ],
         ['no-format.json', { ...saved, format: undefined }, /no-format\.json .*format: /],
         ['null-position.json', { ...saved, position: null }, /null-position\.json holds no position/],
       ];
