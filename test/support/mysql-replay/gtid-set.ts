@@ -5,6 +5,9 @@ import type { Gtid, GtidInterval, GtidSource } from './binlog-file.ts';
  * intervals. Prints as the server prints `@@gtid_executed` (sql/rpl_gtid_set.cc
  * `Gtid_set::to_string`: `uuid:1-5:11` per uuid, tags after the untagged intervals as
  * `uuid:1-13:mytag:1-2`, uuids joined by `,\n`).
+ *
+ * Deliberately not lib/core/gtid-set.ts: the replay source is the referee of what sluice does with
+ * GTID sets (gtid_executed, the dump's skipping), so it must not share sluice's code for them.
  */
 export class GtidSet {
   private readonly sources = new Map<string, GtidSource>();
