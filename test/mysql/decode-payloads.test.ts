@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { type EncodedShape, encodeRow, type Row } from '../../lib/format/event.ts';
 import { type BinlogItem, BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
-import { mysqlFixtures } from '../support/mysql-binlog-file.ts';
+import { JSON_OPAQUE_DOCUMENTS, mysqlFixtures } from '../support/mysql-binlog-file.ts';
 import { servedFiles, startReplayServer } from '../support/mysql-replay/server.ts';
 import { fixtures as catalog } from './fixtures.ts';
 import { prepareSchema } from './replay-helpers.ts';
@@ -106,16 +106,7 @@ describe('MySQL 9 values through the replay server', () => {
   it('JSON with OPAQUE values, as MySQL prints them', async () => {
     const items = await readAll(['rust_mysql_common--json-opaque.binlog']);
     const values = items.filter((i) => i.kind === 'rows:insert').map((i) => JSON.parse(i.rows?.[0] ?? '{}').a);
-    expect(values).toEqual([
-      '{"a": "base64:type15:VQ=="}',
-      '{"b": "2012-03-18"}',
-      '{"c": "2012-03-18 11:30:45.000000"}',
-      '{"c": "87:31:46.654321"}',
-      '{"d": 123.456}',
-      '{"e": 9.00}',
-      '{"e": [0, 1, true, false]}',
-      '{"e": null}',
-    ]);
+    expect(values).toEqual(JSON_OPAQUE_DOCUMENTS);
     // All eight rows are one transaction: one commit, at its Xid's end.
     expect(items.filter((i) => i.kind === 'commit')).toHaveLength(3);
   });

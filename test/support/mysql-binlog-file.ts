@@ -136,3 +136,19 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
   if (errors.length) throw errors[0];
   return events;
 }
+
+/**
+ * The eight documents of the json-opaque fixture as MySQL prints them: DECIMAL as a number with its
+ * scale, temporal values as quoted text with 6 fraction digits (json_dom.cc, wrapper_to_string). The
+ * fixture README lists rust_mysql_common's own conversion, with DECIMAL quoted.
+ */
+export const JSON_OPAQUE_DOCUMENTS = [
+  '{"a": "base64:type15:VQ=="}',
+  '{"b": "2012-03-18"}',
+  '{"c": "2012-03-18 11:30:45.000000"}',
+  '{"c": "87:31:46.654321"}',
+  '{"d": 123.456}',
+  '{"e": 9.00}',
+  '{"e": [0, 1, true, false]}',
+  '{"e": null}',
+];
