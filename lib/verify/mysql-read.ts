@@ -18,7 +18,10 @@ type Reader = ReturnType<typeof pagingConnection>;
  * Makes the reads of `tables` on `reader` see them at one binlog position S (a consistent-snapshot
  * transaction, or on MySQL without RELOAD read locks on them) and returns S and what ends it.
  */
-export async function readAtKnownPosition(reader: Reader, tables: readonly TableRef[]): Promise<{ position: BinlogPosition; end: () => Promise<void> }> {
+export async function readAtKnownPosition(
+  reader: Pick<Reader, 'sql'>,
+  tables: readonly TableRef[],
+): Promise<{ position: BinlogPosition; end: () => Promise<void> }> {
   const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql, tables);
   if ('refused' in point)
     throw new SluiceError(

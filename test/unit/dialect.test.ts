@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dialectOf } from '../../lib/source/mysql/dialect.ts';
 import { masterPosition } from '../../lib/source/mysql/server.ts';
+import { readAtKnownPosition } from '../../lib/verify/mysql-read.ts';
 import { FakeServer } from '../support/fake-mysql.ts';
 
 /** The servers sluice is said to support, each as its manual documents it (test/support/fake-mysql.ts). */
@@ -116,6 +117,26 @@ describe('the consistent snapshot point', () => {
     if ('end' in point) await point.end();
     expect(server.tableLocks).toBeUndefined();
     expect(server.statements.at(-1)).toBe('UNLOCK TABLES');
+  });
+
+  it('MySQL without RELOAD: a table named twice (sluice verify --tables a,a) is locked once', async () => {
+    const server = new FakeServer({ version: '8.4.7', grants: { lockTables: true } });
+    await (await dialectOf(server)).snapshotPoint(server, [tables[0], ...tables, tables[1]] as typeof tables);
+    expect(server.tableLocks).toBe('`shop`.`log` READ, `shop`.`odd``name` READ');
+  });
+
+  it('verify reads MySQL at the point of the tables it compares, and ends it with UNLOCK TABLES under table locks', async () => {
+    const server = new FakeServer({ version: '8.0.39', grants: { lockTables: true }, ends: [{ file: 'binlog.000005', pos: 808 }] });
+    const read = await readAtKnownPosition({ sql: server }, tables);
+    expect(read.position).toEqual({ file: 'binlog.000005', pos: 808 });
+    expect(server.tableLocks).toBeDefined();
+    await read.end();
+    expect(server.tableLocks).toBeUndefined();
+    const refusing = new FakeServer({ version: '8.0.39' });
+    await expect(readAtKnownPosition({ sql: refusing }, tables)).rejects.toMatchObject({
+      code: 'VERIFY_UNSUPPORTED',
+      message: expect.stringContaining('GRANT LOCK TABLES ON *.*'),
+    });
   });
 
   it('MySQL with BACKUP_ADMIN on a busy server (the binlog moves at every read), no RELOAD: LOCK TABLES, not a refusal', async () => {

@@ -156,7 +156,9 @@ async function mysqlSnapshotPoint(conn: SqlConnection, binlogStatus: string, tab
   }
   // Nothing is read: no lock is needed for the point to be exact.
   if (!tables.length) return { position: await statusPosition(conn, binlogStatus), how: 'no tables read', end: async () => {} };
-  const lock = `LOCK TABLES ${tables.map((t) => `${quoted(t.db)}.${quoted(t.table)} READ`).join(', ')}`;
+  // A table named twice in LOCK TABLES is an error (1066 ER_NONUNIQ_TABLE).
+  const names = [...new Set(tables.map((t) => `${quoted(t.db)}.${quoted(t.table)}`))];
+  const lock = `LOCK TABLES ${names.map((name) => `${name} READ`).join(', ')}`;
   try {
     await conn.query(lock);
   } catch (error) {
