@@ -118,8 +118,9 @@ function busy(lock: string, error: unknown): SluiceError {
  *      START TRANSACTION keeps the global read lock (only LOCK TABLES locks are released by it);
  *      UNLOCK TABLES then releases it without ending the transaction. Held for milliseconds, but
  *      it first waits for running statements (lock_wait_timeout 5 s). RDS and Aurora refuse it.
- *   2. LOCK TABLES <the tables read> READ (LOCK TABLES + SELECT; allowed on RDS and Aurora, as
- *      Debezium falls back to there), the binlog status read while holding it, then the tables read
+ *   2. LOCK TABLES <the tables read> READ (LOCK TABLES + SELECT; allowed on RDS and Aurora, where
+ *      Debezium too falls back to read locks on the captured tables held until they are read —
+ *      its FLUSH TABLES <list> WITH READ LOCK also needs RELOAD), the binlog status read while holding it, then the tables read
  *      while still holding it, outside any transaction (START TRANSACTION would release the locks),
  *      then UNLOCK TABLES. A transaction that changes a table holds its metadata lock (SHARED_WRITE)
  *      until its commit has ended, engine commit included, and the READ lock conflicts with it:
