@@ -84,7 +84,7 @@ export const ErrorCode = {
   SNAPSHOT_REFUSED: 'SNAPSHOT_REFUSED',
   /** The source has no snapshot request to work on. */
   SNAPSHOT_NONE: 'SNAPSHOT_NONE',
-  /** A table without a key on a server that cannot pin where a consistent snapshot reads (MySQL without BACKUP_ADMIN or RELOAD): it cannot be read whole at a known point. */
+  /** A table without a key on a server that cannot pin where a consistent snapshot reads (MySQL without RELOAD or LOCK TABLES): it cannot be read whole at a known point. */
   SNAPSHOT_NO_KEY: 'SNAPSHOT_NO_KEY',
   /** A table's structure changed during every read of it the worker tried. Retriable. */
   SNAPSHOT_TABLE_CHANGING: 'SNAPSHOT_TABLE_CHANGING',
@@ -108,7 +108,7 @@ export const ErrorCode = {
   STATE_RESET: 'STATE_RESET',
   /** `verify` while a snapshot is copying. */
   VERIFY_SNAPSHOT_RUNNING: 'VERIFY_SNAPSHOT_RUNNING',
-  /** The server cannot pin where a consistent snapshot reads (MySQL without BACKUP_ADMIN or RELOAD): verify cannot read it at a known position. */
+  /** The server cannot pin where a consistent snapshot reads (MySQL without RELOAD or LOCK TABLES): verify cannot read it at a known position. */
   VERIFY_UNSUPPORTED: 'VERIFY_UNSUPPORTED',
   /** `materialize --out` is neither `.parquet` nor `.jsonl`. */
   MATERIALIZE_FORMAT: 'MATERIALIZE_FORMAT',
@@ -139,6 +139,8 @@ export const ErrorCode = {
    * mysql_native_password token, was: see lib/source/mysql/auth.ts). Fatal.
    */
   MYSQL_AUTH_INSECURE: 'MYSQL_AUTH_INSECURE',
+  /** MySQL: the lock that pins a consistent read's binlog point (a global read lock or LOCK TABLES … READ) waited out lock_wait_timeout. Retriable. */
+  SNAPSHOT_BUSY: 'SNAPSHOT_BUSY',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -358,7 +358,7 @@ function chunkWork(deps: SnapshotDeps, owner: string, job: SnapshotJob, claimed:
 /**
  * A table without a key: nothing to page by, so it is read whole inside ONE consistent snapshot,
  * whose binlog position the server's dialect pins exactly (MariaDB's binlog_snapshot_file/position,
- * MySQL's performance_schema.log_status read around it, or a global read lock held for it): the
+ * MySQL's global read lock held for it, else a read lock on the table held while it is read): the
  * watermark L of every page. The first page starts with a reset (`t`, kind `snapshot`) at L, before
  * every row of the attempt: readers drop the table's earlier rows — including a failed attempt's —
  * and count these. Pages commit as the rows stream (bounded memory). An attempt cannot resume in
@@ -375,7 +375,8 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   if (chunk.done) return chunk;
   const before = await schema.structureOf(reader.sql, reading.info);
   // One transaction at a binlog point the server's dialect pins (dialect.ts `snapshotPoint`).
-  const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql);
+  // On MySQL without RELOAD the table is read-locked instead (no transaction): read nothing else until point.end().
+  const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql, [reading.info]);
   if ('refused' in point)
     throw new SluiceError(
       ErrorCode.SNAPSHOT_NO_KEY,
@@ -383,7 +384,7 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
     );
   // The transaction reads the table as it was at its start: check that `info` describes that.
   if (before !== reading.structure || (await schema.structureOf(reader.sql, reading.info)) !== before) {
-    await reader.sql.query('COMMIT');
+    await point.end();
     Object.assign(reading, await readTable(reader, config, reading.info, schema));
     return (reading.info.key.length ? copyChunk : copyWhole)(copy, chunk);
   }
@@ -441,6 +442,6 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
     await commitPage(true);
     return chunk;
   } finally {
-    await reader.sql.query('COMMIT');
+    await point.end();
   }
 }

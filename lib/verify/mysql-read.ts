@@ -14,15 +14,21 @@ import { lineFile } from './files.ts';
 
 type Reader = ReturnType<typeof pagingConnection>;
 
-/** Opens one consistent-snapshot transaction on `reader` and returns the binlog position S it reads at. */
-export async function readAtKnownPosition(reader: Reader): Promise<BinlogPosition> {
-  const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql);
+/**
+ * Makes the reads of `tables` on `reader` see them at one binlog position S (a consistent-snapshot
+ * transaction, or on MySQL without RELOAD read locks on them) and returns S and what ends it.
+ */
+export async function readAtKnownPosition(
+  reader: Pick<Reader, 'sql'>,
+  tables: readonly TableRef[],
+): Promise<{ position: BinlogPosition; end: () => Promise<void> }> {
+  const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql, tables);
   if ('refused' in point)
     throw new SluiceError(
       ErrorCode.VERIFY_UNSUPPORTED,
       `verify reads MySQL in one transaction at a known binlog position, which this server cannot give: ${point.refused}`,
     );
-  return point.position;
+  return { position: point.position, end: point.end };
 }
 
 /** What changed between the output's position and the MySQL read. */

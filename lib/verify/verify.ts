@@ -100,12 +100,17 @@ export async function verify(
     const source: OutputSource = { s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId };
     const output = await outputTables(source);
 
-    // 2. MySQL, inside one consistent snapshot whose binlog position the server reports.
-    const mysqlPosition = await readAtKnownPosition(reader);
+    // 2. MySQL, at one binlog position the server's dialect pins for the tables read (dialect.ts
+    // `snapshotPoint`: a consistent snapshot, or read locks on them, so they are listed first).
     const included = tableFilter(config);
     const existing = new Set((await listTables(reader.sql, () => true)).map(tableKey));
     const live = new Set((await listTables(reader.sql, included)).map(tableKey));
     const names: readonly TableRef[] = options.tables?.length ? options.tables : [...new Set([...live, ...output.keys()])].map(fromTableKey);
+    const read = await readAtKnownPosition(
+      reader,
+      names.filter((ref) => live.has(tableKey(ref))),
+    );
+    const mysqlPosition = read.position;
 
     // 3. What changed between the output's position and S: keys and rows to skip, tables a DDL touched.
     const changesFile = join(work, 'changes.txt');
@@ -160,7 +165,7 @@ export async function verify(
       }
       rmSync(dir, { recursive: true, force: true });
     }
-    await reader.sql.query('COMMIT');
+    await read.end();
     return { ok: !tables.some(tableFails) && orphans.length === 0, mysqlPosition, outputPosition, tables, orphans, changing: unjudged };
   } finally {
     await reader.end();

@@ -11,6 +11,10 @@ import type { SqlConnection } from '../../lib/source/mysql/server.ts';
  *   - @@expire_logs_days: removed in MySQL 8.4 (1193 ER_UNKNOWN_SYSTEM_VARIABLE).
  *   - performance_schema.log_status: MySQL 8.0.14+, needs BACKUP_ADMIN (1227 without).
  *   - FLUSH TABLES WITH READ LOCK: needs RELOAD (1227 without; RDS and Aurora refuse it).
+ *   - LOCK TABLES … READ: needs LOCK TABLES (1044 ER_DBACCESS_DENIED_ERROR without); START
+ *     TRANSACTION and UNLOCK TABLES release its locks ("LOCK TABLES and UNLOCK TABLES Statements").
+ *   - a lock not granted within lock_wait_timeout: 1205 ER_LOCK_WAIT_TIMEOUT.
+ *   - performance_schema=OFF: its tables exist and are empty (log_status has no row).
  *   - SHOW STATUS LIKE 'binlog_snapshot_%': MariaDB only (MySQL returns no rows).
  *   - BINLOG_GTID_POS, @@gtid_binlog_state: MariaDB only (MySQL: 1305 / 1193).
  *   - @@gtid_executed, @@gtid_purged, @@gtid_mode, @@server_uuid: MySQL only.
@@ -36,7 +40,11 @@ export interface FakeServerOptions {
   gtidPurged?: string;
   serverUuid?: string;
   serverId?: number;
-  grants?: { backupAdmin?: boolean; reload?: boolean };
+  grants?: { backupAdmin?: boolean; reload?: boolean; lockTables?: boolean };
+  /** performance_schema=OFF: log_status returns no row. */
+  performanceSchemaOff?: boolean;
+  /** Which lock waits out lock_wait_timeout (1205): a running statement or an open transaction holds it. */
+  busy?: 'global' | 'tables';
   /** The binlog end each read of it returns, in turn (the last one repeats). */
   ends?: { file: string; pos: number }[];
 }
@@ -56,6 +64,8 @@ export class FakeServer implements SqlConnection {
   private reads = 0;
   inTransaction = false;
   locked = false;
+  /** The tables LOCK TABLES holds, as the statement named them (undefined: none). */
+  tableLocks: string | undefined;
 
   constructor(readonly options: FakeServerOptions) {}
 
@@ -137,6 +147,7 @@ export class FakeServer implements SqlConnection {
     }
     if (sql === 'START TRANSACTION WITH CONSISTENT SNAPSHOT') {
       this.inTransaction = true;
+      this.tableLocks = undefined;
       return answer([]);
     }
     if (sql === 'COMMIT' || sql === 'ROLLBACK') {
@@ -155,6 +166,7 @@ export class FakeServer implements SqlConnection {
       if (this.mariadb) throw mysqlError(1146, 'ER_NO_SUCH_TABLE', "Table 'performance_schema.log_status' doesn't exist");
       if (!this.options.grants?.backupAdmin)
         throw mysqlError(1227, 'ER_SPECIFIC_ACCESS_DENIED_ERROR', 'Access denied; you need (at least one of) the BACKUP_ADMIN privilege(s) for this operation');
+      if (this.options.performanceSchemaOff) return answer([]);
       const end = this.binlogEnd();
       return answer([{ LOCAL: JSON.stringify({ gtid_executed: this.options.gtidExecuted ?? '', binary_log_file: end.file, binary_log_position: end.pos }) }]);
     }
@@ -162,11 +174,22 @@ export class FakeServer implements SqlConnection {
     if (sql === 'FLUSH TABLES WITH READ LOCK') {
       if (!this.options.grants?.reload)
         throw mysqlError(1227, 'ER_SPECIFIC_ACCESS_DENIED_ERROR', 'Access denied; you need (at least one of) the RELOAD privilege(s) for this operation');
+      if (this.options.busy === 'global') throw mysqlError(1205, 'ER_LOCK_WAIT_TIMEOUT', 'Lock wait timeout exceeded; try restarting transaction');
       this.locked = true;
+      return answer([]);
+    }
+    const lockTables = /^LOCK TABLES (.+)$/.exec(sql);
+    if (lockTables) {
+      if (!this.options.grants?.lockTables) throw mysqlError(1044, 'ER_DBACCESS_DENIED_ERROR', "Access denied for user 'sluice'@'%' to database 'shop'");
+      if (this.options.busy === 'tables') throw mysqlError(1205, 'ER_LOCK_WAIT_TIMEOUT', 'Lock wait timeout exceeded; try restarting transaction');
+      this.inTransaction = false; // LOCK TABLES commits an open transaction
+      this.tableLocks = lockTables[1];
       return answer([]);
     }
     if (sql === 'UNLOCK TABLES') {
       this.locked = false;
+      if (this.tableLocks !== undefined) this.inTransaction = false; // it commits only after LOCK TABLES
+      this.tableLocks = undefined;
       return answer([]);
     }
     throw new Error(`the fake ${this.options.version} server does not know: ${sql}`);

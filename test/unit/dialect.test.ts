@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dialectOf } from '../../lib/source/mysql/dialect.ts';
 import { masterPosition } from '../../lib/source/mysql/server.ts';
+import { readAtKnownPosition } from '../../lib/verify/mysql-read.ts';
 import { FakeServer } from '../support/fake-mysql.ts';
 
 /** The servers sluice is said to support, each as its manual documents it (test/support/fake-mysql.ts). */
@@ -60,68 +61,130 @@ describe('the dialect, chosen once per connection from the server version', () =
 });
 
 describe('the consistent snapshot point', () => {
-  it('MariaDB: the binlog_snapshot_file/position of the transaction', async () => {
+  const tables = [
+    { db: 'shop', table: 'log' },
+    { db: 'shop', table: 'odd`name' },
+  ];
+
+  it('MariaDB: the binlog_snapshot_file/position of the transaction, ended by COMMIT', async () => {
     const server = new FakeServer({ version: '10.11.19-MariaDB', ends: [{ file: 'binlog.000003', pos: 777 }] });
-    const point = await (await dialectOf(server)).snapshotPoint(server);
-    expect(point).toEqual({ position: { file: 'binlog.000003', pos: 777 }, how: 'binlog_snapshot_file' });
+    const point = await (await dialectOf(server)).snapshotPoint(server, tables);
+    expect(point).toMatchObject({ position: { file: 'binlog.000003', pos: 777 }, how: 'binlog_snapshot_file' });
+    expect(server.statements.slice(1)).toEqual(['START TRANSACTION WITH CONSISTENT SNAPSHOT', "SHOW STATUS LIKE 'binlog_snapshot_%'"]);
     expect(server.inTransaction).toBe(true);
+    if ('end' in point) await point.end();
+    expect(server.inTransaction).toBe(false);
   });
 
-  it.each(['8.0.46', '8.4.7', '9.6.0'])('MySQL %s with BACKUP_ADMIN: log_status read before and after START TRANSACTION, equal', async (version) => {
-    const server = new FakeServer({ version, grants: { backupAdmin: true }, ends: [{ file: 'binlog.000003', pos: 900 }] });
-    const point = await (await dialectOf(server)).snapshotPoint(server);
-    expect(point).toEqual({ position: { file: 'binlog.000003', pos: 900 }, how: 'performance_schema.log_status' });
+  it.each(['8.0.46', '8.4.7', '9.6.0'])('MySQL %s with RELOAD: a global read lock held around START TRANSACTION and the binlog status', async (version) => {
+    const server = new FakeServer({ version, grants: { reload: true }, ends: [{ file: 'binlog.000003', pos: 640 }] });
+    const point = await (await dialectOf(server)).snapshotPoint(server, tables);
+    expect(point).toMatchObject({ position: { file: 'binlog.000003', pos: 640 }, how: 'FLUSH TABLES WITH READ LOCK' });
     expect(server.statements.slice(1)).toEqual([
-      'SELECT LOCAL FROM performance_schema.log_status',
-      'START TRANSACTION WITH CONSISTENT SNAPSHOT',
-      'SELECT LOCAL FROM performance_schema.log_status',
-    ]);
-    expect(server.inTransaction).toBe(true);
-  });
-
-  it('MySQL: a commit between the two reads discards the transaction and tries again', async () => {
-    const ends = [
-      { file: 'binlog.000003', pos: 900 },
-      { file: 'binlog.000003', pos: 1200 }, // a commit raced START TRANSACTION
-      { file: 'binlog.000003', pos: 1200 },
-      { file: 'binlog.000004', pos: 4 }, // and a rotation
-      { file: 'binlog.000004', pos: 4 },
-    ];
-    const server = new FakeServer({ version: '8.4.7', grants: { backupAdmin: true }, ends });
-    const point = await (await dialectOf(server)).snapshotPoint(server);
-    expect(point).toEqual({ position: { file: 'binlog.000004', pos: 4 }, how: 'performance_schema.log_status' });
-    expect(server.statements.filter((s) => s === 'ROLLBACK')).toHaveLength(2);
-  });
-
-  it('MySQL without BACKUP_ADMIN but with RELOAD: a global read lock held around START TRANSACTION and the binlog status', async () => {
-    const server = new FakeServer({ version: '8.0.46', grants: { reload: true }, ends: [{ file: 'binlog.000003', pos: 640 }] });
-    const point = await (await dialectOf(server)).snapshotPoint(server);
-    expect(point).toEqual({ position: { file: 'binlog.000003', pos: 640 }, how: 'FLUSH TABLES WITH READ LOCK' });
-    expect(server.statements.slice(2)).toEqual([
       'SET SESSION lock_wait_timeout = 5',
       'FLUSH TABLES WITH READ LOCK',
       'START TRANSACTION WITH CONSISTENT SNAPSHOT',
-      'SHOW MASTER STATUS',
+      (await dialectOf(server)).binlogStatus,
       'UNLOCK TABLES',
     ]);
     expect(server.locked).toBe(false);
     expect(server.inTransaction).toBe(true);
+    if ('end' in point) await point.end();
+    expect(server.inTransaction).toBe(false);
   });
 
-  it('MySQL with neither (RDS, Aurora MySQL 3): a refusal naming the grant, with no transaction left open', async () => {
-    const server = new FakeServer({ version: '8.0.39' });
-    const point = await (await dialectOf(server)).snapshotPoint(server);
-    expect(point).toMatchObject({ refused: expect.stringContaining('GRANT BACKUP_ADMIN ON *.*') });
-    expect('refused' in point && point.refused).toMatch(/BACKUP_ADMIN privilege/);
+  it('MySQL with BACKUP_ADMIN: log_status is never trusted (a transaction written to the binlog but not yet committed in InnoDB lies before its position)', async () => {
+    // The position is the same at every read, which the old method took as proof; the lock is taken anyway.
+    const server = new FakeServer({ version: '8.4.7', grants: { backupAdmin: true, reload: true }, ends: [{ file: 'binlog.000003', pos: 900 }] });
+    const point = await (await dialectOf(server)).snapshotPoint(server, tables);
+    expect(point).toMatchObject({ position: { file: 'binlog.000003', pos: 900 }, how: 'FLUSH TABLES WITH READ LOCK' });
+    expect(server.statements.some((s) => s.includes('log_status'))).toBe(false);
+  });
+
+  it('MySQL without RELOAD, with LOCK TABLES (RDS, Aurora): the tables read-locked, the binlog status read under the lock, no transaction', async () => {
+    const server = new FakeServer({ version: '8.0.39', grants: { lockTables: true }, ends: [{ file: 'mysql-bin-changelog.000123', pos: 4321 }] });
+    const point = await (await dialectOf(server)).snapshotPoint(server, tables);
+    expect(point).toMatchObject({ position: { file: 'mysql-bin-changelog.000123', pos: 4321 }, how: 'LOCK TABLES … READ' });
+    expect(server.statements.slice(1)).toEqual([
+      'SET SESSION lock_wait_timeout = 5',
+      'FLUSH TABLES WITH READ LOCK',
+      'LOCK TABLES `shop`.`log` READ, `shop`.`odd``name` READ',
+      'SHOW MASTER STATUS',
+    ]);
+    // The reads happen under the locks, outside a transaction (START TRANSACTION would release them).
+    expect(server.tableLocks).toBe('`shop`.`log` READ, `shop`.`odd``name` READ');
+    expect(server.inTransaction).toBe(false);
+    if ('end' in point) await point.end();
+    expect(server.tableLocks).toBeUndefined();
+    expect(server.statements.at(-1)).toBe('UNLOCK TABLES');
+  });
+
+  it('MySQL without RELOAD: a table named twice (sluice verify --tables a,a) is locked once', async () => {
+    const server = new FakeServer({ version: '8.4.7', grants: { lockTables: true } });
+    await (await dialectOf(server)).snapshotPoint(server, [tables[0], ...tables, tables[1]] as typeof tables);
+    expect(server.tableLocks).toBe('`shop`.`log` READ, `shop`.`odd``name` READ');
+  });
+
+  it('verify reads MySQL at the point of the tables it compares, and ends it with UNLOCK TABLES under table locks', async () => {
+    const server = new FakeServer({ version: '8.0.39', grants: { lockTables: true }, ends: [{ file: 'binlog.000005', pos: 808 }] });
+    const read = await readAtKnownPosition({ sql: server }, tables);
+    expect(read.position).toEqual({ file: 'binlog.000005', pos: 808 });
+    expect(server.tableLocks).toBeDefined();
+    await read.end();
+    expect(server.tableLocks).toBeUndefined();
+    const refusing = new FakeServer({ version: '8.0.39' });
+    await expect(readAtKnownPosition({ sql: refusing }, tables)).rejects.toMatchObject({
+      code: 'VERIFY_UNSUPPORTED',
+      message: expect.stringContaining('GRANT LOCK TABLES ON *.*'),
+    });
+  });
+
+  it('MySQL with BACKUP_ADMIN on a busy server (the binlog moves at every read), no RELOAD: LOCK TABLES, not a refusal', async () => {
+    const ends = Array.from({ length: 60 }, (_, i) => ({ file: 'binlog.000003', pos: 1000 + i }));
+    const server = new FakeServer({ version: '9.6.0', grants: { backupAdmin: true, lockTables: true }, ends });
+    const point = await (await dialectOf(server)).snapshotPoint(server, tables);
+    expect(point).toMatchObject({ position: { file: 'binlog.000003', pos: 1000 }, how: 'LOCK TABLES … READ' });
+  });
+
+  it('MySQL with performance_schema=OFF (log_status empty): the locks as usual, not PREFLIGHT_LOG_BIN', async () => {
+    for (const grants of [
+      { backupAdmin: true, reload: true },
+      { backupAdmin: true, lockTables: true },
+    ]) {
+      const server = new FakeServer({ version: '8.0.46', grants, performanceSchemaOff: true, ends: [{ file: 'binlog.000009', pos: 155 }] });
+      const point = await (await dialectOf(server)).snapshotPoint(server, tables);
+      expect(point).toMatchObject({ position: { file: 'binlog.000009', pos: 155 } });
+    }
+  });
+
+  it.each(['global', 'tables'] as const)('MySQL whose %s lock waits out lock_wait_timeout: SNAPSHOT_BUSY, retriable, nothing held', async (busy) => {
+    const server = new FakeServer({ version: '8.4.7', grants: busy === 'global' ? { reload: true } : { lockTables: true }, busy });
+    const point = (await dialectOf(server)).snapshotPoint(server, tables);
+    await expect(point).rejects.toMatchObject({ code: 'SNAPSHOT_BUSY', retriable: true, message: expect.stringContaining('the next run tries again') });
     expect(server.inTransaction).toBe(false);
     expect(server.locked).toBe(false);
+    expect(server.tableLocks).toBeUndefined();
   });
 
-  it('MySQL whose binlog moves at every read and no RELOAD: refused, saying so', async () => {
-    const ends = Array.from({ length: 60 }, (_, i) => ({ file: 'binlog.000003', pos: 1000 + i }));
-    const server = new FakeServer({ version: '9.6.0', grants: { backupAdmin: true }, ends });
-    const point = await (await dialectOf(server)).snapshotPoint(server);
-    expect('refused' in point && point.refused).toMatch(/the binlog moved during each of 20 reads/);
-    expect(server.inTransaction).toBe(false);
+  it('MySQL with neither RELOAD nor LOCK TABLES: a refusal naming exactly those two grants, nothing held', async () => {
+    for (const grants of [{}, { backupAdmin: true }]) {
+      const server = new FakeServer({ version: '8.0.39', grants });
+      const point = await (await dialectOf(server)).snapshotPoint(server, tables);
+      const refused = 'refused' in point ? point.refused : '';
+      expect(refused).toContain("GRANT RELOAD ON *.* TO '<user>'@'%';");
+      expect(refused).toContain("GRANT LOCK TABLES ON *.* TO '<user>'@'%';");
+      expect(refused).not.toMatch(/BACKUP_ADMIN ON|log_status/);
+      expect(refused).toMatch(/RDS and Aurora refuse a global read lock/);
+      expect(server.inTransaction).toBe(false);
+      expect(server.locked).toBe(false);
+      expect(server.tableLocks).toBeUndefined();
+    }
+  });
+
+  it('MySQL without RELOAD and no table to read: the binlog end, nothing held (nothing is read)', async () => {
+    const server = new FakeServer({ version: '8.4.7', ends: [{ file: 'binlog.000002', pos: 300 }] });
+    const point = await (await dialectOf(server)).snapshotPoint(server, []);
+    expect(point).toMatchObject({ position: { file: 'binlog.000002', pos: 300 } });
+    expect(server.statements.some((s) => s.startsWith('LOCK TABLES'))).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import { GtidSet } from '../../core/gtid-set.ts';
 import type { BinlogPosition } from '../../core/position.ts';
-import { ErrorCode, PreflightError } from '../../errors.ts';
+import type { TableRef } from '../../core/table-ref.ts';
+import { ErrorCode, PreflightError, SluiceError } from '../../errors.ts';
 import { type ServerFlavor, serverFlavor } from './flavor.ts';
 import type { SqlConnection } from './server.ts';
 
@@ -14,7 +15,7 @@ import type { SqlConnection } from './server.ts';
  * | binlog end (`binlogStatus`)   | SHOW MASTER STATUS (SHOW BINLOG STATUS 10.5.2+) | SHOW MASTER STATUS    | SHOW BINARY LOG STATUS (SHOW MASTER STATUS removed in 8.4: 1064) |
  * | GTIDs before a file           | BINLOG_GTID_POS(file, 4)                     | its Previous_gtids event (SHOW BINLOG EVENTS) | same                 |
  * | executed / purged GTIDs       | @@gtid_binlog_state (no purged set)          | @@gtid_executed, @@gtid_purged, @@gtid_mode | same                  |
- * | consistent snapshot's point   | SHOW STATUS LIKE 'binlog_snapshot_%'         | performance_schema.log_status (BACKUP_ADMIN), else FTWRL (RELOAD) | same |
+ * | consistent snapshot's point   | SHOW STATUS LIKE 'binlog_snapshot_%'         | FTWRL (RELOAD), else LOCK TABLES … READ (LOCK TABLES) | same |
  * | binlog retention              | @@expire_logs_days, @@binlog_expire_logs_seconds (10.6+) | both (expire_logs_days deprecated) | @@binlog_expire_logs_seconds (expire_logs_days removed in 8.4) |
  * | reset statement (messages)    | RESET MASTER                                 | RESET MASTER             | RESET BINARY LOGS AND GTIDS (8.2+; RESET MASTER removed in 8.4) |
  *
@@ -23,8 +24,12 @@ import type { SqlConnection } from './server.ts';
  * SNAPSHOT, information_schema queries. sluice sends no SHOW SLAVE/REPLICA STATUS and no RESET.
  */
 
-/** Where a transaction opened by `snapshotPoint` reads, or why no exact point can be had. */
-export type SnapshotPoint = { readonly position: BinlogPosition; readonly how: string } | { readonly refused: string };
+/**
+ * Where the reads after `snapshotPoint` see the tables (every transaction before `position`, none
+ * after), and `end`, which closes what holds them there (COMMIT, or UNLOCK TABLES); or why no exact
+ * point can be had.
+ */
+export type SnapshotPoint = { readonly position: BinlogPosition; readonly how: string; readonly end: () => Promise<void> } | { readonly refused: string };
 
 /** The GTID state of a MySQL server (gtid_mode, @@gtid_executed, @@gtid_purged); undefined on MariaDB. */
 export interface MysqlGtidState {
@@ -50,10 +55,11 @@ export interface Dialect {
   /** Binlog retention in seconds (0: none configured). */
   retentionSeconds(conn: SqlConnection): Promise<number>;
   /**
-   * Opens `START TRANSACTION WITH CONSISTENT SNAPSHOT` on `conn` and returns the binlog position
-   * its reads see: every transaction before it, none after. On refusal no transaction is open.
+   * Makes the reads of `tables` on `conn` see them at one binlog position — a consistent-snapshot
+   * transaction, or (MySQL without RELOAD) read locks on `tables`, so read nothing else until
+   * `end` — and returns it. On refusal nothing is held. SNAPSHOT_BUSY (retriable) when a lock waits too long.
    */
-  snapshotPoint(conn: SqlConnection): Promise<SnapshotPoint>;
+  snapshotPoint(conn: SqlConnection, tables: readonly TableRef[]): Promise<SnapshotPoint>;
 }
 
 async function rows<T>(conn: SqlConnection, sql: string, values?: unknown[]): Promise<T[]> {
@@ -75,76 +81,100 @@ async function statusPosition(conn: SqlConnection, statement: string): Promise<B
 const DENIED = new Set([1044, 1045, 1142, 1227]);
 const denied = (error: unknown) => DENIED.has((error as { errno?: number }).errno ?? 0);
 
-/** How often log_status is read around START TRANSACTION before the transaction's point is taken as unknowable that way. */
-const LOG_STATUS_ATTEMPTS = 20;
+/** ER_LOCK_WAIT_TIMEOUT: a lock was not granted within lock_wait_timeout (running statements or open transactions hold it). */
+const LOCK_WAIT_TIMEOUT = 1205;
+/** How long a lock sluice takes for the snapshot point waits for the statements and transactions that hold it. */
+const LOCK_WAIT_SECONDS = 5;
+
+const quoted = (name: string) => `\`${name.replaceAll('`', '``')}\``;
+
+/** The point's lock waited out lock_wait_timeout: a busy server, not a missing grant; the next run tries again. */
+function busy(lock: string, error: unknown): SluiceError {
+  return new SluiceError(
+    ErrorCode.SNAPSHOT_BUSY,
+    `${lock} waited ${LOCK_WAIT_SECONDS} s (lock_wait_timeout) for running statements or open transactions to finish, to pin the binlog point a consistent read needs (${(error as Error).message}); the next run tries again. A query or transaction that runs for long on these tables delays it: see docs/RUNBOOK.md "MySQL versions"`,
+    { cause: error, retriable: true },
+  );
+}
 
 /**
  * MySQL's consistent-snapshot point. MySQL (unlike MariaDB) does not say where a consistent
- * snapshot reads in the binlog, so it is pinned from outside:
+ * snapshot reads in the binlog, so it is pinned by a lock that stops every commit that could fall
+ * between the read and the binlog position read with it. Why a lock is needed at all: in MySQL's
+ * group commit a transaction is written to the binlog in the flush stage, the binlog lock is
+ * released, and only later (sync, then commit stage) is it committed in InnoDB and added to
+ * gtid_executed. Between the two it lies before the binlog end P while no read view sees it, so a
+ * position merely unchanged around START TRANSACTION (performance_schema.log_status read before and
+ * after, as sluice did) proves nothing: the read lacks that transaction and the stream starts after
+ * it. Reading log_status is therefore not used (it also reports nothing with performance_schema=OFF,
+ * RDS's default on small instance classes). The two locks, in order:
  *
- *   1. performance_schema.log_status (BACKUP_ADMIN + SELECT; 8.0.14+). Reading it blocks logging
- *      just long enough to return a binary_log_position and a gtid_executed consistent with each
- *      other (the manual, "The log_status Table"); gtid_executed only grows once a transaction has
- *      committed in the engine, so every transaction before that position is committed and
- *      visible to a read view created after the read. It is read before START TRANSACTION WITH
- *      CONSISTENT SNAPSHOT and again after: when both reads give the same position, nothing was
- *      written to the binlog in between — a transaction commits in the engine only after its
- *      binlog write — so the read view holds exactly the transactions before that position. A
- *      moved position means a commit raced the read view: the transaction is rolled back and
- *      the pair read again (LOG_STATUS_ATTEMPTS times).
- *   2. FLUSH TABLES WITH READ LOCK (RELOAD; RDS and Aurora refuse a global read lock) held around START TRANSACTION and the binlog status, as mysqldump
- *      --single-transaction --source-data does: no commit can happen while it is held. It waits for
- *      running statements first, so a long query on the server delays it (lock_wait_timeout 5 s).
- *      LOCK INSTANCE FOR BACKUP is no substitute: it blocks DDL and file operations but lets DML
- *      commit, so it pins nothing.
- *   3. Otherwise a refusal naming the grant to add.
+ *   1. FLUSH TABLES WITH READ LOCK (RELOAD), held around START TRANSACTION WITH CONSISTENT SNAPSHOT
+ *      and the binlog status, as mysqldump --single-transaction --source-data does. FTWRL takes the
+ *      global read lock and then the commit lock, which every committing transaction holds from
+ *      before its binlog write until its engine commit is done: once it is granted no transaction is
+ *      between the two and none can start committing. So at that moment the committed transactions
+ *      are exactly those before the binlog end P, the read view opened then holds exactly them, and
+ *      START TRANSACTION keeps the global read lock (only LOCK TABLES locks are released by it);
+ *      UNLOCK TABLES then releases it without ending the transaction. Held for milliseconds, but
+ *      it first waits for running statements (lock_wait_timeout 5 s). RDS and Aurora refuse it.
+ *   2. LOCK TABLES <the tables read> READ (LOCK TABLES + SELECT; allowed on RDS and Aurora, where
+ *      Debezium too falls back to read locks on the captured tables held until they are read —
+ *      its FLUSH TABLES <list> WITH READ LOCK also needs RELOAD), the binlog status read while holding it, then the tables read
+ *      while still holding it, outside any transaction (START TRANSACTION would release the locks),
+ *      then UNLOCK TABLES. A transaction that changes a table holds its metadata lock (SHARED_WRITE)
+ *      until its commit has ended, engine commit included, and the READ lock conflicts with it:
+ *      when the lock is granted, every transaction that changed these tables has committed — and
+ *      written the binlog before that, so it lies before P — and none can change them until
+ *      UNLOCK TABLES. Each statement's read then sees exactly the tables at P. Sound for those
+ *      tables only, which is all the caller reads; writers to them wait while they are read.
+ *   3. Otherwise a refusal naming both grants.
+ *
+ * LOCK INSTANCE FOR BACKUP is no substitute: it blocks DDL and file operations but lets DML commit.
+ * A lock that waits out lock_wait_timeout is SNAPSHOT_BUSY (retriable), never a refusal.
  */
-async function mysqlSnapshotPoint(conn: SqlConnection, binlogStatus: string): Promise<SnapshotPoint> {
-  const logStatus = async () => {
-    const [row] = await rows<{ LOCAL: string | { binary_log_file: string; binary_log_position: number } }>(
-      conn,
-      'SELECT LOCAL FROM performance_schema.log_status',
-    );
-    const local = typeof row?.LOCAL === 'string' ? JSON.parse(row.LOCAL) : row?.LOCAL;
-    if (!local?.binary_log_file)
-      throw new PreflightError(ErrorCode.PREFLIGHT_LOG_BIN, 'binary logging is off on the source (performance_schema.log_status reports no binary log).');
-    return { file: String(local.binary_log_file), pos: Number(local.binary_log_position) };
-  };
-  let logStatusRefused: string | undefined;
+async function mysqlSnapshotPoint(conn: SqlConnection, binlogStatus: string, tables: readonly TableRef[]): Promise<SnapshotPoint> {
+  await conn.query(`SET SESSION lock_wait_timeout = ${LOCK_WAIT_SECONDS}`);
+  let globalRefused: string | undefined;
   try {
-    for (let attempt = 0; attempt < LOG_STATUS_ATTEMPTS; attempt++) {
-      const before = await logStatus();
+    await conn.query('FLUSH TABLES WITH READ LOCK');
+  } catch (error) {
+    if ((error as { errno?: number }).errno === LOCK_WAIT_TIMEOUT) throw busy('FLUSH TABLES WITH READ LOCK', error);
+    if (!denied(error)) throw error;
+    globalRefused = (error as Error).message;
+  }
+  if (globalRefused === undefined) {
+    try {
       await conn.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
-      const after = await logStatus().catch(async (error) => {
+      const position = await statusPosition(conn, binlogStatus).catch(async (error) => {
         await conn.query('ROLLBACK');
         throw error;
       });
-      if (before.file === after.file && before.pos === after.pos) return { position: after, how: 'performance_schema.log_status' };
-      await conn.query('ROLLBACK');
-      await new Promise((resolve) => setTimeout(resolve, 5 * (attempt + 1)));
+      return { position, how: 'FLUSH TABLES WITH READ LOCK', end: async () => void (await conn.query('COMMIT')) };
+    } finally {
+      await conn.query('UNLOCK TABLES');
     }
-  } catch (error) {
-    if (!denied(error)) throw error;
-    logStatusRefused = (error as Error).message;
   }
+  // Nothing is read: no lock is needed for the point to be exact.
+  if (!tables.length) return { position: await statusPosition(conn, binlogStatus), how: 'no tables read', end: async () => {} };
+  // A table named twice in LOCK TABLES is an error (1066 ER_NONUNIQ_TABLE).
+  const names = [...new Set(tables.map((t) => `${quoted(t.db)}.${quoted(t.table)}`))];
+  const lock = `LOCK TABLES ${names.map((name) => `${name} READ`).join(', ')}`;
   try {
-    await conn.query('SET SESSION lock_wait_timeout = 5');
-    await conn.query('FLUSH TABLES WITH READ LOCK');
+    await conn.query(lock);
   } catch (error) {
+    if ((error as { errno?: number }).errno === LOCK_WAIT_TIMEOUT) throw busy('LOCK TABLES … READ', error);
     if (!denied(error)) throw error;
-    const why = logStatusRefused
-      ? `it may read neither performance_schema.log_status (${logStatusRefused}) nor run FLUSH TABLES WITH READ LOCK`
-      : `the binlog moved during each of ${LOG_STATUS_ATTEMPTS} reads of performance_schema.log_status around it, and the user may not run FLUSH TABLES WITH READ LOCK`;
     return {
-      refused: `MySQL does not report where a consistent snapshot reads in the binlog, and ${why}. Fix: GRANT BACKUP_ADMIN ON *.* TO '<user>'@'%'; GRANT SELECT ON performance_schema.log_status TO '<user>'@'%'; (RDS and Aurora MySQL 3 grant their admin user neither BACKUP_ADMIN nor a global read lock: there, docs/RUNBOOK.md "MySQL versions")`,
+      refused: `MySQL does not report where a consistent snapshot reads in the binlog, so sluice pins it with a lock, and the user may run neither FLUSH TABLES WITH READ LOCK (${globalRefused}) nor LOCK TABLES on the tables read (${(error as Error).message}). Fix: GRANT RELOAD ON *.* TO '<user>'@'%'; (a global read lock held for milliseconds) or GRANT LOCK TABLES ON *.* TO '<user>'@'%'; (read locks on the tables read while they are read; RDS and Aurora refuse a global read lock but let their admin user grant LOCK TABLES: docs/RUNBOOK.md "MySQL versions")`,
     };
   }
-  try {
-    await conn.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
-    return { position: await statusPosition(conn, binlogStatus), how: 'FLUSH TABLES WITH READ LOCK' };
-  } finally {
-    await conn.query('UNLOCK TABLES');
-  }
+  const unlock = async () => void (await conn.query('UNLOCK TABLES'));
+  const position = await statusPosition(conn, binlogStatus).catch(async (error) => {
+    await unlock();
+    throw error;
+  });
+  return { position, how: 'LOCK TABLES … READ', end: unlock };
 }
 
 function mariadbDialect(flavor: ServerFlavor): Dialect {
@@ -177,7 +207,11 @@ function mariadbDialect(flavor: ServerFlavor): Dialect {
         await conn.query('ROLLBACK');
         return { refused: 'the server does not report binlog_snapshot_file (binary logging is off?)' };
       }
-      return { position: { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) }, how: 'binlog_snapshot_file' };
+      return {
+        position: { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) },
+        how: 'binlog_snapshot_file',
+        end: async () => void (await conn.query('COMMIT')),
+      };
     },
   };
 }
@@ -216,7 +250,7 @@ function mysqlDialect(flavor: ServerFlavor): Dialect {
       const [row] = await rows<{ days: number | string | null; seconds: number | string | null }>(conn, sql);
       return Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
     },
-    snapshotPoint: (conn) => mysqlSnapshotPoint(conn, binlogStatus),
+    snapshotPoint: (conn, tables) => mysqlSnapshotPoint(conn, binlogStatus, tables),
   };
 }
 
