@@ -62,11 +62,18 @@ export async function startMariaDb(dir: string, log: (line: string) => void, ext
   const { mariadbd, installDb } = ensureMariaDbInstalled(log);
   const datadir = join(dir, 'data');
   const fresh = !existsSync(join(datadir, 'mysql'));
+  // A tmpdir of its own: every mariadbd deletes the #sql* files it finds in its tmpdir at start, so
+  // instances sharing /tmp broke each other's bootstrap ("Unknown table 'mysql.tmp_proxies_priv'")
+  // when a test or the chaos harness started one while another was being installed.
+  const tmpdir = join(dir, 'tmp');
+  mkdirSync(tmpdir, { recursive: true });
   if (fresh) {
     mkdirSync(datadir, { recursive: true });
-    execFileSync(installDb, ['--no-defaults', `--datadir=${datadir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], {
-      stdio: 'pipe',
-    });
+    execFileSync(
+      installDb,
+      ['--no-defaults', `--datadir=${datadir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db', `--tmpdir=${tmpdir}`],
+      { stdio: 'pipe' },
+    );
   }
   // The datadir is ours alone: an instance still holding it (e.g. after an interrupted `up`) is stale.
   const pidFile = join(dir, 'mariadb.pid');
@@ -79,6 +86,7 @@ export async function startMariaDb(dir: string, log: (line: string) => void, ext
     [
       '--no-defaults',
       `--datadir=${datadir}`,
+      `--tmpdir=${tmpdir}`,
       `--socket=${socket}`,
       `--pid-file=${pidFile}`,
       `--port=${port}`,
