@@ -7,6 +7,7 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { type BinlogPosition, fileNumber } from '../../lib/core/position.ts';
 import type { SluiceError } from '../../lib/errors.ts';
 import { createLogger } from '../../lib/log.ts';
+import { resetState } from '../../lib/ops/state-admin.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
 import { startupPosition } from '../../lib/source/mysql/binlog-scan.ts';
@@ -158,6 +159,9 @@ describe.each([
         `${n}`,
       ).toBe(true);
     expect(positions.at(-1)?.gtidSet).toBe(`${UUID}:1-19`);
+    // `sluice state reset --to gtid:` stores the same start, set included.
+    const reset = await resetState(config(), new InMemoryStateStore(), { mode: 'gtid', gtid: `${UUID}:1-8:10-15` }, createLogger('ERROR', {}));
+    expect(reset.position).toEqual(start);
   });
 
   it('`sluice doctor` passes and the `sluice status` command reports the server position (bin/sluice.js against the replay source)', async () => {
