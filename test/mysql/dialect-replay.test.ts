@@ -7,6 +7,7 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { type BinlogPosition, fileNumber } from '../../lib/core/position.ts';
 import type { SluiceError } from '../../lib/errors.ts';
 import { createLogger } from '../../lib/log.ts';
+import { resetState } from '../../lib/ops/state-admin.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
 import { startupPosition } from '../../lib/source/mysql/binlog-scan.ts';
@@ -132,6 +133,35 @@ describe.each([
       (error: SluiceError) => error,
     );
     expect(lost?.code).toBe('POSITION_LOST');
+  });
+
+  it('SLUICE_STARTUP=gtid:<set with a gap>: the start carries the set, and the stream skips what it holds, moving past it', { timeout: 20_000 }, async () => {
+    const start = await startupPosition({ ...config(), startup: { mode: 'gtid', gtid: `${UUID}:1-8:10-15` } }, conn, createLogger('ERROR', {}));
+    expect(start).toMatchObject({ file: 'mysql-bin.000005', gtid: `${UUID}:8`, gtidSet: `${UUID}:1-8:10-15` });
+    await new BinlogHistories({ position: start }).checkStored(conn);
+    const reader = new BinlogReader({ target: target(), start, filter: () => true, idleMs: 300 });
+    const begun: (string | null)[] = [];
+    const positions: BinlogPosition[] = [];
+    try {
+      for await (const item of reader) {
+        if (item.kind === 'begin') begun.push(item.gtid);
+        if (item.kind === 'commit' || item.kind === 'progress') positions.push(item.position);
+        if (item.kind === 'idle' && fileNumber(reader.streamPosition.file) >= 8) break;
+      }
+    } finally {
+      await reader.stop();
+    }
+    expect(begun).toEqual([9, 16, 17, 18, 19].map((n) => `${UUID}:${n}`));
+    // Each held transaction (10-15, 14-15 past a rotation) still moves the position past it, at its end.
+    for (const n of [10, 11, 12, 13, 14, 15])
+      expect(
+        positions.some((p) => p.gtid === `${UUID}:${n}` && p.gtidSet === `${UUID}:1-15`),
+        `${n}`,
+      ).toBe(true);
+    expect(positions.at(-1)?.gtidSet).toBe(`${UUID}:1-19`);
+    // `sluice state reset --to gtid:` stores the same start, set included.
+    const reset = await resetState(config(), new InMemoryStateStore(), { mode: 'gtid', gtid: `${UUID}:1-8:10-15` }, createLogger('ERROR', {}));
+    expect(reset.position).toEqual(start);
   });
 
   it('`sluice doctor` passes and the `sluice status` command reports the server position (bin/sluice.js against the replay source)', async () => {

@@ -115,6 +115,25 @@ describe('the stored position on MySQL, while reading', () => {
     expect(fresh.onEvent({ timestamp: 0, gtid: `${A}:3` }, 'Gtid', 'binlog.000002')).toBeUndefined(); // only the first is judged
   });
 
+  it('a first transaction the set holds through a gap (after the position`s last one) is skipped, not refused; one not later than it still is', () => {
+    // gtid:A:1-8:10-12 started before 9; the stream read 9 and stored a position after it: 10-12 follow, held.
+    const gapped: BinlogPosition = { file: 'binlog.000002', pos: 500, gtid: `${A}:9`, gtidSet: `${A}:1-12` };
+    expect(new BinlogHistories({ position: gapped, history }).onEvent({ timestamp: 0, gtid: `${A}:10` }, 'Gtid', 'binlog.000002')).toBeUndefined();
+    // Another source's transaction the set holds (multi-source): no order to compare, skipped.
+    const sources: BinlogPosition = { ...gapped, gtidSet: `${A}:1-9,${B}:1-5` };
+    expect(new BinlogHistories({ position: sources, history }).onEvent({ timestamp: 0, gtid: `${B}:4` }, 'Gtid', 'binlog.000002')).toBeUndefined();
+    // A replaced server whose file of that name is at an earlier point: the position's own last transaction, or an earlier one, comes first.
+    for (const seen of [`${A}:9`, `${A}:7`])
+      expect(new BinlogHistories({ position: gapped, history }).onEvent({ timestamp: 0, gtid: seen }, 'Gtid', 'binlog.000002')).toMatchObject({
+        evidence: `the first transaction after it, ${seen}, is one the position had already read`,
+      });
+    // Without the position's last GTID nothing shows the held one is later: refused, as before.
+    const { gtid: _, ...unknown } = gapped;
+    expect(new BinlogHistories({ position: unknown, history }).onEvent({ timestamp: 0, gtid: `${A}:10` }, 'Gtid', 'binlog.000002')).toMatchObject({
+      evidence: expect.stringContaining('had already read'),
+    });
+  });
+
   it('a Blue/Green target (its own file of that name) whose GTIDs hold the set: the error gives the GTID to resume from', async () => {
     const histories = new BinlogHistories({ position: stored, history });
     const mismatch = histories.onEvent({ timestamp: Date.parse('2026-12-01T08:00:00Z') }, 'Format', 'binlog.000002');

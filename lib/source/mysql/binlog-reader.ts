@@ -196,6 +196,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    */
   private executed: { set: GtidSet; text: string } | undefined;
   private pendingGtid: string | undefined;
+  /**
+   * MySQL: the open group's GTID is already in `executed` (a gap the start set filled: another
+   * source's transactions, commits out of order), so it is moved past without being emitted, as a
+   * replica's COM_BINLOG_DUMP_GTID skips what its set holds; its end is a `progress`, with its time.
+   */
+  private skipping: { tsMs: number } | undefined;
   private inTxn = false;
   /**
    * How the current group ends: `transaction` at its Xid or COMMIT, `standalone` after its one
@@ -426,14 +432,28 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.inTxn = false;
     this.endsWithPayload = false;
     this.foldGtid();
+    const skipped = this.skipping;
+    this.skipping = undefined;
     const position = { file: this.file, pos, gtid: this.gtid ?? undefined, ...(this.executed?.text ? { gtidSet: this.executed.text } : {}) };
-    this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
+    if (skipped) this.push({ kind: 'progress', position, tsMs: skipped.tsMs });
+    else this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
+  }
+
+  /** Whether a MySQL GTID is in the set executed at the stream's point (false while that set is unknown). */
+  private holds(gtid: unknown): boolean {
+    if (typeof gtid !== 'string' || !this.executed) return false;
+    try {
+      return this.executed.set.contains(gtid);
+    } catch {
+      return false;
+    }
   }
 
   private begin(ev: Ev, gtid: string | null, serverId: number | null, group: BinlogReader['group'], ddl: boolean): void {
     this.inTxn = true;
     this.group = group;
     this.ddlGroup = ddl;
+    this.skipping = undefined;
     if (gtid) this.gtid = gtid;
     this.push({ kind: 'begin', file: this.file, pos: ev.nextPosition, gtid, serverId, tsMs: ev.timestamp });
   }
@@ -452,6 +472,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       return;
     }
     if (upper.startsWith('SAVEPOINT') || upper.startsWith('XA END')) return;
+    if (this.skipping) {
+      // A held DDL (MySQL: its own group) ends with its statement, which is not emitted.
+      if (this.group === 'open') this.group = 'standalone';
+      if (this.group === 'standalone') this.boundary('commit', ev.nextPosition);
+      return;
+    }
     // A statement outside any group (no GTID events, old servers) stands alone.
     if (!this.inTxn) this.begin(ev, null, null, 'standalone', true);
     if (this.group === 'open') {
@@ -488,12 +514,21 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'Gtid':
         // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
         this.foldGtid();
+        this.skipping = undefined;
+        if (this.holds(ev.gtid)) {
+          this.inTxn = true;
+          this.group = 'open';
+          this.gtid = String(ev.gtid);
+          this.skipping = { tsMs: ev.timestamp };
+          return;
+        }
         this.begin(ev, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
         this.pendingGtid = this.gtid ?? undefined;
         return;
       case 'PreviousGtids': {
-        // A file read from its start: the set executed before it is exact from here on.
-        this.executed = knownSet(() => GtidSet.parse(String(ev.gtidSet ?? '')));
+        // A file read from its start: the set executed before it is exact from here on. United with
+        // the set known so far: a start set's gap-filled transactions after it stay held.
+        this.executed = knownSet(() => GtidSet.parse(String(ev.gtidSet ?? '')).union(this.executed?.set ?? GtidSet.EMPTY));
         if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
         return;
       }
@@ -509,6 +544,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows': {
+        if (this.skipping) return;
         const { shape, map, decode, byServer } = this.tableOf(ev);
         if (decode) {
           if (type === 'UpdateRows')

@@ -140,12 +140,18 @@ export async function mysqlGtidStart(conn: SqlConnection, dialect: Dialect, text
   return { from: logs[0]?.file, covered };
 }
 
-/** `gtid:<uuid:1-5,...>` (MySQL): the boundary before the first transaction the set does not hold. */
+/**
+ * `gtid:<uuid:1-5,...>` (MySQL): the boundary before the first transaction the set does not hold,
+ * carrying the set itself (with what the scan found before it) as executed there. A set with a gap
+ * holds transactions after that boundary; the stream skips them, as a replica does (BinlogReader).
+ */
 async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string): Promise<BinlogPosition> {
   const end = await dialect.binlogEnd(conn);
   const { from, covered } = await mysqlGtidStart(conn, dialect, text);
-  if (!from) return end;
-  return boundaryBefore(target, { file: from, pos: 4 }, end, (txn) => txn.gtid !== null && !covered.contains(txn.gtid));
+  const start = from ? await boundaryBefore(target, { file: from, pos: 4 }, end, (txn) => txn.gtid !== null && !covered.contains(txn.gtid)) : end;
+  const scanned = start.gtidSet && GtidSet.is(start.gtidSet) ? GtidSet.parse(start.gtidSet) : GtidSet.EMPTY;
+  const executed = covered.union(scanned);
+  return executed.isEmpty ? start : { ...start, gtidSet: executed.toString() };
 }
 
 /** Where a source with no stored position starts, per SLUICE_STARTUP (`initial*` are handled by the caller). */

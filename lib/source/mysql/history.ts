@@ -1,4 +1,4 @@
-import { GtidSet } from '../../core/gtid-set.ts';
+import { GtidSet, parseGtid } from '../../core/gtid-set.ts';
 import type { BinlogHistory } from '../../core/history.ts';
 import { type BinlogPosition, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
@@ -35,7 +35,9 @@ import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.
  *     another server (a failover or Blue/Green target that never got them): POSITION_FOREIGN;
  *   - the transactions after it (gtid_executed minus the set) must not be in gtid_purged: they are
  *     gone from the binlog, however the files are named: POSITION_LOST;
- *   - the first transaction the stream reads must not be in the set (it would be read twice);
+ *   - the first transaction the stream reads must not be one the position has read: in its set
+ *     and not later than its last GTID of the same source (a held transaction after that is a
+ *     gap the set filled, which the stream skips);
  *   - `@@server_uuid` must be the one recorded with the history, unless the stored creation time
  *     of the position's file is there to prove the file is the same one (shared storage keeps the
  *     files across a change of instance); a different server's files with the same names are
@@ -183,11 +185,14 @@ export class BinlogHistories {
       return undefined;
     }
     if (type === 'Gtid' && !this.gtidChecked && position?.gtidSet) {
-      // MySQL: the first transaction after a position must be one the position has not read.
+      // MySQL: the first transaction after a position must not be one it has read. One its set
+      // holds may be a gap the set filled (a start set with holes: the reader skips it); it is
+      // another history when it is not later than the position's own last transaction of the
+      // same source (this file of that name is at an earlier point), or that one is unknown.
       this.gtidChecked = true;
       const seen = typeof ev.gtid === 'string' ? ev.gtid : undefined;
-      const read = readSet(position);
-      if (seen && read?.contains(seen)) return { position, evidence: `the first transaction after it, ${seen}, is one the position had already read` };
+      if (seen && readSet(position)?.contains(seen) && !afterLast(seen, position.gtid))
+        return { position, evidence: `the first transaction after it, ${seen}, is one the position had already read` };
       return undefined;
     }
     if (type !== 'MariadbGtid' || this.gtidChecked || !position) return undefined;
@@ -314,6 +319,17 @@ function readSet(position: BinlogPosition): GtidSet | undefined {
     return position.gtid && GtidSet.is(position.gtid) ? GtidSet.EMPTY.add(position.gtid) : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** MySQL: whether `gtid` can follow a position whose last transaction is `last`: another source's, or a later one of the same. */
+function afterLast(gtid: string, last: string | undefined): boolean {
+  try {
+    if (!last) return false;
+    const [seen, own] = [parseGtid(gtid), parseGtid(last)];
+    return seen.source !== own.source || seen.gno > own.gno;
+  } catch {
+    return false;
   }
 }
 
