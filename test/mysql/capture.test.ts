@@ -115,7 +115,9 @@ describe('sluice capture --once through the replay source (SLUICE_STARTUP=earlie
     expect(events.filter((e) => ['c', 'u', 'd'].includes(e.op as string)).length).toBe(5 + 2 + 1 + 2 + 2 + 3 + 1);
   });
 
-  it('SLUICE_STARTUP=gtid:<set with a gap> emits exactly the transactions outside the set, each once (the held ones after the gap are skipped, across a rotation)', { timeout: 240_000 }, async () => {
+  it('SLUICE_STARTUP=gtid:<set with a gap> emits exactly the transactions outside the set, each once (the held ones after the gap are skipped, across a rotation)', {
+    timeout: 240_000,
+  }, async () => {
     const fixture = all.find((f) => f.files.length === 3) as Fixture;
     await prepareSchema(fixture);
     await using server = await replay(fixture);
