@@ -5,7 +5,7 @@ import type { Env } from '../aws.ts';
 import type { Config } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
 import { formatTableRef, parseTableRef, parseTableRefs } from '../core/table-ref.ts';
-import { ErrorCode, SluiceError } from '../errors.ts';
+import { ConfigError, ErrorCode, SluiceError } from '../errors.ts';
 import type { StackInfo } from '../local/stack.ts';
 import { profilePhase, reportProfileAtExit } from '../profile.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -266,23 +266,38 @@ function commands(cli: Cli): Command {
 
   program
     .command('snapshot')
-    .description("copy tables' existing rows (resumable, chunked, parallel); continues the pending snapshot if any")
+    .description("copy tables' existing rows (resumable, chunked, parallel); continues the pending snapshots, if any")
     .option(
       '--tables <list>',
       'comma-separated db.table names, backtick-quoted where needed (`a.b`.`c/d`): a new snapshot of just these (e.g. a table added later)',
     )
+    .option('--all', 'a new snapshot of every included table (a full re-copy)')
     .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
-    .action(async (options: { tables?: string; workers: number; seconds: number }) => {
+    .action(async (options: { tables?: string; all?: boolean; workers: number; seconds: number }) => {
       const { createLogger } = await import('../log.ts');
       const { snapshotsToRun, planSnapshot } = await import('../snapshot/plan.ts');
       const { runSnapshotWorker } = await import('../snapshot/worker.ts');
-      const tables = options.tables === undefined ? null : parseTableRefs(options.tables, '--tables');
+      if (options.all && options.tables !== undefined) throw new ConfigError('give either --all or --tables, not both');
+      const tables = options.tables === undefined ? [] : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
       const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: createLogger('WARN', cli.io.env) };
+      const jobs = await snapshotsToRun(deps, tables.length ? { tables } : options.all ? 'all' : 'pending');
+      if (!jobs.length) {
+        const last = await clients.snapshots.latestJob(config.sourceId);
+        const lastLine = last ? `the last one, ${last.id}, is ${last.status}` : 'none has run on this source';
+        return cli.out(
+          `no snapshot is pending (${lastLine}); nothing done.\n` +
+            '  sluice snapshot --all               copies every included table again\n' +
+            '  sluice snapshot --tables db.t,...   copies just those tables',
+        );
+      }
+      if (!tables.length && !options.all)
+        for (const job of jobs)
+          cli.err(`continuing snapshot ${job.id} (${job.status}) of ${job.requested ? job.requested.map(formatTableRef).join(', ') : 'every included table'}`);
       const started = Date.now();
       let complete = true;
-      for (const job of await snapshotsToRun(deps, tables?.length ? tables : null)) {
+      for (const job of jobs) {
         const planned = await planSnapshot(deps, job);
         const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
         try {

@@ -154,7 +154,7 @@ export async function resetState(config: Config, store: StateStore, to: Startup,
   if (to.mode === 'initial' || to.mode === 'initial-only')
     throw new SluiceError(
       ErrorCode.STATE_RESET,
-      'reset takes latest, earliest, position:<file>:<pos>, timestamp:<ISO> or gtid:<set>; for a new snapshot run `sluice snapshot`',
+      'reset takes latest, earliest, position:<file>:<pos>, timestamp:<ISO> or gtid:<set>; for a new snapshot run `sluice snapshot --all`',
     );
   const conn = await connect(await mysqlTarget(config));
   let position: BinlogPosition;

@@ -1,5 +1,5 @@
 import { parseTableRef } from '../core/table-ref.ts';
-import { planSnapshot, type SnapshotDeps, snapshotsToRun } from './plan.ts';
+import { planSnapshot, type SnapshotChoice, type SnapshotDeps, snapshotsToRun } from './plan.ts';
 import { runSnapshotWorker, type WorkerResult } from './worker.ts';
 
 /** What the snapshot Lambda is invoked with: no `worker` = plan and fan out; `worker` = copy. */
@@ -7,6 +7,8 @@ export interface SnapshotEvent {
   snapshotId?: string;
   /** Tables in their text form: `db.table`, or backtick-quoted, `` `a.b`.`c/d` ``. */
   tables?: string[];
+  /** A new snapshot of every included table; without it (and without `tables`) only unfinished snapshots are worked on. */
+  all?: boolean;
   workers?: number;
   worker?: number;
 }
@@ -24,8 +26,9 @@ export async function snapshotInvocation(
 ): Promise<WorkerResult | { snapshot: string; workers: number }> {
   if (event.worker === undefined) {
     const named = event.snapshotId ? await deps.snapshots.job(deps.config.sourceId, event.snapshotId) : undefined;
-    const jobs =
-      named && named.status !== 'done' ? [named] : await snapshotsToRun(deps, event.tables?.map((t) => parseTableRef(t, 'snapshot event table')) ?? null);
+    const choice: SnapshotChoice = event.tables ? { tables: event.tables.map((t) => parseTableRef(t, 'snapshot event table')) } : event.all ? 'all' : 'pending';
+    const jobs = named && named.status !== 'done' ? [named] : await snapshotsToRun(deps, choice);
+    if (!jobs.length) deps.log.info('no snapshot is pending; invoke with {"all": true} or {"tables": [...]} to start one');
     const workers = Math.max(1, event.workers ?? 2);
     for (const job of jobs) {
       await planSnapshot(deps, job);

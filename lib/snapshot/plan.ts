@@ -114,14 +114,17 @@ export async function requestJob(
   return job;
 }
 
+/** Which snapshots to work on: a new one of `tables` or of every included table (`all`), or the unfinished ones (`pending`). */
+export type SnapshotChoice = { readonly tables: readonly TableRef[] } | 'all' | 'pending';
+
 /**
- * The snapshots to work on: with `tables`, a new one of just those; else every unfinished one
- * (the initial copy, re-snapshots DDL asked for), or a new one of every included table when none is.
+ * The snapshots to work on. `pending` gives the unfinished ones (the initial copy, re-snapshots DDL
+ * asked for), possibly none: a new copy of every table is never started unless asked for (`all`).
  */
-export async function snapshotsToRun(deps: SnapshotDeps, tables: readonly TableRef[] | null): Promise<SnapshotJob[]> {
-  if (tables) return [await requestSnapshot(deps, tables)];
-  const active = await deps.snapshots.activeJobs(deps.config.sourceId);
-  return active.length ? active : [await requestSnapshot(deps, null)];
+export async function snapshotsToRun(deps: SnapshotDeps, choice: SnapshotChoice): Promise<SnapshotJob[]> {
+  if (choice === 'all') return [await requestSnapshot(deps, null)];
+  if (choice !== 'pending') return [await requestSnapshot(deps, choice.tables)];
+  return deps.snapshots.activeJobs(deps.config.sourceId);
 }
 
 /**

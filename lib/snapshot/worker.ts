@@ -61,7 +61,11 @@ export async function runSnapshotWorker(deps: SnapshotDeps, options: { budgetMs:
   const { config, snapshots } = deps;
   const clock = deps.clock ?? Date.now;
   let job = options.snapshotId ? await snapshots.job(config.sourceId, options.snapshotId) : await snapshots.latestJob(config.sourceId);
-  if (!job) throw new SluiceError(ErrorCode.SNAPSHOT_NONE, `source ${config.sourceId} has no snapshot request; start one with \`sluice snapshot\``);
+  if (!job)
+    throw new SluiceError(
+      ErrorCode.SNAPSHOT_NONE,
+      `source ${config.sourceId} has no snapshot request; start one with \`sluice snapshot --all\` (or \`--tables db.t,…\`)`,
+    );
   try {
     job = await planSnapshot(deps, job);
     return await copyJob(deps, job, options.budgetMs, options.workerId ?? randomUUID(), clock);

@@ -324,7 +324,9 @@ export async function runChaos(options: {
       tolerate(async () => {
         const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
         const running = await snapshots.activeJobs(sourceId);
-        const [job] = running.length ? running : await snapshotsToRun(deps0, [{ db: 'shop', table: pick(['orders', itemsTable, 'blobs', 'audit']) }]);
+        const [job] = running.length
+          ? running
+          : await snapshotsToRun(deps0, { tables: [{ db: 'shop', table: pick(['orders', itemsTable, 'blobs', 'audit']) }] });
         if (job) await runSnapshotWorker(deps0, { budgetMs: 4_000, snapshotId: job.id });
       }),
     'crash in the Iceberg merge commit': async () => {

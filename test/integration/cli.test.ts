@@ -59,13 +59,20 @@ describe('sluice CLI', () => {
     await using source = await testSource('clisnap');
     const env = cliEnv(source, { SLUICE_SNAPSHOT_PAGE_ROWS: '300', SLUICE_SNAPSHOT_CHUNK_ROWS: '1000' });
     await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO a SELECT seq, "x" FROM seq_1_to_2500; ANALYZE TABLE a');
-    const run = await sluice(['snapshot', '--workers', '2'], env);
+    const idle = await sluice(['snapshot', '--workers', '2'], env);
+    expect(idle.code).toBe(0);
+    expect(idle.stdout).toContain('no snapshot is pending (none has run on this source); nothing done.');
+    expect(idle.stdout).toContain('sluice snapshot --all');
+    expect((await sluice(['snapshot', '--all', '--tables', `${source.db}.a`], env)).stderr).toContain('give either --all or --tables, not both');
+    const run = await sluice(['snapshot', '--all', '--workers', '2'], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/: 2500 rows in \d+ pages this run; complete/);
     expect(run.stderr).toMatch(/\[#{30}\] 100% 2,500\/[\d,]+ rows, 3\/3 chunks/);
     const status = JSON.parse((await sluice(['status', '--json'], env)).stdout);
     expect(status.snapshot).toMatchObject({ status: 'done', tables: [{ table: `${source.db}.a`, rows: 2500, chunks: 3, chunksDone: 3, etaSeconds: 0 }] });
     expect((await sluice(['status'], env)).stdout).toMatch(new RegExp(`${source.db}\\.a\\s+2,500/[\\d,]+ rows, 3/3 chunks`));
+    const again = await sluice(['snapshot'], env);
+    expect(again.stdout).toMatch(/no snapshot is pending \(the last one, \S+, is done\); nothing done/);
   });
 
   it('init is idempotent and safe to run concurrently', async () => {

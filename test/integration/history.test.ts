@@ -76,7 +76,7 @@ async function sourceOn(url: string, sourceId = `history-${randomBytes(3).toStri
     capture: (config2: Config = config) => runCapture({ ...deps, config: config2 }, { budgetMs: 20_000, stopWhenCaughtUp: true }),
     state: () => clients.store.get(config.sourceId),
     async snapshot(tables: TableRef[]) {
-      for (const job of await snapshotsToRun(deps, tables)) await runSnapshotWorker(deps, { budgetMs: 30_000, snapshotId: job.id, workerId: 'w' });
+      for (const job of await snapshotsToRun(deps, { tables })) await runSnapshotWorker(deps, { budgetMs: 30_000, snapshotId: job.id, workerId: 'w' });
     },
     /** The output materialized per key: greatest seq wins. */
     async rows(): Promise<Record<string, unknown>[]> {
@@ -143,7 +143,7 @@ describe('binlog history (private MariaDB servers)', () => {
       /the position was recorded in a binlog\.000002 created at .*, on server_id 1; this server's \(server_id 1\) binlog\.000002 was created at /,
     );
     expect((failure as Error).message).toContain('RESET MASTER');
-    expect((failure as Error).message).toContain('`sluice state reset --to latest`, then `sluice snapshot`');
+    expect((failure as Error).message).toContain('`sluice state reset --to latest`, then `sluice snapshot --all`');
     expect((await source.state())?.position).toEqual(stored?.position);
     expect((await sourceStatus(source.config, source.clients.store)).error?.code).toBe('POSITION_FOREIGN');
     expect(await source.rows()).toEqual([

@@ -153,7 +153,7 @@ describe('snapshot (real stack)', () => {
       SLUICE_SNAPSHOT_PAGE_ROWS: '500',
       SLUICE_SNAPSHOT_LEASE_SECONDS: '2',
     };
-    const child = spawn(process.execPath, ['bin/sluice.js', 'snapshot', '--workers', '1'], { env, stdio: 'ignore' });
+    const child = spawn(process.execPath, ['bin/sluice.js', 'snapshot', '--all', '--workers', '1'], { env, stdio: 'ignore' });
     // Kill it once some pages are committed, i.e. mid-run.
     for (let i = 0; i < 300; i++) {
       const job = await source.clients.snapshots.latestJob(source.db);
@@ -315,7 +315,10 @@ describe('snapshot function orchestration (Lambda invocations simulated in-proce
     const invoke = async (event: SnapshotEvent) => {
       queue.push(event);
     };
-    const planned = await snapshotInvocation(deps, invoke, { workers: 2 }, { budgetMs: 1_000, workerId: 'planner' });
+    // Without `all` (or tables) nothing is pending, so nothing starts: a full copy is asked for explicitly.
+    expect(await snapshotInvocation(deps, invoke, { workers: 2 }, { budgetMs: 1_000, workerId: 'planner' })).toEqual({ snapshot: '', workers: 2 });
+    expect(await source.clients.snapshots.latestJob(source.db)).toBeUndefined();
+    const planned = await snapshotInvocation(deps, invoke, { all: true, workers: 2 }, { budgetMs: 1_000, workerId: 'planner' });
     expect(queue).toHaveLength(2);
     let invocations = 0;
     // Each "invocation" gets 1.15 s, of which 1 s is safety margin: a page or two, then it must hand over.

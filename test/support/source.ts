@@ -110,7 +110,8 @@ export async function testSource(name: string, overrides: Record<string, string>
       options: { tables?: readonly (TableRef | string)[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config; rowLines?: boolean } = {},
     ) {
       const tables = options.tables?.map((t) => (typeof t === 'string' ? parseTableRef(t) : t));
-      const jobs = await snapshotsToRun(deps(options), tables ?? null);
+      const pending = tables ? [] : await snapshotsToRun(deps(options), 'pending');
+      const jobs = pending.length ? pending : await snapshotsToRun(deps(options), tables ? { tables } : 'all');
       const results: WorkerResult[] = [];
       for (const job of jobs) {
         const workers = Array.from({ length: options.workers ?? 1 }, (_, i) =>

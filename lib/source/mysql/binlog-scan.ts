@@ -130,7 +130,7 @@ export async function mysqlGtidStart(conn: SqlConnection, dialect: Dialect, text
   const lost = state?.executed.subtract(covered).intersect(state.purged);
   if (lost && !lost.isEmpty) {
     throw new PositionLostError(
-      `the transactions after gtid:${text} are partly purged from this server's binlog (${lost} is in gtid_purged); nothing was stored. Re-snapshot the source (SLUICE_STARTUP=initial, or \`sluice state reset --to latest\` then \`sluice snapshot\`).`,
+      `the transactions after gtid:${text} are partly purged from this server's binlog (${lost} is in gtid_purged); nothing was stored. Re-snapshot the source (SLUICE_STARTUP=initial, or \`sluice state reset --to latest\` then \`sluice snapshot --all\`).`,
     );
   }
   const logs = await binaryLogs(conn);
