@@ -58,10 +58,16 @@ export interface CaptureOptions {
   readonly runId?: string;
   /** Ends the run at the next transaction boundary, as its soft deadline would (commits what it holds). */
   readonly signal?: AbortSignal;
+  /** How long to wait for a lease another run holds (a killed run's runs out after `SLUICE_LEASE_SECONDS`); 0: report it busy at once. */
+  readonly waitForLeaseMs?: number;
+  /** Called once when the run starts waiting for the lease, with who holds it until when. */
+  readonly onLeaseBusy?: (reason: string) => void;
 }
 
 export interface CaptureResult {
   status: 'captured' | 'busy';
+  /** When busy: who holds the lease, and until when. */
+  reason?: string;
   runId: string;
   commits: number;
   heartbeats: number;
@@ -226,19 +232,39 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   const clock = deps.clock ?? Date.now;
   const runId = options.runId ?? randomUUID();
   const startedAt = clock();
-  const limits = deadlines(startedAt, options.budgetMs, config.safetyMarginMs);
+  // The run's time starts once it holds the lease (a run that waited for it still gets its budget).
+  let limits = deadlines(startedAt, options.budgetMs, config.safetyMarginMs);
   const result: CaptureResult = { status: 'captured', runId, commits: 0, heartbeats: 0, events: 0, transactions: 0, caughtUp: false };
 
+  // The lease is short and renewed while the run works (never past the run's end), so a killed run
+  // blocks the source for one lease, not for its whole run; every write stays fenced by it.
+  const leaseUntil = (now: number) => Math.min(limits.leaseExpires, now + config.leaseMs);
   let state: SourceState;
-  try {
-    state = await store.acquireLease(config.sourceId, runId, limits.leaseExpires, startedAt);
-  } catch (error) {
-    if (error instanceof LeaseLostError) {
-      log.info('another run holds the lease; exiting', { reason: error.message });
-      return { ...result, status: 'busy' };
+  let waiting = false;
+  for (;;) {
+    const now = clock();
+    limits = deadlines(now, options.budgetMs, config.safetyMarginMs);
+    try {
+      state = await store.acquireLease(config.sourceId, runId, leaseUntil(now), now);
+      break;
+    } catch (error) {
+      if (!(error instanceof LeaseLostError)) throw error;
+      if (clock() - startedAt >= (options.waitForLeaseMs ?? 0)) {
+        log.info('another run holds the lease; exiting', { reason: error.message });
+        return { ...result, status: 'busy', reason: error.message };
+      }
+      if (!waiting) options.onLeaseBusy?.(error.message);
+      waiting = true;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
     }
-    throw error;
   }
+  const renewal = setInterval(() => {
+    const now = clock();
+    store
+      .renewLease(config.sourceId, runId, leaseUntil(now), now)
+      .catch((error: Error) => log.warn('could not renew the capture lease; commits fail once it has run out', { error }));
+  }, config.leaseMs / 4);
+  renewal.unref();
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
   // Recovery deletes a crashed run's staging at once; this run's commits leave theirs to the sweep.
   const sweep = new StagingSweep(deps.s3, config.bucket, log);
@@ -296,6 +322,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     if (isFatal(error)) await store.recordError(config.sourceId, { code: error.code, message: error.message }, clock()).catch(() => {});
     throw error;
   } finally {
+    clearInterval(renewal);
     await stream?.stop();
     await sweep.flush();
     await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { Env } from '../aws.ts';
@@ -219,7 +221,9 @@ function commands(cli: Cli): Command {
     .description('run the poller: one capture run, as the schedule would')
     .option('--once', 'stop when caught up with the binlog end seen at start (sets $SLUICE_STOP_WHEN_CAUGHT_UP)')
     .addOption(new Option('--seconds <n>', 'run length (default $SLUICE_RUN_SECONDS)').argParser(Number))
-    .action(async (options: { once?: boolean; seconds?: number }) => {
+    .option('--wait', 'when another run holds the lease, wait for it (the default on a terminal)')
+    .option('--no-wait', 'when another run holds the lease, exit at once (the default otherwise, e.g. from cron)')
+    .action(async (options: { once?: boolean; seconds?: number; wait?: boolean }) => {
       // The run's modules load beside the configuration and clients (module loading waits on file reads too).
       const [{ runCapture }, { createLogger }, { config, clients }] = await Promise.all([
         import('../capture/run.ts'),
@@ -248,7 +252,13 @@ function commands(cli: Cli): Command {
               `snapshot ${job.id} requested (${job.requested ? job.requested.map(formatTableRef).join(', ') : 'every included table'}): copy the rows with \`sluice snapshot\``,
             ),
         },
-        { budgetMs: (options.seconds ?? config.runMs / 1000) * 1000 },
+        {
+          budgetMs: (options.seconds ?? config.runMs / 1000) * 1000,
+          // Named for the operator who finds it holding the lease: host and process.
+          runId: `cli-${hostname().replace(/[^A-Za-z0-9-]/g, '-')}-${process.pid}-${randomBytes(4).toString('hex')}`,
+          waitForLeaseMs: (options.wait ?? cli.io.stdout.isTTY === true) ? (options.seconds ?? config.runMs / 1000) * 1000 : 0,
+          onLeaseBusy: (reason) => cli.err(`waiting for the lease: ${reason}`),
+        },
       ).then(
         (result) => ({ result, error: undefined }),
         (error: unknown) => ({ result: undefined, error }),
@@ -259,7 +269,7 @@ function commands(cli: Cli): Command {
       const { result } = outcome;
       cli.out(
         result.status === 'busy'
-          ? 'another run holds the lease; nothing done'
+          ? `another run holds the lease (${result.reason}); nothing done. A live run renews it every ${config.leaseMs / 4000} s, a killed one's runs out within ${config.leaseMs / 1000} s; \`--wait\` waits for it`
           : `captured ${result.events} events in ${result.transactions} transactions, ${result.commits} commits, ${result.heartbeats} heartbeats; position ${result.position ? formatPosition(result.position) : '-'}${result.caughtUp ? ' (caught up)' : ''}`,
       );
     });

@@ -201,6 +201,8 @@ const schema = z.object({
   SLUICE_SAFETY_MARGIN_SECONDS: positiveInt(15),
   /** CLI runs without --once: how long one capture run lasts. Lambda uses its own remaining time. */
   SLUICE_RUN_SECONDS: positiveInt(60),
+  /** The capture lease, renewed while the run works: a killed run blocks the source this long at most. */
+  SLUICE_LEASE_SECONDS: positiveInt(20),
   SLUICE_S3_FORCE_PATH_STYLE: z
     .enum(['true', 'false'])
     .default('false')
@@ -252,6 +254,7 @@ export type Config = Readonly<{
   commitIntervalMs: number;
   safetyMarginMs: number;
   runMs: number;
+  leaseMs: number;
   s3ForcePathStyle: boolean;
   stopWhenCaughtUp: boolean;
   snapshotFunction: string | undefined;
@@ -307,6 +310,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     commitIntervalMs: e.SLUICE_COMMIT_INTERVAL_SECONDS * 1000,
     safetyMarginMs: e.SLUICE_SAFETY_MARGIN_SECONDS * 1000,
     runMs: e.SLUICE_RUN_SECONDS * 1000,
+    leaseMs: e.SLUICE_LEASE_SECONDS * 1000,
     s3ForcePathStyle: e.SLUICE_S3_FORCE_PATH_STYLE,
     stopWhenCaughtUp: e.SLUICE_STOP_WHEN_CAUGHT_UP,
     snapshotFunction: e.SLUICE_SNAPSHOT_FUNCTION,

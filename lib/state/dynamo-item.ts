@@ -90,6 +90,22 @@ export function acquire(
   );
 }
 
+/** Extends a lease its owner still holds, without bumping the version (the holder's fence stays valid). */
+export async function renew(client: DynamoDBClient, table: string, pk: string, what: string, owner: string, expiresAt: number, now: number): Promise<void> {
+  await updateItem(
+    client,
+    table,
+    pk,
+    {
+      UpdateExpression: 'SET #expires = :expires',
+      ConditionExpression: '#owner = :owner AND #expires > :now',
+      ExpressionAttributeNames: { '#owner': 'owner', '#expires': 'expires' },
+      ExpressionAttributeValues: marshall({ ':owner': owner, ':expires': expiresAt, ':now': now }),
+    },
+    (old) => new LeaseLostError(`lease on ${what} was lost (now held by ${old?.owner ?? 'nobody'})`),
+  );
+}
+
 export async function release(client: DynamoDBClient, table: string, pk: string, owner: string): Promise<void> {
   await updateItem(
     client,

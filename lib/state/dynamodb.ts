@@ -9,7 +9,7 @@ import {
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
+import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.ts';
 import type { Fence, PendingCommit, SourceChange, SourceState, StateStore } from './store.ts';
 
 const key = (sourceId: string) => `source#${sourceId}`;
@@ -107,6 +107,10 @@ export class DynamoDbStateStore implements StateStore {
         ExpressionAttributeValues: marshall({ ':error': { ...error, at: now }, ':zero': 0, ':one': 1, ':now': now }),
       }),
     );
+  }
+
+  renewLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<void> {
+    return renew(this.client, this.table, key(sourceId), `source ${sourceId}`, owner, expiresAt, now);
   }
 
   releaseLease(sourceId: string, owner: string): Promise<void> {

@@ -1,10 +1,9 @@
-import { ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BinlogPosition } from '../core/position.ts';
 import type { TableRef } from '../core/table-ref.ts';
-import { LeaseLostError } from '../errors.ts';
 import { tablePath } from '../sink/s3/keys.ts';
-import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
+import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.ts';
 import type { Fence, PendingCommit } from './store.ts';
 
 /**
@@ -166,22 +165,8 @@ export class DynamoDbMergeStore implements MergeStore {
     return toState(fence.sourceId, state.table, item);
   }
 
-  async renew(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<void> {
-    try {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: { pk: { S: key(sourceId, table) } },
-          UpdateExpression: 'SET #expires = :expires',
-          ConditionExpression: '#owner = :owner AND #expires > :now',
-          ExpressionAttributeNames: { '#owner': 'owner', '#expires': 'expires' },
-          ExpressionAttributeValues: marshall({ ':owner': owner, ':expires': expiresAt, ':now': now }),
-        }),
-      );
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw new LeaseLostError(`lease on the Iceberg merge of ${tablePath(table)} was lost`);
-      throw error;
-    }
+  renew(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<void> {
+    return renew(this.client, this.tableName, key(sourceId, table), `the Iceberg merge of ${tablePath(table)}`, owner, expiresAt, now);
   }
 
   release(sourceId: string, table: TableRef, owner: string): Promise<void> {

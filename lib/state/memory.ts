@@ -59,6 +59,13 @@ export class InMemoryStateStore implements StateStore {
     this.write(sourceId, { ...item, error: { ...error, at: now }, version: item.version + 1, updatedAt: now });
   }
 
+  async renewLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<void> {
+    const item = this.items.get(sourceId);
+    if (!item?.lease || item.lease.owner !== owner || item.lease.expiresAt <= now)
+      throw new LeaseLostError(`lease on source ${sourceId} was lost (now held by ${item?.lease?.owner ?? 'nobody'})`);
+    this.write(sourceId, { ...item, lease: { owner, expiresAt } });
+  }
+
   async releaseLease(sourceId: string, owner: string): Promise<void> {
     const item = this.items.get(sourceId);
     if (item?.lease?.owner === owner) this.write(sourceId, { ...item, lease: undefined });

@@ -96,5 +96,7 @@ export interface StateStore {
   overwrite(fence: Fence, change: { position: BinlogPosition; history?: BinlogHistory; commitSeq: number }): Promise<SourceState>;
   /** Records a fatal error for `status`; cleared by the next successful commit. */
   recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void>;
+  /** Extends this owner's live lease to `expiresAt` without bumping the version; throws LeaseLostError when it is gone. */
+  renewLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<void>;
   releaseLease(sourceId: string, owner: string): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { run } from '../../lib/cli/main.ts';
@@ -73,6 +74,40 @@ describe('sluice CLI', () => {
     expect((await sluice(['status'], env)).stdout).toMatch(new RegExp(`${source.db}\\.a\\s+2,500/[\\d,]+ rows, 3/3 chunks`));
     const again = await sluice(['snapshot'], env);
     expect(again.stdout).toMatch(/no snapshot is pending \(the last one, \S+, is done\); nothing done/);
+  });
+
+  it('a killed capture blocks the source for one short lease, not its run; the next run names the holder and --wait takes over', async () => {
+    await using source = await testSource('clilease');
+    const env = cliEnv(source, { SLUICE_LEASE_SECONDS: '4' });
+    await source.sql('CREATE TABLE a (id INT PRIMARY KEY)');
+    expect((await sluice(['capture', '--once'], env)).code).toBe(0);
+    const child = spawn(process.execPath, ['bin/sluice.js', 'capture', '--seconds', '120'], { env, stdio: 'ignore' });
+    let lease: { owner: string; expiresAt: number } | undefined;
+    for (let i = 0; i < 200 && !lease; i++) {
+      lease = (await source.state())?.lease;
+      if (!lease) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // Renewed past the first grant while it lives: wait for one renewal (every second), then kill it.
+    const first = lease?.expiresAt ?? 0;
+    for (let i = 0; i < 60 && ((await source.state())?.lease?.expiresAt ?? 0) <= first; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    const killed = await source.state();
+    expect(killed?.lease?.expiresAt).toBeGreaterThan(first);
+    expect((killed?.lease?.expiresAt ?? 0) - Date.now()).toBeLessThanOrEqual(4_000); // not the run's 120 s
+
+    await source.sql('INSERT INTO a VALUES (1)');
+    const busy = await sluice(['capture', '--once', '--no-wait'], env);
+    expect(busy.code).toBe(0);
+    expect(busy.stdout).toMatch(
+      new RegExp(
+        `another run holds the lease \\(source ${source.db} is leased by cli-[\\w-]+-${child.pid}-[0-9a-f]{8} until 20\\d\\d-[\\d-]+T[\\d:.]+Z\\); nothing done`,
+      ),
+    );
+    expect(busy.stdout).toContain('`--wait` waits for it');
+    const waited = await sluice(['capture', '--once', '--wait'], env);
+    expect(waited.stderr).toMatch(/waiting for the lease: source \S+ is leased by cli-/);
+    expect(waited.stdout).toMatch(/captured 1 events in 1 transactions/);
   });
 
   it('init is idempotent and safe to run concurrently', async () => {

@@ -47,6 +47,18 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     expect((await store.acquireLease(id, 'c', 5_000, 2_600)).lease?.owner).toBe('c');
   });
 
+  it('the holder renews its lease without bumping the version, so its fence stays valid; others and late renewals are refused', async () => {
+    const id = source();
+    const mine = await store.acquireLease(id, 'a', 2_000, 1_000);
+    await store.renewLease(id, 'a', 5_000, 1_900);
+    expect(await store.get(id)).toMatchObject({ version: mine.version, lease: { owner: 'a', expiresAt: 5_000 } });
+    await expect(store.acquireLease(id, 'b', 6_000, 3_000)).rejects.toBeInstanceOf(LeaseLostError); // the renewed lease holds past the first one
+    await store.commit({ sourceId: id, owner: 'a', expectVersion: mine.version, now: 4_000 }, { position: position(4) });
+    await expect(store.renewLease(id, 'b', 9_000, 4_000)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.renewLease(id, 'a', 9_000, 5_000)).rejects.toBeInstanceOf(LeaseLostError); // it ran out: taken again, not renewed
+    expect((await store.acquireLease(id, 'b', 9_000, 5_001)).lease?.owner).toBe('b');
+  });
+
   it('a data commit moves the position, counts one commit and blocks the next until its renames are cleared', async () => {
     const id = source();
     let state = await store.acquireLease(id, 'a', 10_000, 1_000);
