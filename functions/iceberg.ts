@@ -6,10 +6,12 @@ import { configuredCatalog } from '../lib/iceberg/catalog.ts';
 import { runIcebergMerge } from '../lib/iceberg/merge.ts';
 import { s3ObjectStore } from '../lib/iceberg/store.ts';
 import { createLogger } from '../lib/log.ts';
+import { lambdaMetrics, recordError, recordInvocation } from '../lib/ops/lambda-metrics.ts';
 
 const config = loadConfig();
 const clients = createClients(config);
 const logger = createLogger();
+const metrics = lambdaMetrics(config.sourceId);
 const catalog = configuredCatalog(config, s3ObjectStore(clients.s3, config.bucket));
 /** No table is started in the last minutes of an invocation: one table's merge must fit in what is left. */
 const TABLE_MARGIN_MS = 5 * 60 * 1000;
@@ -18,10 +20,30 @@ const TABLE_MARGIN_MS = 5 * 60 * 1000;
 export const handler = async (_event: unknown, context: Context) => {
   logger.addContext(context);
   const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, merges: clients.merges, log: logger, catalog };
-  const result = await runIcebergMerge(deps, { owner: context.awsRequestId, budgetMs: Math.max(0, context.getRemainingTimeInMillis() - TABLE_MARGIN_MS) });
-  const summary = result.tables.map((t) => ({ table: formatTableRef(t.table), status: t.status, mode: t.mode, reason: t.reason }));
-  logger.info('Iceberg merge run finished', { cut: result.cut, tables: summary });
-  const failed = result.tables.filter((t) => t.status === 'failed');
-  if (failed.length) throw new Error(`Iceberg merge failed for ${failed.map((t) => `${formatTableRef(t.table)}: ${t.reason}`).join('; ')}`);
-  return summary;
+  let failure: unknown;
+  let counted = false;
+  try {
+    const result = await runIcebergMerge(deps, { owner: context.awsRequestId, budgetMs: Math.max(0, context.getRemainingTimeInMillis() - TABLE_MARGIN_MS) });
+    const summary = result.tables.map((t) => ({ table: formatTableRef(t.table), status: t.status, mode: t.mode, reason: t.reason }));
+    logger.info('Iceberg merge run finished', { cut: result.cut, tables: summary });
+    for (const t of result.tables) {
+      // How many source commits each table is behind (a held or busy table's from its ledger).
+      const merged = t.commitSeq ?? (await clients.merges.get(config.sourceId, t.table))?.commitSeq ?? 0;
+      const lag = metrics.singleMetric();
+      lag.addDimension('table', formatTableRef(t.table));
+      lag.addMetric('IcebergLagCommits', 'Count', Math.max(0, (result.cut?.commitSeq ?? merged) - merged));
+      if (t.status === 'failed') recordError(metrics, 'iceberg', (t.error as { code?: string } | undefined)?.code ?? 'UNEXPECTED');
+      counted ||= t.status === 'failed';
+    }
+    const failed = result.tables.filter((t) => t.status === 'failed');
+    if (failed.length) throw new Error(`Iceberg merge failed for ${failed.map((t) => `${formatTableRef(t.table)}: ${t.reason}`).join('; ')}`);
+    return summary;
+  } catch (error) {
+    // Failed tables are counted above, by their own codes; the run's failure only when none was.
+    if (!counted) failure = error;
+    throw error;
+  } finally {
+    recordInvocation(metrics, 'iceberg', failure);
+    metrics.publishStoredMetrics();
+  }
 };

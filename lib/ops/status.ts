@@ -17,6 +17,8 @@ export interface SourceStatus {
   positionOnServer?: boolean;
   commitSeq: number;
   lastCommitAt?: string;
+  /** Seconds since the stored position last moved (data commit or heartbeat); with lag, it tells catching up from stuck. */
+  positionAgeSeconds?: number;
   lease?: { owner: string; expiresAt: string; live: boolean };
   /** A committed commit still being renamed: always the source's latest (`commitSeq`), counted in the same write. */
   pending?: { commitSeq: number; objects: number };
@@ -101,6 +103,7 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     stored: state?.position,
     commitSeq: state?.commitSeq ?? 0,
     lastCommitAt: state?.lastCommitAt ? new Date(state.lastCommitAt).toISOString() : undefined,
+    positionAgeSeconds: state?.positionAt ? Math.max(0, Math.round((now - state.positionAt) / 1000)) : undefined,
     lease: state?.lease ? { owner: state.lease.owner, expiresAt: new Date(state.lease.expiresAt).toISOString(), live: state.lease.expiresAt > now } : undefined,
     pending: state?.pending ? { commitSeq: state.commitSeq, objects: state.pending.copies.length } : undefined,
     error: state?.error,

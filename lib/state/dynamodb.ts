@@ -25,6 +25,7 @@ function toState(sourceId: string, item: Item): SourceState {
     catalog: item.catalog as number | undefined,
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
     lastCommitAt: item.last_commit_at as number | undefined,
+    positionAt: item.position_at as number | undefined,
     error: item.error as SourceState['error'],
     updatedAt: item.updated_at as number | undefined,
   };
@@ -51,6 +52,7 @@ export class DynamoDbStateStore implements StateStore {
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
       set: [
         '#position = :position',
+        '#posat = :now',
         ...(history ? ['#history = :history'] : []),
         ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : []),
         ...(catalog !== undefined ? ['#catalog = :catalog'] : []),
@@ -59,6 +61,7 @@ export class DynamoDbStateStore implements StateStore {
       condition: 'attribute_not_exists(#pending)',
       names: {
         '#position': 'position',
+        '#posat': 'position_at',
         '#history': 'history',
         '#pending': 'pending',
         '#error': 'error',
@@ -78,10 +81,10 @@ export class DynamoDbStateStore implements StateStore {
   async overwrite(fence: Fence, change: { position: SourceState['position']; history?: SourceState['history']; commitSeq: number }): Promise<SourceState> {
     const { history } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
-      set: ['#position = :position', '#seq = :seq', ...(history ? ['#history = :history'] : [])],
+      set: ['#position = :position', '#posat = :now', '#seq = :seq', ...(history ? ['#history = :history'] : [])],
       remove: ['#error', ...(history ? [] : ['#history'])],
       condition: 'attribute_not_exists(#pending)',
-      names: { '#position': 'position', '#history': 'history', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
+      names: { '#position': 'position', '#posat': 'position_at', '#history': 'history', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
       values: { ':position': change.position, ':seq': change.commitSeq, ...(history ? { ':history': history } : {}) },
     });
     return toState(fence.sourceId, item);

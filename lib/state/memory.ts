@@ -34,6 +34,7 @@ export class InMemoryStateStore implements StateStore {
       ...data,
       ...catalog,
       position: change.position,
+      positionAt: fence.now,
       history: change.history,
       error: undefined,
       version: item.version + 1,
@@ -51,7 +52,15 @@ export class InMemoryStateStore implements StateStore {
     change: { position: NonNullable<SourceState['position']>; history?: SourceState['history']; commitSeq: number },
   ): Promise<SourceState> {
     const item = this.fenced(fence, { noPending: true });
-    return this.write(fence.sourceId, { ...item, history: undefined, ...change, error: undefined, version: item.version + 1, updatedAt: fence.now });
+    return this.write(fence.sourceId, {
+      ...item,
+      history: undefined,
+      ...change,
+      positionAt: fence.now,
+      error: undefined,
+      version: item.version + 1,
+      updatedAt: fence.now,
+    });
   }
 
   async recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void> {

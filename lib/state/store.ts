@@ -19,6 +19,8 @@ export interface SourceState {
   readonly catalog?: number;
   readonly lease?: { readonly owner: string; readonly expiresAt: number };
   readonly lastCommitAt?: number;
+  /** When the stored position last moved (a data commit, a heartbeat, an import or reset). */
+  readonly positionAt?: number;
   readonly error?: RecordedError;
   readonly updatedAt?: number;
 }

@@ -76,6 +76,10 @@ describe('Lambda handlers (real stack; the Invoke API is a local stand-in)', () 
     expect(metric(documents, 'LagSeconds')?.LagSeconds).toBe(0);
     expect(typeof metric(documents, 'LagBytes')?.LagBytes).toBe('number');
     expect(metric(documents, 'CommitLatency')).toBeDefined();
+    // The dashboard's pair for lag, and the container's peak memory against the function's size.
+    expect(metric(documents, 'PositionAgeSeconds')?.PositionAgeSeconds).toBeLessThan(60);
+    expect(metric(documents, 'MemoryUsedMB')).toMatchObject({ function: 'poller', source: source.db });
+    expect(metric(documents, 'MemoryUsedMB')?.MemoryUsedMB).toBeGreaterThan(20);
     // Commit 1 saved the schema catalog the source started with; commit 2 carries the row changes.
     expect(logs(documents, 'committed batch')).toMatchObject([{ commitSeq: 2, events: 3, transactions: 1 }]);
     const events = await source.events();

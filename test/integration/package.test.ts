@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashAt } from '../../lib/commit/faults.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { tlsOptions } from '../../lib/source/mysql/tls.ts';
+import { emittedMetricNames, graphedMetricNames } from '../support/emitted-metrics.ts';
 import { merge } from '../support/iceberg-merge.ts';
 import { testSource } from '../support/source.ts';
 
@@ -602,10 +603,36 @@ describe('serverless package (osls 3, offline)', () => {
 
   it('alarms on poller errors, lag, purge risk and failed invocations, through one topic', () => {
     const alarms = ofType(dev, 'AWS::CloudWatch::Alarm').map((a) => a.Properties);
-    expect(alarms.map((a) => a.MetricName).sort()).toEqual(['ApproximateNumberOfMessagesVisible', 'Errors', 'LagSeconds', 'TimeToPurgeSeconds']);
+    expect(alarms.map((a) => a.MetricName ?? 'metric math').sort()).toEqual([
+      'ApproximateNumberOfMessagesVisible',
+      'Errors',
+      'LagSeconds',
+      'TimeToPurgeSeconds',
+      'metric math',
+    ]);
     for (const alarm of alarms) expect(alarm.AlarmActions).toEqual([{ Ref: 'AlarmTopic' }]);
     const lag = alarms.find((a) => a.MetricName === 'LagSeconds');
     expect(lag).toMatchObject({ Namespace: 'sluice', Threshold: 900, TreatMissingData: 'breaching' });
     expect(alarms.find((a) => a.MetricName === 'TimeToPurgeSeconds')).toMatchObject({ Threshold: 21600, ComparisonOperator: 'LessThanThreshold' });
+    // Lag's pair: the binlog beyond the stored position while the position stands still.
+    const stalled = alarms.find((a) => a.Metrics) as { Metrics: { Id: string; Expression?: string; MetricStat?: { Metric: { MetricName: string } } }[] };
+    expect(stalled.Metrics.find((m) => m.Expression)?.Expression).toBe('IF(lag > 0 AND age > 900, 1, 0)');
+    const emitted = emittedMetricNames();
+    for (const alarm of alarms.filter((a) => a.Namespace === 'sluice')) expect(emitted).toContain(alarm.MetricName);
+    for (const m of stalled.Metrics.filter((m) => m.MetricStat)) expect(emitted).toContain(m.MetricStat?.Metric.MetricName);
+  });
+
+  it('deploys one dashboard per stage that graphs only metrics the functions emit', () => {
+    for (const [stage, template] of [
+      ['dev', dev],
+      ['prod', prod],
+    ] as const) {
+      const dashboard = deployed(template).Dashboard?.Properties as { DashboardName: string; DashboardBody: string };
+      expect(dashboard.DashboardName).toBe(`sluice-${stage}`);
+      const graphed = graphedMetricNames(dashboard.DashboardBody);
+      expect(graphed.size).toBeGreaterThan(8);
+      expect([...graphed].filter((name) => !emittedMetricNames().has(name))).toEqual([]);
+      expect(dashboard.DashboardBody).toContain(`"sluice-${stage}-poller"`);
+    }
   });
 });

@@ -53,7 +53,8 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     await store.renewLease(id, 'a', 5_000, 1_900);
     expect(await store.get(id)).toMatchObject({ version: mine.version, lease: { owner: 'a', expiresAt: 5_000 } });
     await expect(store.acquireLease(id, 'b', 6_000, 3_000)).rejects.toBeInstanceOf(LeaseLostError); // the renewed lease holds past the first one
-    await store.commit({ sourceId: id, owner: 'a', expectVersion: mine.version, now: 4_000 }, { position: position(4) });
+    const moved = await store.commit({ sourceId: id, owner: 'a', expectVersion: mine.version, now: 4_000 }, { position: position(4) });
+    expect(moved.positionAt).toBe(4_000); // a heartbeat moves the position's time as a data commit does
     await expect(store.renewLease(id, 'b', 9_000, 4_000)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(store.renewLease(id, 'a', 9_000, 5_000)).rejects.toBeInstanceOf(LeaseLostError); // it ran out: taken again, not renewed
     expect((await store.acquireLease(id, 'b', 9_000, 5_001)).lease?.owner).toBe('b');

@@ -1,0 +1,115 @@
+// The CloudWatch dashboard serverless.yml deploys (one per stage), built from the metrics the
+// functions emit (lib/ops/lambda-metrics.ts, functions/*.ts; namespace `sluice`, dimensions service
+// and source). test/unit/dashboard.test.ts checks every metric name here against the code's.
+// CommonJS: osls loads `${file(...)}` sources with require() and calls the export with its resolver.
+
+const NS = 'sluice';
+
+/** The dashboard body (a JSON string) for one stage's values. */
+function dashboardBody({ service, stage, region, sourceId, lagAlarmSeconds, purgeAlarmSeconds, functions }) {
+  const dims = ['service', 'sluice', 'source', sourceId];
+  const widgets = [];
+  const place = (title, properties, width = 12) =>
+    widgets.push({ type: 'metric', width, height: 6, properties: { title, region, view: 'timeSeries', ...properties } });
+  const search = (dimensions, metric, stat, period) =>
+    `SEARCH('{${NS},${dimensions.join(',')}} MetricName="${metric}" source="${sourceId}"', '${stat}', ${period})`;
+
+  place('Binlog lag', {
+    metrics: [
+      [NS, 'LagBytes', ...dims, { stat: 'Maximum', label: 'bytes of binlog behind' }],
+      [NS, 'LagSeconds', ...dims, { stat: 'Maximum', label: 'seconds behind', yAxis: 'right' }],
+    ],
+    period: 60,
+  });
+  place('Position age (heartbeat): lag with a still position is stuck', {
+    metrics: [
+      [NS, 'PositionAgeSeconds', ...dims, { stat: 'Maximum', label: 'seconds since the position moved' }],
+      [NS, 'LagBytes', ...dims, { stat: 'Maximum', label: 'bytes behind', yAxis: 'right' }],
+    ],
+    annotations: { horizontal: [{ label: 'StalledAlarm', value: lagAlarmSeconds }] },
+    period: 60,
+  });
+  place('Events and commits per minute', {
+    metrics: [
+      [NS, 'RowsCaptured', ...dims, { stat: 'Sum', label: 'events' }],
+      [NS, 'Commits', ...dims, { stat: 'Sum', label: 'commits', yAxis: 'right' }],
+      [NS, 'Heartbeats', ...dims, { stat: 'Sum', label: 'heartbeats', yAxis: 'right' }],
+    ],
+    period: 60,
+  });
+  place('Time to purge (the stored binlog may be purged in)', {
+    metrics: [[NS, 'TimeToPurgeSeconds', ...dims, { stat: 'Minimum', label: 'seconds' }]],
+    annotations: { horizontal: [{ label: 'PurgeRiskAlarm', value: purgeAlarmSeconds }] },
+    period: 300,
+  });
+  place('Snapshot rows/s and ETA', {
+    metrics: [
+      [{ expression: 'rows / 60', label: 'rows/s', id: 'rate' }],
+      [NS, 'SnapshotRows', ...dims, { stat: 'Sum', id: 'rows', visible: false }],
+      [NS, 'SnapshotEtaSeconds', ...dims, { stat: 'Maximum', label: 'ETA (s)', yAxis: 'right' }],
+    ],
+    period: 60,
+  });
+  place('Iceberg merge lag per table (source commits behind)', {
+    metrics: [[{ expression: search(['service', 'source', 'table'], 'IcebergLagCommits', 'Maximum', 300), id: 'lag', label: '' }]],
+    period: 300,
+  });
+  place('Errors by code', {
+    metrics: [[{ expression: search(['service', 'source', 'function', 'code'], 'Errors', 'Sum', 300), id: 'errors', label: '' }]],
+    period: 300,
+    view: 'bar',
+  });
+  for (const fn of functions) {
+    const name = `${service}-${stage}-${fn.name}`;
+    place(
+      `${fn.name}: duration against its ${fn.timeout} s timeout`,
+      {
+        metrics: [['AWS/Lambda', 'Duration', 'FunctionName', name, { stat: 'Maximum', label: 'max ms' }]],
+        annotations: { horizontal: [{ label: 'timeout', value: fn.timeout * 1000 }] },
+        period: 300,
+      },
+      8,
+    );
+    place(
+      `${fn.name}: memory against its ${fn.memory} MB`,
+      {
+        metrics: [[NS, 'MemoryUsedMB', ...dims, 'function', fn.name, { stat: 'Maximum', label: 'peak MB' }]],
+        annotations: { horizontal: [{ label: 'memory size', value: fn.memory }] },
+        period: 300,
+      },
+      8,
+    );
+    place(
+      `${fn.name}: invocations and errors`,
+      {
+        metrics: [
+          ['AWS/Lambda', 'Invocations', 'FunctionName', name, { stat: 'Sum' }],
+          ['AWS/Lambda', 'Errors', 'FunctionName', name, { stat: 'Sum' }],
+        ],
+        period: 300,
+      },
+      8,
+    );
+  }
+  return JSON.stringify({ widgets });
+}
+
+/** osls: `${file(./scripts/dashboard.cjs):body}`, from this stage's parameters. */
+exports.body = async ({ resolveVariable }) => {
+  const number = async (name) => Number(await resolveVariable(name));
+  return dashboardBody({
+    service: await resolveVariable('self:service'),
+    stage: await resolveVariable('sls:stage'),
+    region: await resolveVariable('self:provider.region'),
+    sourceId: await resolveVariable('param:sourceId'),
+    lagAlarmSeconds: await number('param:lagAlarmSeconds'),
+    purgeAlarmSeconds: await number('param:purgeAlarmSeconds'),
+    functions: [
+      { name: 'poller', timeout: await number('self:functions.poller.timeout'), memory: await number('self:provider.memorySize') },
+      { name: 'snapshot', timeout: await number('self:functions.snapshot.timeout'), memory: await number('self:provider.memorySize') },
+      { name: 'iceberg', timeout: await number('self:functions.iceberg.timeout'), memory: await number('param:icebergMemory') },
+    ],
+  });
+};
+
+exports.dashboardBody = dashboardBody;
