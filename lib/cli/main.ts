@@ -334,13 +334,15 @@ function commands(cli: Cli): Command {
 
   program
     .command('status')
-    .description('stored vs server position, lag, last commit, lease, pending renames, errors')
+    .description('stored vs server position, lag, last commit, lease, pending renames, errors, snapshots, the Iceberg merge per table')
     .option('--json', 'machine-readable output')
     .action(async (options: { json?: boolean }) => {
       const { snapshotProgress } = await import('../snapshot/progress.ts');
       const { sourceStatus } = await import('../ops/status.ts');
+      const { icebergStatus } = await import('../iceberg/status.ts');
       const { config, clients } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store);
+      const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
       // The unfinished snapshots (several may run: the initial copy, re-snapshots DDL asked for), else the last one.
       const active = await clients.snapshots.activeJobs(config.sourceId);
       const latest = active.length ? [] : [await clients.snapshots.latestJob(config.sourceId)].filter((j) => j !== undefined);
@@ -352,7 +354,7 @@ function commands(cli: Cli): Command {
           tables: await snapshotProgress(clients.snapshots, job),
         })),
       );
-      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots }, null, 2));
+      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg }, null, 2));
       const rows: [string, string][] = [
         ['source', status.source],
         ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
@@ -385,6 +387,14 @@ function commands(cli: Cli): Command {
             `${t.rows.toLocaleString('en-US')}/${t.estimatedRows.toLocaleString('en-US')} rows, ${t.chunksDone}/${t.chunks} chunks, ${t.rowsPerSecond.toLocaleString('en-US')} rows/s${t.etaSeconds ? `, ETA ${t.etaSeconds}s` : ''}`,
           ]);
         }
+      }
+      if (iceberg.length) rows.push(['iceberg', `${iceberg.length} table${iceberg.length === 1 ? '' : 's'} merged (sluice iceberg)`]);
+      for (const t of iceberg) {
+        const files = t.dataFiles === undefined ? 'no files yet' : `${t.records?.toLocaleString('en-US')} row${t.records === 1 ? '' : 's'} in ${t.dataFiles} data + ${t.deleteFiles} delete files`;
+        const state = t.held ? `held: ${t.held}` : t.gone ? 'gone from the source (kept, empty)' : `${t.behind} commit${t.behind === 1 ? '' : 's'} behind`;
+        rows.push([`  ${t.table}`, `commit ${t.commitSeq}, ${state}; ${files}; ${t.lastCompactedAt ? `compacted ${t.lastCompactedAt}` : 'not compacted'}`]);
+        if (t.lease?.live) rows.push(['    lease', `${t.lease.owner} until ${t.lease.expiresAt}`]);
+        if (t.error) rows.push(['    error', `${t.error.code}: ${t.error.message} (at ${new Date(t.error.at).toISOString()})`]);
       }
       for (const [k, v] of rows) cli.out(`${k.padEnd(16)} ${v}`);
     });

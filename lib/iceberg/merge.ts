@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { type Faults, noFaults } from '../commit/faults.ts';
 import { mergeLedger } from '../commit/ledgers.ts';
@@ -19,13 +19,14 @@ import { downloadObjects, loadEventsSql } from '../materialize/events.ts';
 import type { TableHistory } from '../materialize/history.ts';
 import { materializeRule } from '../materialize/rule.ts';
 import { tableHistory } from '../materialize/table.ts';
-import { manifestKey, pad, tablePath, unsegment } from '../sink/s3/keys.ts';
-import { listKeys } from '../sink/s3/objects.ts';
+import { manifestKey, pad, tablePath } from '../sink/s3/keys.ts';
+import { listFolders, listKeys } from '../sink/s3/objects.ts';
 import type { MergeAdvance, MergeState, MergeStore } from '../state/iceberg-store.ts';
-import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
+import { jobCovers, type SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
 import { fileCatalog, type IcebergCatalog } from './catalog.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
+import { capturedTables } from './status.ts';
 import { fenced, type ObjectStore, s3ObjectStore } from './store.ts';
 import {
   DEFAULT_ROWS_PER_FILE,
@@ -211,7 +212,7 @@ class MergeRun {
   async run(): Promise<MergeResult> {
     // Order matters (see the header): the cut first, then the jobs.
     const cut = await this.readCut();
-    const tables = this.options.tables ?? (await this.listTables());
+    const tables = this.options.tables ?? (await capturedTables(this.deps.s3, this.config));
     if (!cut) return { tables: tables.map((table) => ({ table, status: 'up-to-date', reason: 'the source has not committed yet' })) };
     const active = await this.deps.snapshots.activeJobs(this.config.sourceId);
     const results: TableMergeResult[] = [];
@@ -220,7 +221,7 @@ class MergeRun {
         results.push({ table, status: 'busy', reason: 'out of time; the next run merges it' });
         continue;
       }
-      const job = active.find((j) => covers(j, table));
+      const job = active.find((j) => jobCovers(j, table));
       if (job) {
         results.push({ table, status: 'held-back', reason: `snapshot ${job.id} is copying it (${job.status})` });
         continue;
@@ -229,6 +230,8 @@ class MergeRun {
         results.push(await this.mergeTable(table, cut));
       } catch (error) {
         this.deps.log.error('Iceberg merge failed', { table: formatTableRef(table), error: error as Error });
+        const code = error instanceof SluiceError ? error.code : 'UNEXPECTED';
+        await this.deps.merges.recordError(this.config.sourceId, table, { code, message: (error as Error).message }, this.clock()).catch(() => {});
         results.push({ table, status: 'failed', reason: (error as Error).message, error: error as Error });
       }
     }
@@ -246,29 +249,6 @@ class MergeRun {
     const manifest = await this.manifest(previous);
     if (!manifest?.position) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${previous} of a committed commit is missing`);
     return { commitSeq: previous, position: manifest.position.to };
-  }
-
-  /** Every table the schema history knows (`schema/<source>/<db-seg>/<table-seg>/`). */
-  async listTables(): Promise<TableRef[]> {
-    const root = `${this.config.prefix}schema/${this.config.sourceId}/`;
-    const tables: TableRef[] = [];
-    for (const db of await this.folders(root)) {
-      if (db.startsWith('@')) continue;
-      for (const table of await this.folders(`${root}${db}/`)) tables.push({ db: unsegment(db), table: unsegment(table) });
-    }
-    return tables;
-  }
-
-  /** The sub-folders of `prefix` (one level). */
-  async folders(prefix: string): Promise<string[]> {
-    const out: string[] = [];
-    let ContinuationToken: string | undefined;
-    do {
-      const page = await this.deps.s3.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken }));
-      for (const p of page.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(prefix.length, -1));
-      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (ContinuationToken);
-    return out;
   }
 
   async text(key: string): Promise<string | undefined> {
@@ -318,7 +298,7 @@ class MergeRun {
     const keys: string[] = [];
     const complete: string[] = [];
     const waiting: string[] = [];
-    for (const id of await this.folders(root)) {
+    for (const id of await listFolders(this.deps.s3, this.config.bucket, root)) {
       if (skip.has(id) || (only && !only.has(id))) continue;
       const job = await this.deps.snapshots.job(this.config.sourceId, id);
       if (job?.status !== 'done') continue;
@@ -649,12 +629,6 @@ interface StagedMerge {
   readonly gone: boolean;
   readonly mode: NonNullable<TableMergeResult['mode']>;
   readonly stats: readonly Staged[];
-}
-
-/** Whether a job copies `table` (its request, or its plan, names it; a request of every table does). */
-function covers(job: SnapshotJob, table: TableRef): boolean {
-  if (job.requested === null) return true;
-  return job.requested.some((t) => sameTable(t, table)) || (job.tables ?? []).some((t) => sameTable(t, table));
 }
 
 /**

@@ -1,10 +1,10 @@
-import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BinlogPosition } from '../core/position.ts';
 import type { TableRef } from '../core/table-ref.ts';
 import { tablePath } from '../sink/s3/keys.ts';
 import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.ts';
-import type { Fence, PendingCommit } from './store.ts';
+import type { Fence, PendingCommit, RecordedError } from './store.ts';
 
 /**
  * The Iceberg merge's ledger for one table (lib/iceberg/merge.ts): where in the change log the
@@ -37,6 +37,8 @@ export interface MergeState {
   /** Set by a commit, removed once it is published: the commit protocol's pending record (no copies). */
   readonly pending?: PendingCommit;
   readonly lease?: { readonly owner: string; readonly expiresAt: number };
+  /** The last merge of the table that failed, for `sluice status`; cleared by its next commit. */
+  readonly error?: RecordedError;
   readonly updatedAt?: number;
 }
 
@@ -64,6 +66,8 @@ export interface MergeStore {
   /** Extends the lease its live holder `owner` has, without bumping the version (the holder's fence stays valid); LeaseLostError if it is gone. */
   renew(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<void>;
   release(sourceId: string, table: TableRef, owner: string): Promise<void>;
+  /** Records a failed merge of the table for `sluice status` (unfenced: it moves nothing); its next commit clears it. */
+  recordError(sourceId: string, table: TableRef, error: { code: string; message: string }, now: number): Promise<void>;
 }
 
 const key = (sourceId: string, table: TableRef) => `iceberg#${sourceId}#${tablePath(table)}`;
@@ -84,6 +88,7 @@ function toState(sourceId: string, table: TableRef, item: Item): MergeState {
     cleanup: item.cleanup as string | undefined,
     pending: item.pending as PendingCommit | undefined,
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
+    error: item.error as RecordedError | undefined,
     updatedAt: item.updated_at as number | undefined,
   };
 }
@@ -122,9 +127,10 @@ export class DynamoDbMergeStore implements MergeStore {
         ...(advance.cleanup ? ['#cleanup = :cleanup'] : []),
         ...(pending ? ['#pending = :pending', '#mseq = if_not_exists(#mseq, :zero) + :one'] : []),
       ],
-      remove: advance.cleanup ? [] : ['#cleanup'],
+      remove: ['#error', ...(advance.cleanup ? [] : ['#cleanup'])],
       condition: 'attribute_not_exists(#pending)',
       names: {
+        '#error': 'error',
         '#db': 'db',
         '#tbl': 'table',
         '#cseq': 'commit_seq',
@@ -171,5 +177,18 @@ export class DynamoDbMergeStore implements MergeStore {
 
   release(sourceId: string, table: TableRef, owner: string): Promise<void> {
     return release(this.client, this.tableName, key(sourceId, table), owner);
+  }
+
+  async recordError(sourceId: string, table: TableRef, error: { code: string; message: string }, now: number): Promise<void> {
+    await this.client.send(
+      new UpdateItemCommand({
+        TableName: this.tableName,
+        Key: { pk: { S: key(sourceId, table) } },
+        // No version bump: a run that holds the lease meanwhile keeps its fence.
+        UpdateExpression: 'SET #error = :error, #updated = :now',
+        ExpressionAttributeNames: { '#error': 'error', '#updated': 'updated_at' },
+        ExpressionAttributeValues: marshall({ ':error': { ...error, at: now }, ':now': now }),
+      }),
+    );
   }
 }

@@ -62,6 +62,12 @@ export interface PageCommit {
 
 export const chunkId = (table: string, n: number) => `${table}#${n}`;
 
+/** Whether a job copies `table` (its request, or its plan, names it; a request of every table does). */
+export function jobCovers(job: SnapshotJob, table: TableRef): boolean {
+  const same = (t: TableRef) => t.db === table.db && t.table === table.table;
+  return job.requested === null || job.requested.some(same) || (job.tables ?? []).some(same);
+}
+
 /**
  * Port for snapshot jobs and chunk cursors. Chunk writes are fenced like the source's (lease +
  * version); adapters translate a failed condition into LeaseLostError / OffsetConflictError.

@@ -73,6 +73,18 @@ export async function deleteObjects(s3: S3Client, bucket: string, keys: readonly
   }
 }
 
+/** The sub-folders of `prefix`, one level down (names without the prefix or the trailing `/`). */
+export async function listFolders(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  let ContinuationToken: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken }));
+    for (const p of page.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(prefix.length, -1));
+    ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (ContinuationToken);
+  return out;
+}
+
 export async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
   let ContinuationToken: string | undefined;
   do {
