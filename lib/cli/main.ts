@@ -390,7 +390,10 @@ function commands(cli: Cli): Command {
       }
       if (iceberg.length) rows.push(['iceberg', `${iceberg.length} table${iceberg.length === 1 ? '' : 's'} merged (sluice iceberg)`]);
       for (const t of iceberg) {
-        const files = t.dataFiles === undefined ? 'no files yet' : `${t.records?.toLocaleString('en-US')} row${t.records === 1 ? '' : 's'} in ${t.dataFiles} data + ${t.deleteFiles} delete files`;
+        const files =
+          t.dataFiles === undefined
+            ? 'no files yet'
+            : `${t.records?.toLocaleString('en-US')} row${t.records === 1 ? '' : 's'} in ${t.dataFiles} data + ${t.deleteFiles} delete files`;
         const state = t.held ? `held: ${t.held}` : t.gone ? 'gone from the source (kept, empty)' : `${t.behind} commit${t.behind === 1 ? '' : 's'} behind`;
         rows.push([`  ${t.table}`, `commit ${t.commitSeq}, ${state}; ${files}; ${t.lastCompactedAt ? `compacted ${t.lastCompactedAt}` : 'not compacted'}`]);
         if (t.lease?.live) rows.push(['    lease', `${t.lease.owner} until ${t.lease.expiresAt}`]);
