@@ -148,8 +148,8 @@ function readAt(fd: number, position: number, length: number): Uint8Array {
 
 /**
  * Rewrites the Parquet file at `path` in place so that every DECIMAL column with more than 18
- * digits uses the minimum fixed width for its precision. Returns how many column chunks changed
- * (0: the file is left as it was).
+ * digits uses the minimum fixed width for its precision. Returns how many column chunks changed;
+ * a file without such a column is left as it was.
  */
 export function narrowDecimals(path: string): number {
   const fd = openSync(path, 'r');
@@ -248,6 +248,7 @@ export function narrowDecimals(path: string): number {
   } finally {
     closeSync(fd);
   }
-  if (changed) renameSync(`${path}.narrow`, path);
+  // Even with no chunk (a file of no rows) the schema's widths changed.
+  renameSync(`${path}.narrow`, path);
   return changed;
 }

@@ -157,6 +157,17 @@ describe('Parquet files', () => {
     expect(codecs).toEqual([{ c: 'ZSTD' }]);
   });
 
+  it('declare the narrow width in a file of no rows, and in one whose wide column is all NULL', async () => {
+    const schema = schemaOf(['decimal(20,0)', 'decimal(25,3)']);
+    await using ws = await Workspace.open(dir);
+    await ws.run('CREATE TABLE t AS SELECT NULL::DECIMAL(20,0) AS c1, 1.5::DECIMAL(25,3) AS c2 FROM range(5)');
+    const empty = await ws.writeParquet('SELECT * FROM t WHERE false', 'empty.parquet', schema);
+    const nulls = await ws.writeParquet('SELECT * FROM t', 'nulls.parquet', schema);
+    expect((await footer(ws, empty.path)).map((c) => c.type_length)).toEqual(['9', '11']);
+    expect((await footer(ws, nulls.path)).map((c) => c.type_length)).toEqual(['9', '11']);
+    expect(await ws.rows(`SELECT DISTINCT f1, f2::VARCHAR AS f2 FROM read_parquet('${nulls.path}')`)).toEqual([{ f1: null, f2: '1.500' }]);
+  });
+
   it('keep DuckDB’s footer byte for byte through the Thrift codec, and change only the wide decimals', async () => {
     await using ws = await Workspace.open(dir);
     await ws.run(
