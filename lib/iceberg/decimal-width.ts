@@ -76,7 +76,7 @@ function cutStatistics(stats: ThriftStruct | undefined, n: number): void {
 
 const big = (value: unknown) => (typeof value === 'bigint' ? value : undefined);
 
-/** Rewrites one column chunk's pages; returns the new bytes and their uncompressed size. */
+/** Rewrites one column chunk's pages; returns the new bytes and their size uncompressed (headers included). */
 function narrowChunk(chunk: Uint8Array, codec: bigint, optional: boolean, n: number): { bytes: Uint8Array; uncompressed: number } {
   const parts: Uint8Array[] = [];
   let uncompressed = 0;
@@ -104,8 +104,10 @@ function narrowChunk(chunk: Uint8Array, codec: bigint, optional: boolean, n: num
     setField(header, 2, T.I32, BigInt(narrowed.length));
     setField(header, 3, T.I32, BigInt(compressed.length));
     removeField(header, 4); // a CRC of the old bytes
-    parts.push(encodeStruct(header), compressed);
-    uncompressed += narrowed.length;
+    const encoded = encodeStruct(header);
+    parts.push(encoded, compressed);
+    // Parquet's chunk sizes count the page headers too.
+    uncompressed += encoded.length + narrowed.length;
     at = end + size;
   }
   return { bytes: Buffer.concat(parts), uncompressed };
