@@ -53,6 +53,18 @@ export const PROPERTY = {
   keyFields: 'sluice.key-field-ids',
 } as const;
 
+/**
+ * A commit's snapshot `operation`, as Java's reference writer names it (BaseRowDelta,
+ * BaseOverwriteFiles): `append` when it only adds data files, `delete` when it adds no data file but
+ * removes files or adds delete files, `overwrite` otherwise. (Compaction is `replace`, said by its caller.)
+ */
+export function operationOf(added: readonly { readonly content: number }[], removedFiles: number): 'append' | 'overwrite' | 'delete' {
+  const addsData = added.some((f) => f.content === 0);
+  const addsDeletes = added.some((f) => f.content !== 0);
+  if (!addsDeletes && removedFiles === 0) return 'append';
+  return addsData ? 'overwrite' : 'delete';
+}
+
 /** How many metadata files `metadata-log` remembers (older ones are deleted by expiry). */
 export const METADATA_LOG_SIZE = 20;
 

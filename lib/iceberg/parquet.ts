@@ -2,6 +2,7 @@ import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { narrowDecimals, needsNarrowing } from './decimal-width.ts';
 import type { IcebergField, IcebergSchema, MappedField } from './schema.ts';
 import { parquetName } from './schema.ts';
 import { duckTypeOf } from './types.ts';
@@ -120,7 +121,8 @@ export class Workspace implements AsyncDisposable {
   /**
    * Writes `select` (columns `c<id>` for every field of `schema`) to a Parquet file with Iceberg
    * field ids and the `iceberg.schema` key-value metadata, rows sorted so that the same rows always
-   * give the same bytes.
+   * give the same bytes. DECIMAL columns of 19 to 37 digits are then cut to the spec's minimum width
+   * (DuckDB writes them 16 bytes wide); files without one are DuckDB's bytes as they are.
    */
   async writeParquet(select: string, name: string, schema: IcebergSchema): Promise<WrittenFile> {
     const path = join(this.dir, name);
@@ -132,6 +134,7 @@ export class Workspace implements AsyncDisposable {
       `COPY (SELECT ${projection} FROM (${select}) ORDER BY ${order}) TO ${literal(path)} (FORMAT parquet, COMPRESSION zstd, ` +
         `FIELD_IDS {${fieldIds}}, KV_METADATA {'iceberg.schema': ${literal(JSON.stringify(schema))}})`,
     );
+    if (schema.fields.some((f) => needsNarrowing(f.type))) narrowDecimals(path);
     const records = Number((await this.rows(`SELECT num_rows AS n FROM parquet_file_metadata(${literal(path)})`))[0]?.n ?? 0);
     return { path, records, bytes: statSync(path).size };
   }

@@ -15,6 +15,7 @@ import {
   currentSnapshot,
   newTableMetadata,
   nextMetadata,
+  operationOf,
   PROPERTY,
   type Snapshot,
   stableId,
@@ -470,7 +471,8 @@ function dataFile(path: string, file: NewFile): DataFileRecord {
     key_metadata: null,
     split_offsets: null,
     equality_ids: file.equalityIds ? [...file.equalityIds] : null,
-    sort_order_id: file.content === 2 ? null : 0,
+    // Position deletes must have a null sort order (the spec's note 3 on data_file): only data files claim one.
+    sort_order_id: file.content === 0 ? 0 : null,
     referenced_data_file: null,
   };
 }
@@ -557,7 +559,7 @@ export async function stageChanges(
       await writer.addFile(file, 'eq-deletes', 2, prepared.keyIds);
     }
     const carried = await writer.carry(live.manifests, new Set());
-    const version = await writer.finish(carried, deletes.lines || (upserts.lines && live.data.length) ? 'overwrite' : 'append', {});
+    const version = await writer.finish(carried, operationOf(writer.files, 0), {});
     return {
       version,
       written: writer.written,
@@ -617,7 +619,7 @@ async function stageKeyless(
     await loadLive(ws, deps.store, prepared.base.metadata, schema.fields, live);
     const unmatched = await subtract('SELECT * FROM live UNION ALL SELECT * FROM up', 'del');
     const { buckets: laid } = await writeBuckets(ws, writer, schema, 'SELECT * FROM result', ids, DEFAULT_ROWS_PER_FILE);
-    const version = await writer.finish([], live.data.length ? 'overwrite' : 'append', {
+    const version = await writer.finish([], operationOf(writer.files, live.data.length + live.deletes.length), {
       properties: { [PROPERTY.buckets]: String(laid), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
       removed: live.data.length + live.deletes.length,
     });
@@ -640,7 +642,7 @@ async function stageKeyless(
   for (const b of added.filter((b) => !touched.includes(b)))
     await writer.addFile(await ws.writeParquet(`SELECT * FROM up WHERE ${bucket} = ${b}`, `${bucketSuffix(b)}.parquet`, schema), bucketSuffix(b), 0);
   const carried = await writer.carry(live.manifests, removed);
-  const version = await writer.finish(carried, removed.size ? 'overwrite' : 'append', { removed: removed.size });
+  const version = await writer.finish(carried, operationOf(writer.files, removed.size), { removed: removed.size });
   return done(version, unmatched);
 }
 
@@ -663,7 +665,7 @@ export async function stageReplace(deps: IcebergDeps, current: TableVersion | un
   }
   const live = await liveEntries(deps.store, current?.metadata);
   const { buckets } = await writeBuckets(ws, writer, schema, 'SELECT * FROM up', ids, DEFAULT_ROWS_PER_FILE);
-  const version = await writer.finish([], spooled.lines ? 'overwrite' : 'delete', {
+  const version = await writer.finish([], operationOf(writer.files, live.data.length + live.deletes.length), {
     properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
     removed: live.data.length + live.deletes.length,
   });
