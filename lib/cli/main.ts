@@ -284,10 +284,14 @@ function commands(cli: Cli): Command {
     .option('--all', 'a new snapshot of every included table (a full re-copy)')
     .addOption(new Option('--workers <n>', 'parallel workers').argParser(Number).default(2))
     .addOption(new Option('--seconds <n>', 'stop after this long (resume later with the same command)').argParser(Number).default(24 * 3600))
-    .action(async (options: { tables?: string; all?: boolean; workers: number; seconds: number }) => {
+    .option('--wait', 'wait for chunks other workers hold (a killed one holds its chunk until its lease runs out; the default on a terminal)')
+    .option('--no-wait', 'leave chunks other workers hold and exit (the default otherwise)')
+    .action(async (options: { tables?: string; all?: boolean; workers: number; seconds: number; wait?: boolean }) => {
       const { createLogger } = await import('../log.ts');
       const { snapshotsToRun, planSnapshot } = await import('../snapshot/plan.ts');
       const { runSnapshotWorker } = await import('../snapshot/worker.ts');
+      const { leasedChunks } = await import('../snapshot/progress.ts');
+      const wait = options.wait ?? cli.io.stdout.isTTY === true;
       if (options.all && options.tables !== undefined) throw new ConfigError('give either --all or --tables, not both');
       const tables = options.tables === undefined ? [] : parseTableRefs(options.tables, '--tables');
       const { config, clients } = await cli.configure(program.opts());
@@ -311,19 +315,39 @@ function commands(cli: Cli): Command {
         const planned = await planSnapshot(deps, job);
         const timer = setInterval(() => void printProgress(cli.io.stderr, clients.snapshots, planned, true), 1000);
         try {
-          const budgetMs = Math.max(1000, options.seconds * 1000 - (Date.now() - started));
-          const results = await Promise.all(
-            Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
-              runSnapshotWorker(deps, { budgetMs, snapshotId: job.id, workerId: `cli-${process.pid}-${i}` }),
-            ),
-          );
+          const left = () => options.seconds * 1000 - (Date.now() - started);
+          const host = hostname().replace(/[^A-Za-z0-9-]/g, '-');
+          const work = () =>
+            Promise.all(
+              Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
+                runSnapshotWorker(deps, { budgetMs: Math.max(1000, left()), snapshotId: job.id, workerId: `cli-${host}-${process.pid}-${i}` }),
+              ),
+            );
+          const results = await work();
+          let done = results.some((r) => r.complete);
+          // Chunks a killed worker still holds: wait for its lease (renewed by every page while alive) when asked to.
+          let leased = done ? [] : await leasedChunks(clients.snapshots, planned);
+          while (!done && wait && leased.length && !results.some((r) => r.timedOut)) {
+            const first = leased[0] as (typeof leased)[number];
+            const pause = first.expiresAt - Date.now() + 250;
+            if (pause >= left()) break;
+            cli.err(
+              `waiting for ${leased.length} chunk(s) other workers hold: ${first.table} #${first.n} by ${first.owner} until ${new Date(first.expiresAt).toISOString()}`,
+            );
+            await new Promise((resolve) => setTimeout(resolve, Math.max(0, pause)));
+            results.push(...(await work()));
+            done = results.some((r) => r.complete);
+            leased = done ? [] : await leasedChunks(clients.snapshots, planned);
+          }
           clearInterval(timer);
           await printProgress(cli.io.stderr, clients.snapshots, planned, false);
           const rows = results.reduce((a, r) => a + r.rows, 0);
-          const done = results.some((r) => r.complete);
           complete &&= done;
+          const held = leased[0]
+            ? `; ${leased.length} chunk(s) held by other workers (${leased[0].owner} until ${new Date(leased[0].expiresAt).toISOString()}; \`--wait\` waits for them)`
+            : '';
           cli.out(
-            `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${done ? 'complete' : 'not finished — run `sluice snapshot` again to resume'}`,
+            `snapshot ${job.id}: ${rows} rows in ${results.reduce((a, r) => a + r.pages, 0)} pages this run; ${done ? 'complete' : `not finished — run \`sluice snapshot\` again to resume${held}`}`,
           );
         } finally {
           clearInterval(timer);

@@ -15,6 +15,26 @@ export interface TableProgress {
 }
 
 /** Per table: rows copied vs estimate, chunks done, rate since the job started, and ETA. */
+/** A chunk not done that another worker's live lease holds (a killed worker's until it runs out). */
+export interface LeasedChunk {
+  readonly table: string;
+  readonly n: number;
+  readonly owner: string;
+  readonly expiresAt: number;
+}
+
+/** The job's unfinished chunks that live leases hold, soonest free first. */
+export async function leasedChunks(snapshots: SnapshotStore, job: SnapshotJob, now = Date.now()): Promise<LeasedChunk[]> {
+  const leased: LeasedChunk[] = [];
+  for (const table of job.tables ?? [])
+    for (let n = 0; n < table.chunks; n++) {
+      const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
+      if (chunk && !chunk.done && chunk.lease && chunk.lease.expiresAt > now)
+        leased.push({ table: formatTableRef(table), n, owner: chunk.lease.owner, expiresAt: chunk.lease.expiresAt });
+    }
+  return leased.sort((a, b) => a.expiresAt - b.expiresAt);
+}
+
 export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJob, now = Date.now()): Promise<TableProgress[]> {
   const progress: TableProgress[] = [];
   for (const table of job.tables ?? []) {

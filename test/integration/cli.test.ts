@@ -110,6 +110,31 @@ describe('sluice CLI', () => {
     expect(waited.stdout).toMatch(/captured 1 events in 1 transactions/);
   });
 
+  it('a snapshot chunk a killed worker holds: --no-wait names the holder and stops, --wait waits for its lease and finishes', async () => {
+    await using source = await testSource('clisnapwait');
+    const env = cliEnv(source, { SLUICE_SNAPSHOT_PAGE_ROWS: '500', SLUICE_SNAPSHOT_LEASE_SECONDS: '3' });
+    await source.sql("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO a SELECT seq, CONCAT('v', seq) FROM seq_1_to_20000");
+    const child = spawn(process.execPath, ['bin/sluice.js', 'snapshot', '--all', '--workers', '1'], { env, stdio: 'ignore' });
+    for (let i = 0; i < 300; i++) {
+      const job = await source.clients.snapshots.latestJob(source.db);
+      const chunk = job?.status === 'planned' ? await source.clients.snapshots.chunk(source.db, job.id, job.tables?.[0]?.id ?? '', 0) : undefined;
+      if ((chunk?.pages ?? 0) >= 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+
+    const left = await sluice(['snapshot', '--no-wait', '--workers', '1'], env);
+    expect(left.code).toBe(1);
+    expect(left.stdout).toMatch(
+      new RegExp(`not finished .*; 1 chunk\\(s\\) held by other workers \\(cli-[\\w-]+-${child.pid}-0 until 20[\\d-]+T[\\d:.]+Z; \`--wait\` waits for them\\)`),
+    );
+    const waited = await sluice(['snapshot', '--wait', '--workers', '1'], env);
+    expect(waited.stderr).toMatch(new RegExp(`waiting for 1 chunk\\(s\\) other workers hold: ${source.db}\\.a #0 by cli-[\\w-]+-${child.pid}-0 until`));
+    expect(waited.stdout).toMatch(/; complete$/m);
+    expect(waited.code).toBe(0);
+  });
+
   it('init is idempotent and safe to run concurrently', async () => {
     const name = `init-${Date.now()}`;
     const config = loadConfig({ ...process.env, SLUICE_SOURCE_ID: 'x', SLUICE_STATE_TABLE: name, SLUICE_BUCKET: name });
