@@ -28,6 +28,9 @@ export async function fetchColumns(ws: Workspace, store: ObjectStore, key: strin
     await file.truncate(size);
     await file.write(MAGIC, 0, 4, 0);
     await file.write(tail, 0, tail.length, size - tail.length);
+    // What the tail read already holds is not fetched again (a small file: all of it).
+    const held = size - tail.length;
+    if (held === 0) return;
     const quoted = `'${path.replaceAll("'", "''")}'`;
     const names = new Set((await ws.rows(`SELECT name FROM parquet_schema(${quoted}) WHERE field_id IN (${fieldIds.join(', ')})`)).map((r) => String(r.name)));
     const chunks = (
@@ -49,7 +52,8 @@ export async function fetchColumns(ws: Workspace, store: ObjectStore, key: strin
       else ranges.push({ ...chunk });
     }
     for (const range of ranges) {
-      const bytes = await store.getRange(key, range.start, Math.min(range.end, size));
+      if (range.start >= held) continue;
+      const bytes = await store.getRange(key, range.start, Math.min(range.end, held));
       await file.write(bytes, 0, bytes.length, range.start);
     }
   } finally {
