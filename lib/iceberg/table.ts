@@ -731,8 +731,9 @@ async function stagePositionDeletes(
   }
   await ws.loadParquet('cand', parts, keyFields, { positions: true, where: `(${keys}) IN (SELECT ${keys} FROM chg)` });
 
-  const download = async (entry: LiveEntry, n: number) => {
-    const path = join(ws.dir, `del-${n}.parquet`);
+  let downloads = 0;
+  const download = async (entry: LiveEntry) => {
+    const path = join(ws.dir, `del-${downloads++}.parquet`);
     await deps.store.getFile(deps.store.keyOf(entry.file.file_path), path);
     return { path, seq: entry.seq };
   };
@@ -761,7 +762,7 @@ async function stagePositionDeletes(
     const fields = ids.split(',').map((id) => keyFields.find((f) => f.id === Number(id)));
     if (fields.some((f) => !f))
       throw new AssertionError(`equality delete files on field ids ${ids} are not on the key (${keyFields.map((f) => f.id)}): a key change rewrites the table`);
-    await ws.loadParquet(`eq_${g}`, await Promise.all(entries.map((e, n) => download(e, 1_000_000 * (g + 1) + n))), fields as IcebergField[]);
+    await ws.loadParquet(`eq_${g}`, await Promise.all(entries.map(download)), fields as IcebergField[]);
     const match = (fields as IcebergField[]).map((f) => `d.${col(f.id)} IS NOT DISTINCT FROM t.${col(f.id)}`).join(' AND ');
     conditions.push(`NOT EXISTS (SELECT 1 FROM eq_${g} d WHERE d._seq > t._seq AND ${match})`);
     g++;
