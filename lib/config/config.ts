@@ -219,12 +219,14 @@ const schema = z.object({
    * comma-separated, the position as the error names it.
    */
   SLUICE_DDL_OVERRIDES: z.string().default('').transform(parseDdlOverrides),
-  /** The Iceberg merge compacts a table (rewrites it into key-hash buckets, no delete files) once its current snapshot has more files than this. */
+  /** The Iceberg merge compacts a table (rewrites it into key ranges or hash buckets, no delete files) once its current snapshot has more files than this. */
   SLUICE_ICEBERG_COMPACT_FILES: positiveInt(64),
   /** Iceberg snapshots older than this (other than the current one) are expired and their unreferenced files deleted. */
   SLUICE_ICEBERG_RETENTION_HOURS: z.coerce.number().positive().default(24),
   /** One table's merge lease, renewed while it works; a merge that was killed blocks the table this long at most. */
   SLUICE_ICEBERG_LEASE_SECONDS: positiveInt(30),
+  /** How a keyed table's merge deletes replaced rows: position deletes (every engine reads them) or equality deletes (cheaper to write; not PyIceberg, not Snowflake). */
+  SLUICE_ICEBERG_DELETES: z.enum(['position', 'equality']).default('position'),
   /** Register and update each Iceberg table in this Glue database (AWS); empty: the file catalog only (version-hint.text). */
   SLUICE_GLUE_DATABASE: z
     .string()
@@ -259,7 +261,7 @@ export type Config = Readonly<{
   stopWhenCaughtUp: boolean;
   snapshotFunction: string | undefined;
   ddlOverrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
-  iceberg: Readonly<{ compactFiles: number; retentionMs: number; leaseMs: number; glueDatabase: string | undefined }>;
+  iceberg: Readonly<{ compactFiles: number; retentionMs: number; leaseMs: number; glueDatabase: string | undefined; deletes: 'position' | 'equality' }>;
 }>;
 
 /** Parses and validates the environment once; a bad value names the variable and what it accepts. */
@@ -320,6 +322,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retentionMs: e.SLUICE_ICEBERG_RETENTION_HOURS * 3600 * 1000,
       leaseMs: e.SLUICE_ICEBERG_LEASE_SECONDS * 1000,
       glueDatabase: e.SLUICE_GLUE_DATABASE,
+      deletes: e.SLUICE_ICEBERG_DELETES,
     }),
   });
 }

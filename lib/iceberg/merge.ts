@@ -30,6 +30,7 @@ import { capturedTables } from './status.ts';
 import { fenced, type ObjectStore, s3ObjectStore } from './store.ts';
 import {
   DEFAULT_ROWS_PER_FILE,
+  type DeleteMode,
   loadVersion,
   type Staged,
   stageChanges,
@@ -430,7 +431,12 @@ class MergeRun {
     const tag = this.tagFor(state);
     await this.discardUncommitted(location, state, current?.version ?? 0);
     const at = this.clock();
-    const options = (suffix: string) => ({ tag: `${tag}${suffix}`, timestampMs: at, summary: { 'sluice.commit-seq': String(cut.commitSeq) } });
+    const options = (suffix: string) => ({
+      tag: `${tag}${suffix}`,
+      timestampMs: at,
+      summary: { 'sluice.commit-seq': String(cut.commitSeq) },
+      deletes: this.config.iceberg.deletes,
+    });
     const changes = await changeSet(duck, history, 'e_ev', { version: state.schemaVersion ?? null }, 'e');
     const reset = changes.steps.find((s): s is Extract<ChangeStep, { kind: 'reset' }> => s.kind === 'reset');
     const to = changes.version.version;
@@ -499,7 +505,7 @@ class MergeRun {
     steps: readonly ChangeStep[],
     to: number,
     duck: DuckDBConnection,
-    options: (suffix: string) => { tag: string; timestampMs: number; summary: Record<string, string> },
+    options: (suffix: string) => { tag: string; timestampMs: number; summary: Record<string, string>; deletes: DeleteMode },
   ): Promise<StagedMerge> {
     let version = current;
     let at = from;

@@ -100,10 +100,19 @@ export class Workspace implements AsyncDisposable {
   /**
    * Creates `table` from Parquet files, each projected onto `fields` by field id (a column the file
    * does not have reads as NULL, a promoted column is cast), with the file's data sequence number
-   * in `_seq`. `files` may be empty.
+   * in `_seq` and, with `positions`, the file's location (`uri`) in `_file` and the row's position
+   * in it in `_pos` (what position deletes name). `files` may be empty.
    */
-  async loadParquet(table: string, files: readonly { path: string; seq: number }[], fields: readonly IcebergField[]): Promise<void> {
-    const empty = `SELECT ${[...fields.map((f) => `NULL::${duckTypeOf(f.type)} AS ${col(f.id)}`), 'NULL::BIGINT AS _seq'].join(', ')} WHERE false`;
+  async loadParquet(
+    table: string,
+    files: readonly { path: string; seq: number; uri?: string }[],
+    fields: readonly IcebergField[],
+    /** `where`: a condition on the `c<id>` columns, applied per file (DuckDB prunes row groups by it). */
+    options: { positions?: boolean; where?: string } = {},
+  ): Promise<void> {
+    const extra = (file?: { uri?: string }) =>
+      options.positions ? `, ${file ? literal(file.uri ?? '') : 'NULL::VARCHAR'} AS _file, ${file ? 'file_row_number' : 'NULL::BIGINT'} AS _pos` : '';
+    const empty = `SELECT ${[...fields.map((f) => `NULL::${duckTypeOf(f.type)} AS ${col(f.id)}`), 'NULL::BIGINT AS _seq'].join(', ')}${extra()} WHERE false`;
     const parts = [empty];
     for (const file of files) {
       const ids = new Map<number, string>();
@@ -113,22 +122,25 @@ export class Workspace implements AsyncDisposable {
         const name = ids.get(f.id);
         return name === undefined ? `NULL::${duckTypeOf(f.type)} AS ${col(f.id)}` : `CAST(${ident(name)} AS ${duckTypeOf(f.type)}) AS ${col(f.id)}`;
       });
-      parts.push(`SELECT ${projection.join(', ')}, ${file.seq}::BIGINT AS _seq FROM read_parquet(${literal(file.path)})`);
+      const read = options.positions ? `read_parquet(${literal(file.path)}, file_row_number = true)` : `read_parquet(${literal(file.path)})`;
+      const part = `SELECT ${projection.join(', ')}, ${file.seq}::BIGINT AS _seq${extra(file)} FROM ${read}`;
+      parts.push(options.where ? `SELECT * FROM (${part}) WHERE ${options.where}` : part);
     }
     await this.run(`CREATE OR REPLACE TEMP TABLE ${table} AS ${parts.join(' UNION ALL ')}`);
   }
 
   /**
    * Writes `select` (columns `c<id>` for every field of `schema`) to a Parquet file with Iceberg
-   * field ids and the `iceberg.schema` key-value metadata, rows sorted so that the same rows always
-   * give the same bytes. DECIMAL columns of 19 to 37 digits are then cut to the spec's minimum width
-   * (DuckDB writes them 16 bytes wide); files without one are DuckDB's bytes as they are.
+   * field ids and the `iceberg.schema` key-value metadata, rows sorted (by the `first` field ids,
+   * then every other field) so that the same rows always give the same bytes. DECIMAL columns of 19
+   * to 37 digits are then cut to the spec's minimum width (DuckDB writes them 16 bytes wide); files
+   * without one are DuckDB's bytes as they are.
    */
-  async writeParquet(select: string, name: string, schema: IcebergSchema): Promise<WrittenFile> {
+  async writeParquet(select: string, name: string, schema: IcebergSchema, first: readonly number[] = []): Promise<WrittenFile> {
     const path = join(this.dir, name);
     const names = uniqueParquetNames(schema.fields);
     const projection = schema.fields.map((f) => `${col(f.id)} AS ${ident(names.get(f.id) as string)}`).join(', ');
-    const order = schema.fields.map((f) => col(f.id)).join(', ');
+    const order = [...first, ...schema.fields.map((f) => f.id).filter((id) => !first.includes(id))].map(col).join(', ');
     const fieldIds = schema.fields.map((f) => `${literal(names.get(f.id) as string)}: ${f.id}`).join(', ');
     await this.run(
       `COPY (SELECT ${projection} FROM (${select}) ORDER BY ${order}) TO ${literal(path)} (FORMAT parquet, COMPRESSION zstd, ` +

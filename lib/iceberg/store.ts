@@ -17,6 +17,8 @@ export interface ObjectStore {
   putFile(key: string, path: string): Promise<void>;
   /** Streams `key` to a local file; throws when it does not exist. */
   getFile(key: string, path: string): Promise<void>;
+  /** Bytes `start` (inclusive) to `end` (exclusive) of an object that exists (one ranged GET). */
+  getRange(key: string, start: number, end: number): Promise<Uint8Array>;
   list(prefix: string): AsyncIterable<string>;
   delete(keys: readonly string[]): Promise<void>;
   uri(key: string): string;
@@ -58,6 +60,12 @@ export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
     async getFile(key, path) {
       const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
       await pipeline(object.Body as NodeJS.ReadableStream, createWriteStream(path));
+    },
+    async getRange(key, start, end) {
+      const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, Range: `bytes=${start}-${end - 1}` }));
+      const bytes = await object.Body?.transformToByteArray();
+      if (!bytes || bytes.length !== end - start) throw new Error(`${key}: asked bytes ${start}-${end - 1}, got ${bytes?.length ?? 0} bytes`);
+      return bytes;
     },
     async *list(prefix) {
       let ContinuationToken: string | undefined;
@@ -115,6 +123,11 @@ export function memoryObjectStore(bucket = 'memory'): ObjectStore & { objects: M
       const body = objects.get(key);
       if (!body) throw new Error(`no object ${key}`);
       await writeFile(path, body);
+    },
+    async getRange(key, start, end) {
+      const body = objects.get(key);
+      if (!body || end > body.length) throw new Error(`no bytes ${start}-${end - 1} of ${key}`);
+      return body.slice(start, end);
     },
     async *list(prefix) {
       for (const key of [...objects.keys()].sort()) if (key.startsWith(prefix)) yield key;

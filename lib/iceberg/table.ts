@@ -10,6 +10,7 @@ import {
   readAvroFile,
   writeAvroFile,
 } from './avro.ts';
+import { fetchColumns } from './columns.ts';
 import {
   currentSchema,
   currentSnapshot,
@@ -23,6 +24,7 @@ import {
   type TableMetadata,
   type TableVersion,
 } from './metadata.ts';
+import { avroBounds, avroMap, boundDomain, boundLiteral, DEFAULT_METRICS, type FileMetrics, type MetricsMode, metricsFrom, metricsSelect } from './metrics.ts';
 import { bucketExpression, col, type Lines, Workspace, type WrittenFile } from './parquet.ts';
 import { evolveSchema, type IcebergField, type IcebergSchema, type MappedField, mappedFields, type SchemaEvolution } from './schema.ts';
 import type { ObjectStore } from './store.ts';
@@ -41,9 +43,11 @@ export type { ObjectStore } from './store.ts';
  *   publish() writes metadata/version-hint.text for file-catalog readers. Idempotent.
  *
  * Only committed metadata may be passed back in as `current`. Rows are identified by the key
- * columns: an upsert is an equality delete of the key plus the new row in the same snapshot (an
- * equality delete applies to data files with a strictly lower sequence number, so the new row
- * survives). Keyless tables are multisets: their rows live in hash buckets, copy-on-write.
+ * columns: an upsert is a delete of the key's current row plus the new row in the same snapshot —
+ * a position delete of the row's file and position (found through the key bounds of the files,
+ * which are sorted by the key), or an equality delete of the key (it applies to data files with a
+ * strictly lower sequence number, so the new row survives). Keyless tables are multisets: their
+ * rows live in hash buckets, copy-on-write.
  */
 
 /** What the layer needs from its caller's world. */
@@ -81,7 +85,23 @@ export interface StageOptions {
   readonly timestampMs: number;
   /** Extra snapshot summary entries (e.g. the merged change-log position). */
   readonly summary?: Readonly<Record<string, string>>;
+  /** How a keyed table's merge deletes the rows it replaces (`position` by default). */
+  readonly deletes?: DeleteMode;
 }
+
+/**
+ * `position`: the merge finds each changed key's current row (file and row number) and writes a
+ * position delete file — every engine reads those. `equality`: a delete file of the changed keys,
+ * nothing read back — cheaper to write, but PyIceberg and Snowflake cannot read it.
+ */
+export type DeleteMode = 'position' | 'equality';
+
+/** Field ids of a position delete file's columns (spec, "Position Delete Files"). */
+export const POSITION_DELETE_FIELDS: readonly IcebergField[] = [
+  { id: 2147483546, name: 'file_path', required: true, type: 'string' },
+  { id: 2147483545, name: 'pos', required: true, type: 'long' },
+];
+const [FILE_PATH, POS] = POSITION_DELETE_FIELDS.map((f) => f.id) as [number, number];
 
 export interface StageStats {
   readonly rowsWritten: number;
@@ -123,6 +143,7 @@ const paths = (location: string, tag: string) => ({
 export const metadataKey = (location: string, version: number) => `${location}/metadata/v${version}.metadata.json`;
 export const versionHintKey = (location: string) => `${location}/metadata/version-hint.text`;
 const bucketSuffix = (bucket: number) => `b${String(bucket).padStart(4, '0')}`;
+const rangeSuffix = (range: number) => `r${String(range).padStart(4, '0')}`;
 
 /** N of a `.../v<N>.metadata.json` key. */
 export function versionOf(key: string): number {
@@ -187,10 +208,8 @@ async function readEntries(store: ObjectStore, manifest: ManifestFile): Promise<
 async function liveEntries(store: ObjectStore, metadata: TableMetadata | undefined) {
   const manifests = metadata ? await readManifestList(store, currentSnapshot(metadata)) : [];
   const entries = (await Promise.all(manifests.map((m) => readEntries(store, m)))).flat();
-  for (const entry of entries)
-    if (entry.file.content === 1)
-      throw new SluiceError(ErrorCode.ICEBERG_UNSUPPORTED, `position delete file ${entry.file.file_path}: sluice writes and reads only equality deletes`);
-  return { manifests, data: entries.filter((e) => e.file.content === 0), deletes: entries.filter((e) => e.file.content === 2) };
+  // `deletes` holds both kinds: equality (content 2) and position (content 1).
+  return { manifests, data: entries.filter((e) => e.file.content === 0), deletes: entries.filter((e) => e.file.content !== 0) };
 }
 
 /** The field with `id` in the newest schema that has it (a dropped column an equality delete still uses). */
@@ -204,7 +223,8 @@ function fieldById(metadata: TableMetadata, id: number): IcebergField {
 
 /**
  * Creates workspace table `live` (columns `c<id>` of `fields`): the rows of the current snapshot,
- * with every equality delete applied to the data files older than it.
+ * with every equality delete applied to the data files older than it and every position delete
+ * to the rows it names in data files not newer than it (spec, "Scan Planning").
  */
 async function loadLive(
   ws: Workspace,
@@ -219,14 +239,20 @@ async function loadLive(
     return { path, seq: entry.seq };
   };
   const groups = new Map<string, LiveEntry[]>();
-  for (const entry of live.deletes) {
+  for (const entry of live.deletes.filter((e) => e.file.content === 2)) {
     const ids = (entry.file.equality_ids ?? []).join(',');
     groups.set(ids, [...(groups.get(ids) ?? []), entry]);
   }
   const deleteIds = [...new Set([...groups.keys()].flatMap((ids) => ids.split(',').map(Number)))];
   const extra = metadata ? deleteIds.filter((id) => !fields.some((f) => f.id === id)).map((id) => fieldById(metadata, id)) : [];
-  await ws.loadParquet('data_all', await Promise.all(live.data.map(download)), [...fields, ...extra]);
+  const positional = live.deletes.filter((e) => e.file.content === 1);
+  const data = await Promise.all(live.data.map(async (e) => ({ ...(await download(e)), uri: e.file.file_path })));
+  await ws.loadParquet('data_all', data, [...fields, ...extra], { positions: positional.length > 0 });
   const conditions: string[] = [];
+  if (positional.length) {
+    await ws.loadParquet('pos_del', await Promise.all(positional.map(download)), POSITION_DELETE_FIELDS);
+    conditions.push(`NOT EXISTS (SELECT 1 FROM pos_del p WHERE p.${col(FILE_PATH)} = t._file AND p.${col(POS)} = t._pos AND p._seq >= t._seq)`);
+  }
   let g = 0;
   for (const [ids, entries] of groups) {
     const deleteFields = ids.split(',').map((id) => fieldById(metadata as TableMetadata, Number(id)));
@@ -279,11 +305,44 @@ function prepare(deps: IcebergDeps, current: TableVersion | undefined, spec: Tab
   return { base, evolution, fields, locationUri, keyIds };
 }
 
+/** A file written into the workspace with its column statistics. */
+interface MeasuredFile extends WrittenFile {
+  readonly metrics: FileMetrics & { readonly columnSizes: ReadonlyMap<number, number> };
+}
+
 interface NewFile {
   readonly key: string;
-  readonly written: WrittenFile;
-  readonly content: 0 | 2;
+  readonly written: MeasuredFile;
+  readonly content: 0 | 1 | 2;
   readonly equalityIds?: readonly number[];
+  readonly referencedDataFile?: string;
+}
+
+/**
+ * Writes `select` (columns `c<id>` of `schema`) as a Parquet file sorted by `first` (the key), with
+ * the statistics a manifest lists: counts and bounds by SQL over the rows written, column sizes
+ * from the file's metadata.
+ */
+async function writeMeasured(
+  ws: Workspace,
+  select: string,
+  name: string,
+  schema: IcebergSchema,
+  options: { first?: readonly number[]; mode?: MetricsMode } = {},
+): Promise<MeasuredFile> {
+  const mode = options.mode ?? DEFAULT_METRICS;
+  const file = await ws.writeParquet(select, name, schema, options.first);
+  const aggregates = metricsSelect(
+    schema.fields.map((field) => ({ field, column: col(field.id) })),
+    mode,
+  );
+  const row = (await ws.rows(`SELECT ${aggregates} FROM (${select})`))[0] ?? { n: 0 };
+  const path = `'${file.path.replaceAll("'", "''")}'`;
+  const sizes = await ws.rows(
+    `SELECT s.field_id AS id, sum(m.total_compressed_size) AS bytes FROM parquet_metadata(${path}) m JOIN parquet_schema(${path}) s ON m.path_in_schema = s.name WHERE s.field_id IS NOT NULL GROUP BY ALL`,
+  );
+  const columnSizes = new Map(sizes.map((r) => [Number(r.id), Number(r.bytes)]));
+  return { ...file, metrics: { ...metricsFrom(row, schema.fields, mode), columnSizes } };
 }
 
 class SnapshotWriter {
@@ -310,12 +369,17 @@ class SnapshotWriter {
   }
 
   /** Uploads a Parquet file written in the workspace under this commit's name `suffix`. */
-  async addFile(written: WrittenFile, suffix: string, content: 0 | 2, equalityIds?: readonly number[]): Promise<void> {
+  async addFile(
+    written: MeasuredFile,
+    suffix: string,
+    content: 0 | 1 | 2,
+    refs: { equalityIds?: readonly number[]; referencedDataFile?: string } = {},
+  ): Promise<void> {
     if (written.records === 0) return;
     const key = this.keys.data(suffix);
     await this.deps.store.putFile(key, written.path);
     this.written.push(key);
-    this.files.push({ key, written, content, equalityIds });
+    this.files.push({ key, written, content, ...refs });
   }
 
   private manifestMetadata(content: 'data' | 'deletes', schema: IcebergSchema) {
@@ -396,7 +460,14 @@ class SnapshotWriter {
     });
     const manifests = [...carried];
     const data = this.files.filter((f) => f.content === 0);
-    const deletes = this.files.filter((f) => f.content === 2);
+    const deletes = this.files.filter((f) => f.content !== 0);
+    const equality = deletes.filter((f) => f.content === 2);
+    const positional = deletes.filter((f) => f.content === 1);
+    const records = (files: readonly NewFile[]) => files.reduce((n, f) => n + f.written.records, 0);
+    // Delete files are only ever carried whole (rewrites carry none): totals continue the parent's.
+    const previous = currentSnapshot(this.prepared.base.metadata)?.summary;
+    const keptDeletes = carried.some((m) => m.content === 1);
+    const total = (name: string, added: number) => String((keptDeletes ? Number(previous?.[name] ?? 0) : 0) + added);
     if (data.length) manifests.push(await this.putManifest('data', 0, data.map(entry)));
     if (deletes.length) manifests.push(await this.putManifest('deletes', 1, deletes.map(entry)));
     const listKey = this.keys.manifestList;
@@ -430,14 +501,17 @@ class SnapshotWriter {
         'added-data-files': String(data.length),
         'added-records': String(data.reduce((n, f) => n + f.written.records, 0)),
         'added-delete-files': String(deletes.length),
-        'added-equality-delete-files': String(deletes.length),
-        'added-equality-deletes': String(deletes.reduce((n, f) => n + f.written.records, 0)),
+        'added-equality-delete-files': String(equality.length),
+        'added-equality-deletes': String(records(equality)),
+        'added-position-delete-files': String(positional.length),
+        'added-position-deletes': String(records(positional)),
         'added-files-size': String(this.files.reduce((n, f) => n + f.written.bytes, 0)),
         'sluice.removed-files': String(extra.removed ?? 0),
         'total-data-files': String(sum(0, 'added_files_count') + sum(0, 'existing_files_count')),
         'total-delete-files': String(sum(1, 'added_files_count') + sum(1, 'existing_files_count')),
         'total-records': String(sum(0, 'added_rows_count') + sum(0, 'existing_rows_count')),
-        'total-equality-deletes': String(sum(1, 'added_rows_count') + sum(1, 'existing_rows_count')),
+        'total-equality-deletes': total('total-equality-deletes', records(equality)),
+        'total-position-deletes': total('total-position-deletes', records(positional)),
         'engine-name': 'sluice',
         ...this.options.summary,
       },
@@ -455,6 +529,7 @@ class SnapshotWriter {
 }
 
 function dataFile(path: string, file: NewFile): DataFileRecord {
+  const metrics = file.written.metrics;
   return {
     content: file.content,
     file_path: path,
@@ -462,18 +537,18 @@ function dataFile(path: string, file: NewFile): DataFileRecord {
     partition: {},
     record_count: file.written.records,
     file_size_in_bytes: file.written.bytes,
-    column_sizes: null,
-    value_counts: null,
-    null_value_counts: null,
-    nan_value_counts: null,
-    lower_bounds: null,
-    upper_bounds: null,
+    column_sizes: avroMap(metrics.columnSizes),
+    value_counts: avroMap(metrics.valueCounts),
+    null_value_counts: avroMap(metrics.nullValueCounts),
+    nan_value_counts: avroMap(metrics.nanValueCounts),
+    lower_bounds: avroBounds(metrics.lowerBounds),
+    upper_bounds: avroBounds(metrics.upperBounds),
     key_metadata: null,
     split_offsets: null,
     equality_ids: file.equalityIds ? [...file.equalityIds] : null,
     // Position deletes must have a null sort order (the spec's note 3 on data_file): only data files claim one.
     sort_order_id: file.content === 0 ? 0 : null,
-    referenced_data_file: null,
+    referenced_data_file: file.referencedDataFile ?? null,
   };
 }
 
@@ -491,11 +566,32 @@ async function writeBuckets(ws: Workspace, writer: SnapshotWriter, schema: Icebe
   if (rows > 0) {
     await ws.run(`CREATE OR REPLACE TEMP TABLE bucketed AS SELECT *, ${bucketExpression(ids, buckets)} AS _bucket FROM (${select})`);
     for (let b = 0; b < buckets; b++) {
-      const file = await ws.writeParquet(`SELECT * EXCLUDE (_bucket) FROM bucketed WHERE _bucket = ${b}`, `${bucketSuffix(b)}.parquet`, schema);
+      const file = await writeMeasured(ws, `SELECT * EXCLUDE (_bucket) FROM bucketed WHERE _bucket = ${b}`, `${bucketSuffix(b)}.parquet`, schema);
       await writer.addFile(file, bucketSuffix(b), 0);
     }
   }
-  return { rows, buckets };
+  return { rows, buckets, layout: bucketSignature(schema, ids) };
+}
+
+/**
+ * Writes `select` as key ranges: sorted by the key `ids`, cut into `rowsPerFile` rows (about) per
+ * file, so each file's key bounds are disjoint from the others' and a changed key has one candidate.
+ */
+async function writeRanges(ws: Workspace, writer: SnapshotWriter, schema: IcebergSchema, select: string, ids: readonly number[], rowsPerFile: number) {
+  const rows = await ws.count(select);
+  const ranges = Math.max(1, Math.ceil(rows / rowsPerFile));
+  if (rows > 0) {
+    const order = ids.map(col).join(', ');
+    await ws.run(
+      `CREATE OR REPLACE TEMP TABLE ranged AS SELECT *, CAST((row_number() OVER (ORDER BY ${order}) - 1) * ${ranges} // ${rows} AS INTEGER) AS _range FROM (${select})`,
+    );
+    for (let r = 0; r < ranges; r++) {
+      const file = await writeMeasured(ws, `SELECT * EXCLUDE (_range) FROM ranged WHERE _range = ${r}`, `${rangeSuffix(r)}.parquet`, schema, { first: ids });
+      await writer.addFile(file, rangeSuffix(r), 0);
+    }
+  }
+  // Never a keyless table's bucket signature: its copy-on-write must not take ranges for buckets.
+  return { rows, buckets: ranges, layout: `range:${bucketSignature(schema, ids)}` };
 }
 
 /** What a bucket layout depends on: the hashed fields and their types (a promotion changes a value's text). */
@@ -516,8 +612,9 @@ const stats = (partial: Partial<StageStats>): StageStats => ({
 
 /**
  * Stages one merge: `changes` applied to `current` (undefined creates the table). Keyed tables get
- * one data file with the upserted rows and one equality-delete file on the key columns (merge on
- * read); keyless tables rewrite the hash buckets that lose rows (copy on write) and add bucket
+ * one data file with the upserted rows (sorted by the key) and one delete file — position deletes
+ * of the keys' current rows, or equality deletes on the key (`options.deletes`) — (merge on read);
+ * keyless tables rewrite the hash buckets that lose rows (copy on write) and add bucket
  * files for new rows.
  */
 export async function stageChanges(
@@ -547,17 +644,17 @@ export async function stageChanges(
       throw new AssertionError(
         `the change set names ${upserts.lines + deletes.lines - distinct} key(s) more than once; give each key one upsert or one delete`,
       );
-    await writer.addFile(await ws.writeParquet('SELECT * FROM up', 'data.parquet', schema), 'data', 0);
+    await writer.addFile(await writeMeasured(ws, 'SELECT * FROM up', 'data.parquet', schema, { first: prepared.keyIds }), 'data', 0);
     // A table without data files has nothing to delete: the first load writes no delete file.
-    if (live.data.length) {
+    if (live.data.length && (options.deletes ?? 'position') === 'equality') {
       const deleteSchema: IcebergSchema = {
         type: 'struct',
         'schema-id': schema['schema-id'],
         fields: keyFields.map(({ id, name, required, type }) => ({ id, name, required, type })),
       };
-      const file = await ws.writeParquet(changed, 'eq-deletes.parquet', deleteSchema);
-      await writer.addFile(file, 'eq-deletes', 2, prepared.keyIds);
-    }
+      const file = await writeMeasured(ws, changed, 'eq-deletes.parquet', deleteSchema, { first: prepared.keyIds });
+      await writer.addFile(file, 'eq-deletes', 2, { equalityIds: prepared.keyIds });
+    } else if (live.data.length) await stagePositionDeletes(deps, ws, writer, keyFields, changed, live);
     const carried = await writer.carry(live.manifests, new Set());
     const version = await writer.finish(carried, operationOf(writer.files, 0), {});
     return {
@@ -575,6 +672,109 @@ export async function stageChanges(
   }
   // `await` here: the workspace is disposed when this function returns.
   return await stageKeyless(deps, ws, writer, prepared, live, { upserts: upserts.lines, deletes: deletes.lines, nulled });
+}
+
+/** A manifest's bounds map (avsc's array of key/value records) by field id. */
+function boundsOf(map: unknown): Map<number, Uint8Array> {
+  return new Map(((map as { key: number; value: Uint8Array }[] | null) ?? []).map((e) => [e.key, e.value]));
+}
+
+/** The data files whose key bounds can hold one of the keys in workspace table `chg` (files without bounds always can). */
+async function candidateFiles(ws: Workspace, keyFields: readonly IcebergField[], data: readonly LiveEntry[]): Promise<LiveEntry[]> {
+  const found = new Set<number>();
+  const BATCH = 200;
+  for (let from = 0; from < data.length; from += BATCH) {
+    const parts = data.slice(from, from + BATCH).map((entry, j) => {
+      const lower = boundsOf(entry.file.lower_bounds);
+      const upper = boundsOf(entry.file.upper_bounds);
+      const terms = keyFields.flatMap((f) => {
+        const value = boundDomain(f.type, `k.${col(f.id)}`);
+        const lo = lower.get(f.id);
+        const hi = upper.get(f.id);
+        return [...(lo ? [`${value} >= ${boundLiteral(f.type, lo)}`] : []), ...(hi ? [`${value} <= ${boundLiteral(f.type, hi)}`] : [])];
+      });
+      return `SELECT ${from + j} AS i WHERE EXISTS (SELECT 1 FROM chg k${terms.length ? ` WHERE ${terms.join(' AND ')}` : ''})`;
+    });
+    for (const row of await ws.rows(parts.join(' UNION ALL '))) found.add(Number(row.i));
+  }
+  return data.filter((_, i) => found.has(i));
+}
+
+/**
+ * Position mode: a position delete file naming the current row of every changed key (table `chg`
+ * is made from `changed`). Only candidate files (key bounds that can hold a changed key) are read,
+ * and of those only the key columns and the row positions; rows an existing delete already removed
+ * are not current (a position delete not older than the file, an equality delete newer than it).
+ */
+async function stagePositionDeletes(
+  deps: IcebergDeps,
+  ws: Workspace,
+  writer: SnapshotWriter,
+  keyFields: readonly IcebergField[],
+  changed: string,
+  live: Awaited<ReturnType<typeof liveEntries>>,
+): Promise<void> {
+  const keys = keyFields.map((f) => col(f.id)).join(', ');
+  await ws.run(`CREATE OR REPLACE TEMP TABLE chg AS SELECT DISTINCT ${keys} FROM (${changed})`);
+  const candidates = await candidateFiles(ws, keyFields, live.data);
+  if (!candidates.length) return;
+  const parts = [];
+  for (const [i, entry] of candidates.entries()) {
+    const path = join(ws.dir, `keys-${i}.parquet`);
+    await fetchColumns(
+      ws,
+      deps.store,
+      deps.store.keyOf(entry.file.file_path),
+      entry.file.file_size_in_bytes,
+      keyFields.map((f) => f.id),
+      path,
+    );
+    parts.push({ path, seq: entry.seq, uri: entry.file.file_path });
+  }
+  await ws.loadParquet('cand', parts, keyFields, { positions: true, where: `(${keys}) IN (SELECT ${keys} FROM chg)` });
+
+  let downloads = 0;
+  const download = async (entry: LiveEntry) => {
+    const path = join(ws.dir, `del-${downloads++}.parquet`);
+    await deps.store.getFile(deps.store.keyOf(entry.file.file_path), path);
+    return { path, seq: entry.seq };
+  };
+  const conditions: string[] = [];
+  const paths = new Set(candidates.map((c) => c.file.file_path));
+  const applying = live.deletes.filter((d) => {
+    if (d.file.content !== 1) return false;
+    if (d.file.referenced_data_file) return paths.has(String(d.file.referenced_data_file));
+    const lo = boundsOf(d.file.lower_bounds).get(FILE_PATH);
+    const hi = boundsOf(d.file.upper_bounds).get(FILE_PATH);
+    const text = (b: Uint8Array) => new TextDecoder().decode(b);
+    return [...paths].some((p) => (!lo || text(lo) <= p) && (!hi || p <= text(hi)));
+  });
+  if (applying.length) {
+    await ws.loadParquet('pos_old', await Promise.all(applying.map(download)), POSITION_DELETE_FIELDS);
+    conditions.push(`NOT EXISTS (SELECT 1 FROM pos_old p WHERE p.${col(FILE_PATH)} = t._file AND p.${col(POS)} = t._pos AND p._seq >= t._seq)`);
+  }
+  // Equality deletes (written in equality mode, or before position mode existed) still apply.
+  const groups = new Map<string, LiveEntry[]>();
+  for (const entry of live.deletes.filter((e) => e.file.content === 2)) {
+    const ids = (entry.file.equality_ids ?? []).join(',');
+    groups.set(ids, [...(groups.get(ids) ?? []), entry]);
+  }
+  let g = 0;
+  for (const [ids, entries] of groups) {
+    const fields = ids.split(',').map((id) => keyFields.find((f) => f.id === Number(id)));
+    if (fields.some((f) => !f))
+      throw new AssertionError(`equality delete files on field ids ${ids} are not on the key (${keyFields.map((f) => f.id)}): a key change rewrites the table`);
+    await ws.loadParquet(`eq_${g}`, await Promise.all(entries.map(download)), fields as IcebergField[]);
+    const match = (fields as IcebergField[]).map((f) => `d.${col(f.id)} IS NOT DISTINCT FROM t.${col(f.id)}`).join(' AND ');
+    conditions.push(`NOT EXISTS (SELECT 1 FROM eq_${g} d WHERE d._seq > t._seq AND ${match})`);
+    g++;
+  }
+  const rows = `SELECT t._file AS ${col(FILE_PATH)}, t._pos AS ${col(POS)} FROM cand t${conditions.length ? ` WHERE ${conditions.join(' AND ')}` : ''}`;
+  await ws.run(`CREATE OR REPLACE TEMP TABLE pos_new AS ${rows}`);
+  const targets = await ws.rows(`SELECT DISTINCT ${col(FILE_PATH)} AS f FROM pos_new LIMIT 2`);
+  const schema: IcebergSchema = { type: 'struct', 'schema-id': 0, fields: POSITION_DELETE_FIELDS };
+  const file = await writeMeasured(ws, 'SELECT * FROM pos_new', 'pos-deletes.parquet', schema, { mode: 'full' });
+  await writer.addFile(file, 'pos-deletes', 1, targets.length === 1 ? { referencedDataFile: String(targets[0]?.f) } : {});
 }
 
 /** Keyless tables: multiset rows in hash buckets of all columns; a bucket that loses rows is rewritten. */
@@ -618,9 +818,9 @@ async function stageKeyless(
   if (!incremental) {
     await loadLive(ws, deps.store, prepared.base.metadata, schema.fields, live);
     const unmatched = await subtract('SELECT * FROM live UNION ALL SELECT * FROM up', 'del');
-    const { buckets: laid } = await writeBuckets(ws, writer, schema, 'SELECT * FROM result', ids, DEFAULT_ROWS_PER_FILE);
+    const { buckets: laid, layout } = await writeBuckets(ws, writer, schema, 'SELECT * FROM result', ids, DEFAULT_ROWS_PER_FILE);
     const version = await writer.finish([], operationOf(writer.files, live.data.length + live.deletes.length), {
-      properties: { [PROPERTY.buckets]: String(laid), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
+      properties: { [PROPERTY.buckets]: String(laid), [PROPERTY.bucketFields]: layout },
       removed: live.data.length + live.deletes.length,
     });
     return done(version, unmatched);
@@ -636,11 +836,11 @@ async function stageKeyless(
     await loadLive(ws, deps.store, prepared.base.metadata, schema.fields, { manifests: [], data: files, deletes: [] });
     await ws.run(`CREATE OR REPLACE TEMP TABLE bucket_del AS SELECT * FROM del WHERE ${bucket} = ${b}`);
     unmatched += await subtract(`SELECT * FROM live UNION ALL SELECT * FROM up WHERE ${bucket} = ${b}`, 'bucket_del');
-    await writer.addFile(await ws.writeParquet('SELECT * FROM result', `${bucketSuffix(b)}.parquet`, schema), bucketSuffix(b), 0);
+    await writer.addFile(await writeMeasured(ws, 'SELECT * FROM result', `${bucketSuffix(b)}.parquet`, schema), bucketSuffix(b), 0);
     for (const file of files) removed.add(file.file.file_path);
   }
   for (const b of added.filter((b) => !touched.includes(b)))
-    await writer.addFile(await ws.writeParquet(`SELECT * FROM up WHERE ${bucket} = ${b}`, `${bucketSuffix(b)}.parquet`, schema), bucketSuffix(b), 0);
+    await writer.addFile(await writeMeasured(ws, `SELECT * FROM up WHERE ${bucket} = ${b}`, `${bucketSuffix(b)}.parquet`, schema), bucketSuffix(b), 0);
   const carried = await writer.carry(live.manifests, removed);
   const version = await writer.finish(carried, operationOf(writer.files, removed.size), { removed: removed.size });
   return done(version, unmatched);
@@ -664,9 +864,10 @@ export async function stageReplace(deps: IcebergDeps, current: TableVersion | un
     if (distinct !== spooled.lines) throw new AssertionError(`the rows hold ${spooled.lines - distinct} duplicate key(s)`);
   }
   const live = await liveEntries(deps.store, current?.metadata);
-  const { buckets } = await writeBuckets(ws, writer, schema, 'SELECT * FROM up', ids, DEFAULT_ROWS_PER_FILE);
+  const write = spec.key.length ? writeRanges : writeBuckets;
+  const { buckets, layout } = await write(ws, writer, schema, 'SELECT * FROM up', ids, DEFAULT_ROWS_PER_FILE);
   const version = await writer.finish([], operationOf(writer.files, live.data.length + live.deletes.length), {
-    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
+    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: layout },
     removed: live.data.length + live.deletes.length,
   });
   return { version, written: writer.written, schema: prepared.evolution, stats: stats({ rowsWritten: spooled.lines, dataFiles: writer.files.length, nulled }) };
@@ -678,8 +879,9 @@ export function stageTruncate(deps: IcebergDeps, current: TableVersion | undefin
 }
 
 /**
- * Stages a compaction: the current rows (deletes applied) rewritten into bucket files of about
- * `rowsPerFile` rows, hashed on the key (keyed) or the whole row (keyless); no delete files remain.
+ * Stages a compaction: the current rows (deletes applied) rewritten into files of about
+ * `rowsPerFile` rows — key ranges (keyed) or buckets hashed on the whole row (keyless); no delete
+ * files remain.
  * The schema stays as it is.
  */
 export async function stageCompaction(deps: IcebergDeps, current: TableVersion, options: StageOptions & { rowsPerFile?: number }): Promise<Staged> {
@@ -702,9 +904,10 @@ export async function stageCompaction(deps: IcebergDeps, current: TableVersion, 
   const live = await liveEntries(deps.store, metadata);
   await loadLive(ws, deps.store, metadata, schema.fields, live);
   const ids = keyIds.length ? keyIds : schema.fields.map((f) => f.id);
-  const { rows, buckets } = await writeBuckets(ws, writer, schema, 'SELECT * FROM live', ids, options.rowsPerFile ?? DEFAULT_ROWS_PER_FILE);
+  const write = keyIds.length ? writeRanges : writeBuckets;
+  const { rows, buckets, layout } = await write(ws, writer, schema, 'SELECT * FROM live', ids, options.rowsPerFile ?? DEFAULT_ROWS_PER_FILE);
   const version = await writer.finish([], 'replace', {
-    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: bucketSignature(schema, ids) },
+    properties: { [PROPERTY.buckets]: String(buckets), [PROPERTY.bucketFields]: layout },
     removed: live.data.length + live.deletes.length,
   });
   return { version, written: writer.written, schema: undefined, stats: stats({ rowsWritten: rows, dataFiles: writer.files.length }) };

@@ -5,7 +5,17 @@ import { BucketAlreadyOwnedByYou, CreateBucketCommand, S3Client } from '@aws-sdk
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
 import { s3ObjectStore } from '../../lib/iceberg/store.ts';
-import { loadVersion, publish, type Staged, stageChanges, stageCompaction, stageTruncate, type TableSpec, type TableVersion } from '../../lib/iceberg/table.ts';
+import {
+  type DeleteMode,
+  loadVersion,
+  publish,
+  type Staged,
+  stageChanges,
+  stageCompaction,
+  stageTruncate,
+  type TableSpec,
+  type TableVersion,
+} from '../../lib/iceberg/table.ts';
 import { readWithDuckDb, readWithIcebird } from '../support/iceberg.ts';
 
 /*
@@ -100,7 +110,9 @@ async function commit(stage: Promise<Staged>): Promise<TableVersion> {
 const duck = async (version: TableVersion) =>
   (await readWithDuckDb(store, version.metadata, mkdtempSync(join(work, `s${step++}-`)))).sort((a, b) => (BigInt(a.id ?? 0) < BigInt(b.id ?? 0) ? -1 : 1));
 const icebird = async () => readWithIcebird(`s3://${bucket}/${location}`, emulatorFetch);
-const options = (n: number) => ({ tag: `merge-${String(n).padStart(6, '0')}`, timestampMs: 1_800_000_000_000 + n });
+// The default delete mode, and once more with SLUICE_ICEBERG_DELETES=equality.
+const deletes = (process.env.SLUICE_ICEBERG_DELETES ?? 'position') as DeleteMode;
+const options = (n: number) => ({ tag: `merge-${String(n).padStart(6, '0')}`, timestampMs: 1_800_000_000_000 + n, deletes });
 
 describe('Iceberg tables on S3 (emulator)', () => {
   it('reads back exactly through icebird and DuckDB across inserts, upserts, deletes, schema changes, truncate and compaction', async () => {

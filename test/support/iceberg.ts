@@ -38,7 +38,8 @@ export async function readWithIcebird(tableUri: string, fetcher: typeof fetch): 
 /**
  * Reads the current snapshot with DuckDB: the Parquet files its manifests list (decoded here with
  * avsc, not with the writer's code paths), each projected by field id, equality deletes applied to
- * data files with a lower sequence number. Values come back as DuckDB renders them to text, so
+ * data files with a lower sequence number, position deletes (file_path, pos: field ids 2147483546,
+ * 2147483545) to the rows they name in data files with a lower or equal sequence number. Values come back as DuckDB renders them to text, so
  * decimals and big integers are exact.
  */
 export async function readWithDuckDb(store: ObjectStore, metadata: TableMetadata, dir: string): Promise<Record<string, string | null>[]> {
@@ -46,14 +47,20 @@ export async function readWithDuckDb(store: ObjectStore, metadata: TableMetadata
   if (!snapshot) return [];
   const schema = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
   if (!schema) throw new Error('no current schema');
-  const files: { path: string; content: number; seq: number; ids: number[] }[] = [];
+  const files: { path: string; uri: string; content: number; seq: number; ids: number[] }[] = [];
   const list = readAvroFile<ManifestFile>((await store.get(store.keyOf(snapshot['manifest-list']))) as Uint8Array).records;
   for (const manifest of list) {
     for (const entry of readAvroFile<ManifestEntry>((await store.get(store.keyOf(manifest.manifest_path))) as Uint8Array).records) {
       if (entry.status === 2) continue;
       const path = join(dir, `${files.length}.parquet`);
       await store.getFile(store.keyOf(entry.data_file.file_path), path);
-      files.push({ path, content: entry.data_file.content, seq: entry.sequence_number ?? manifest.sequence_number, ids: entry.data_file.equality_ids ?? [] });
+      files.push({
+        path,
+        uri: entry.data_file.file_path,
+        content: entry.data_file.content,
+        seq: entry.sequence_number ?? manifest.sequence_number,
+        ids: entry.data_file.equality_ids ?? [],
+      });
     }
   }
   const db = await DuckDBInstance.create(':memory:');
@@ -70,7 +77,12 @@ export async function readWithDuckDb(store: ObjectStore, metadata: TableMetadata
     const ids = schema.fields.map((f) => f.id);
     const data = files.filter((f) => f.content === 0);
     if (!data.length) return [];
-    const parts = await Promise.all(data.map(async (f) => `SELECT ${await project(f.path, ids)}, ${f.seq} AS _seq FROM read_parquet('${f.path}')`));
+    const parts = await Promise.all(
+      data.map(
+        async (f) =>
+          `SELECT ${await project(f.path, ids)}, ${f.seq} AS _seq, '${f.uri}' AS _uri, file_row_number AS _row FROM read_parquet('${f.path}', file_row_number = true)`,
+      ),
+    );
     let sql = `SELECT * FROM (${parts.join(' UNION ALL ')}) t`;
     const deletes = files.filter((f) => f.content === 2);
     const conditions = await Promise.all(
@@ -79,6 +91,12 @@ export async function readWithDuckDb(store: ObjectStore, metadata: TableMetadata
         return `NOT EXISTS (SELECT 1 FROM (SELECT ${await project(d.path, d.ids)} FROM read_parquet('${d.path}')) d WHERE ${d.seq} > t._seq AND ${match})`;
       }),
     );
+    for (const d of files.filter((f) => f.content === 1)) {
+      const columns = await project(d.path, [2147483546, 2147483545]);
+      conditions.push(
+        `NOT EXISTS (SELECT 1 FROM (SELECT ${columns} FROM read_parquet('${d.path}')) d WHERE ${d.seq} >= t._seq AND d.f2147483546 = t._uri AND d.f2147483545 = t._row)`,
+      );
+    }
     if (conditions.length) sql += ` WHERE ${conditions.join(' AND ')}`;
     const select = schema.fields.map(
       (f) => `CASE WHEN f${f.id} IS NULL THEN NULL ELSE ${f.type === 'binary' ? `hex(f${f.id})` : `CAST(f${f.id} AS VARCHAR)`} END AS "${f.name}"`,

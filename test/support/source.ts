@@ -52,6 +52,8 @@ export async function testSource(name: string, overrides: Record<string, string>
     SLUICE_INCLUDE: `${db}.*`,
     SLUICE_SAFETY_MARGIN_SECONDS: '2',
     SLUICE_STARTUP: 'latest',
+    // The Iceberg suites run once more with SLUICE_ICEBERG_DELETES=equality.
+    SLUICE_ICEBERG_DELETES: process.env.SLUICE_ICEBERG_DELETES,
     ...overrides,
   });
   const clients = createClients(config);
@@ -81,6 +83,7 @@ export async function testSource(name: string, overrides: Record<string, string>
         SLUICE_INCLUDE: `${db}.*`,
         SLUICE_SAFETY_MARGIN_SECONDS: '2',
         SLUICE_STARTUP: 'latest',
+        SLUICE_ICEBERG_DELETES: process.env.SLUICE_ICEBERG_DELETES,
         ...overrides,
         ...changes,
       });

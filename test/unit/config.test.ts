@@ -48,6 +48,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...valid, SLUICE_SOURCE_ID: 'has space' })).toThrow(/SLUICE_SOURCE_ID: use 1-64 letters/);
   });
 
+  it('takes the Iceberg delete mode: position by default, equality on request, nothing else', () => {
+    expect(loadConfig(valid).iceberg.deletes).toBe('position');
+    expect(loadConfig({ ...valid, SLUICE_ICEBERG_DELETES: 'equality' }).iceberg.deletes).toBe('equality');
+    expect(() => loadConfig({ ...valid, SLUICE_ICEBERG_DELETES: 'vectors' })).toThrow(/SLUICE_ICEBERG_DELETES: .*"position"\|"equality"/);
+  });
+
   it('parses a start position', () => {
     expect(loadConfig({ ...valid, SLUICE_STARTUP: 'position:binlog.000003:1234' }).startup).toEqual({
       mode: 'position',

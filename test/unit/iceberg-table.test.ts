@@ -6,6 +6,7 @@ import type { Column } from '../../lib/format/types.ts';
 import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/avro.ts';
 import { memoryObjectStore } from '../../lib/iceberg/store.ts';
 import {
+  type DeleteMode,
   deleteUnreferenced,
   publish,
   stageChanges,
@@ -26,6 +27,8 @@ const columns: Column[] = [
 ];
 const keyed: TableSpec = { location: 'p/iceberg/shop/items', columns, key: ['id'] };
 const row = (id: number, name: string) => JSON.stringify({ id, name });
+// The suite runs in the default delete mode, and once more with SLUICE_ICEBERG_DELETES=equality.
+const deletes = (process.env.SLUICE_ICEBERG_DELETES ?? 'position') as DeleteMode;
 const byId = (rows: Record<string, unknown>[]) => [...rows].sort((a, b) => Number(a.id) - Number(b.id));
 
 async function duck(store: ReturnType<typeof memoryObjectStore>, version: TableVersion) {
@@ -51,7 +54,7 @@ describe('Iceberg staging (in-memory store)', () => {
       v1.version,
       keyed,
       { upserts: [row(2, 'B'), row(4, 'd')], deletes: ['{"id":3}'] },
-      { tag: 'm2', timestampMs: 2000 },
+      { tag: 'm2', timestampMs: 2000, deletes },
     );
     await publish(store, v2.version);
     const expected = [
@@ -75,11 +78,13 @@ describe('Iceberg staging (in-memory store)', () => {
       [0, 2, 1],
       [1, 2, 1],
     ]);
-    const deletes = readAvroFile<ManifestEntry>(store.objects.get('p/iceberg/shop/items/metadata/m2-m-deletes.avro') as Uint8Array);
-    expect(deletes.metadata).toMatchObject({ content: 'deletes', 'format-version': '2', 'partition-spec': '[]' });
-    expect(deletes.records[0]).toMatchObject({ status: 1, sequence_number: null, data_file: { content: 2, equality_ids: [1], record_count: 3 } });
+    const manifest = readAvroFile<ManifestEntry>(store.objects.get('p/iceberg/shop/items/metadata/m2-m-deletes.avro') as Uint8Array);
+    expect(manifest.metadata).toMatchObject({ content: 'deletes', 'format-version': '2', 'partition-spec': '[]' });
+    // Equality: the 3 changed keys; position: the current rows of the 2 keys that had one (2 and 3).
+    const file = deletes === 'equality' ? { content: 2, equality_ids: [1], record_count: 3 } : { content: 1, equality_ids: null, record_count: 2 };
+    expect(manifest.records[0]).toMatchObject({ status: 1, sequence_number: null, data_file: file });
     // Readers project manifests by field id: the ids must be in the file's own schema.
-    expect(deletes.metadata['avro.schema']).toContain('"field-id":135');
+    expect(manifest.metadata['avro.schema']).toContain('"field-id":135');
   });
 
   it('rewrites identical bytes when a stage is redone', async () => {
@@ -92,7 +97,7 @@ describe('Iceberg staging (in-memory store)', () => {
         { upserts: Array.from({ length: 2000 }, (_, i) => row(i, `n${i}`)), deletes: [] },
         { tag: 'a', timestampMs: 5 },
       );
-      await stageChanges({ store }, v1.version, keyed, { upserts: [row(7, 'x')], deletes: ['{"id":8}'] }, { tag: 'b', timestampMs: 6 });
+      await stageChanges({ store }, v1.version, keyed, { upserts: [row(7, 'x')], deletes: ['{"id":8}'] }, { tag: 'b', timestampMs: 6, deletes });
       return store.objects;
     };
     const first = await stage();
@@ -137,7 +142,7 @@ describe('Iceberg staging (in-memory store)', () => {
     const store = memoryObjectStore('bucket');
     let version = (await stageChanges({ store }, undefined, keyed, { upserts: [row(1, 'a'), row(2, 'b')], deletes: [] }, { tag: 'e1', timestampMs: 1 }))
       .version;
-    version = (await stageChanges({ store }, version, keyed, { upserts: [row(1, 'A')], deletes: [] }, { tag: 'e2', timestampMs: 2 })).version;
+    version = (await stageChanges({ store }, version, keyed, { upserts: [row(1, 'A')], deletes: [] }, { tag: 'e2', timestampMs: 2, deletes })).version;
     version = (await stageCompaction({ store }, version, { tag: 'e3', timestampMs: 3 })).version;
     expect(version.metadata.snapshots.at(-1)?.summary).toMatchObject({ operation: 'replace', 'total-delete-files': '0', 'total-records': '2' });
     expect(await duck(store, version)).toEqual([
@@ -149,7 +154,7 @@ describe('Iceberg staging (in-memory store)', () => {
     expect(expiry.unreferenced.filter((k) => k.includes('/data/'))).toEqual([
       'p/iceberg/shop/items/data/e1-data.parquet',
       'p/iceberg/shop/items/data/e2-data.parquet',
-      'p/iceberg/shop/items/data/e2-eq-deletes.parquet',
+      `p/iceberg/shop/items/data/e2-${deletes === 'equality' ? 'eq' : 'pos'}-deletes.parquet`,
     ]);
     await publish(store, expiry.version);
     await deleteUnreferenced(store, expiry);
