@@ -30,7 +30,9 @@ describe('sluice status: the Iceberg merge per table', () => {
     const failed = await merge(source, { tables: ['a'], faults: crashAt('after-staging') });
     expect(failed.tables[0]?.status).toBe('failed');
     const text = (await sluice(['status'], env)).stdout;
-    expect(text).toMatch(new RegExp(`  ${source.db}\\.a\\s+commit ${a.commitSeq}, ${a.behind} commits? behind; 2 rows in 1 data \\+ 0 delete files; not compacted`));
+    expect(text).toMatch(
+      new RegExp(`  ${source.db}\\.a\\s+commit ${a.commitSeq}, ${a.behind} commits? behind; 2 rows in 1 data \\+ 0 delete files; not compacted`),
+    );
     expect(text).toMatch(/ {4}error\s+\S+: .*injected/i);
     await merge(source, { tables: ['a'] });
     const merged = JSON.parse((await sluice(['status', '--json'], env)).stdout).iceberg.find((t: { table: string }) => t.table === `${source.db}.a`);

@@ -49,7 +49,13 @@ describe('manifests and manifest lists', () => {
   it('carry the v2 schemas, header keys and per-entry values the spec and Java’s V2Metadata give', async () => {
     const store = memoryObjectStore('bucket');
     const v1 = await stageChanges({ store }, undefined, keyed, { upserts: [row(1, 'a'), row(2, 'b')], deletes: [] }, { tag: 'm1', timestampMs: 1000 });
-    const v2 = await stageChanges({ store }, v1.version, keyed, { upserts: [row(2, 'B')], deletes: ['{"id":1}'] }, { tag: 'm2', timestampMs: 2000 });
+    const v2 = await stageChanges(
+      { store },
+      v1.version,
+      keyed,
+      { upserts: [row(2, 'B')], deletes: ['{"id":1}'] },
+      { tag: 'm2', timestampMs: 2000, deletes: 'equality' },
+    );
     const snapshot = v2.version.metadata.snapshots.at(-1);
     const list = readAvroFile<ManifestFile>(store.objects.get(store.keyOf(snapshot?.['manifest-list'] ?? '')) as Uint8Array);
     expect(list.metadata).toMatchObject({
@@ -151,6 +157,35 @@ describe('manifests and manifest lists', () => {
     expect(dataEntries.records.map((e) => [e.status, e.sequence_number, e.data_file.content, e.data_file.equality_ids, e.data_file.sort_order_id])).toEqual([
       [1, null, 0, null, 0],
     ]);
+  });
+
+  it('a position-delete file: content 1, no equality ids, no sort order, the one data file it targets named', async () => {
+    const store = memoryObjectStore('bucket');
+    const v1 = await stageChanges({ store }, undefined, keyed, { upserts: [row(1, 'a'), row(2, 'b')], deletes: [] }, { tag: 'p1', timestampMs: 1000 });
+    const v2 = await stageChanges(
+      { store },
+      v1.version,
+      keyed,
+      { upserts: [row(2, 'B')], deletes: ['{"id":1}'] },
+      { tag: 'p2', timestampMs: 2000, deletes: 'position' },
+    );
+    const snapshot = v2.version.metadata.snapshots.at(-1);
+    const list = readAvroFile<ManifestFile>(store.objects.get(store.keyOf(snapshot?.['manifest-list'] ?? '')) as Uint8Array);
+    const deletes = list.records.find((m) => m.content === 1) as ManifestFile;
+    const manifest = readAvroFile<ManifestEntry>(store.objects.get(store.keyOf(deletes.manifest_path)) as Uint8Array);
+    const dataFile = `${v1.version.metadata.location}/data/p1-data.parquet`;
+    expect(
+      manifest.records.map((e) => [
+        e.status,
+        e.sequence_number,
+        e.data_file.content,
+        e.data_file.equality_ids,
+        e.data_file.sort_order_id,
+        e.data_file.referenced_data_file,
+      ]),
+    ).toEqual([[1, null, 1, null, null, dataFile]]);
+    expect(manifest.records[0]?.data_file.record_count).toBe(2); // both old rows: key 1 deleted, key 2 replaced
+    expect(snapshot?.summary).toMatchObject({ operation: 'overwrite', 'added-position-delete-files': '1', 'added-position-deletes': '2' });
   });
 
   it('write EXISTING and DELETED entries with both sequence numbers, as the spec requires', async () => {
