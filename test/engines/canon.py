@@ -35,7 +35,8 @@ def canon(value, kind):
     if scale:
         return format(decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-int(scale.group(1)))), "f")
     if kind == "float":
-        return float32_text(float(value))
+        # Some engines print a float32 as its shortest text: back to the float32 it names.
+        return float32_text(struct.unpack("<f", struct.pack("<f", float(value)))[0])
     if kind == "double":
         return repr(float(value))
     if kind == "date":

@@ -13,8 +13,8 @@ import { POINT, runWorkload, TABLES } from './workload.ts';
 /*
  * `npm run test:engines`: the Iceberg tables a seeded workload leaves (every mapped type, schema
  * evolution, TRUNCATE, a re-snapshot, a keyless table, compaction and expiry, a BIGINT UNSIGNED
- * key), once per delete mode, read by Spark with Iceberg's Java runtime (the reference), PyIceberg
- * and DuckDB's iceberg extension, each cell compared with MariaDB; Iceberg's Java library loads
+ * key), once per delete mode, read by Spark with Iceberg's Java runtime (the reference), PyIceberg,
+ * DuckDB's iceberg extension and Trino, each cell compared with MariaDB; Iceberg's Java library loads
  * every metadata file, manifest list and manifest. Each engine starts once and reads every table.
  * SLUICE_ENGINES_SEED replays a run.
  */
@@ -108,6 +108,7 @@ beforeAll(async () => {
         secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY,
       },
       jars: tools.classpath,
+      trino: tools.trino,
       scratch: dir,
       judgeOutput: join(dir, 'judge.json'),
       tables: prepared.map((p) => ({
@@ -118,14 +119,14 @@ beforeAll(async () => {
       })),
     }),
   );
-  outputs.set('spark', await engine('read_spark.py', input, join(dir, 'spark.json')));
+  // The two JVMs side by side (a core each), then the two light readers.
+  const [spark, trino] = await Promise.all([engine('read_spark.py', input, join(dir, 'spark.json')), engine('read_trino.py', input, join(dir, 'trino.json'))]);
   judge = JSON.parse(readFileSync(join(dir, 'judge.json'), 'utf8'));
-  const [py, duck] = await Promise.all([
+  const [pyiceberg, duckdb] = await Promise.all([
     engine('read_pyiceberg.py', input, join(dir, 'pyiceberg.json')),
     engine('read_duckdb.py', input, join(dir, 'duckdb.json')),
   ]);
-  outputs.set('pyiceberg', py);
-  outputs.set('duckdb', duck);
+  for (const [name, output] of Object.entries({ spark, pyiceberg, duckdb, trino })) outputs.set(name, output);
   console.log(
     `engines: ${prepared.length} tables read by ${[...outputs.values()].map((o) => o.version).join(', ')} (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
@@ -158,7 +159,7 @@ function report(name: string): string[] {
 }
 
 describe('Iceberg tables read by the engines (npm run test:engines)', () => {
-  for (const name of ['spark', 'pyiceberg', 'duckdb'] as const)
+  for (const name of ['spark', 'pyiceberg', 'duckdb', 'trino'] as const)
     it(`${name} reads every table as MariaDB has it, cell by cell`, () => {
       expect(report(name), `${name}: differences from MariaDB (seed ${seed})`).toEqual([]);
     });

@@ -9,7 +9,7 @@ const run = promisify(execFile);
  * The engines' tooling, installed on first use into the git-ignored .tools/engines: a Python venv
  * (Spark, PyIceberg, DuckDB with its extensions as wheels: nothing is downloaded at run time) and
  * the jars Spark needs for Iceberg (the runtime, the AWS bundle for S3FileIO, SQLite for the JDBC
- * catalog). Pinned exactly; a marker holds the pins, and a change of pins reinstalls.
+ * catalog) and Trino's server (its Maven tarball, about 800 MB). Pinned exactly; a marker holds the pins, and a change of pins reinstalls.
  *
  * Spark 4.1 is the newest line for which Maven Central has iceberg-spark-runtime at the newest
  * Iceberg (1.12.0). The DuckDB extension wheels must be the DuckDB wheel's version.
@@ -28,7 +28,12 @@ export const PINS = {
     'pytz==2025.2',
   ],
   maven: ['org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0', 'org.apache.iceberg:iceberg-aws-bundle:1.12.0', 'org.xerial:sqlite-jdbc:3.54.1.0'],
+  // The newest trino-server whose tarball Maven Central serves here (477 and later: not found).
+  trino: 'io.trino:trino-server:476:tar.gz',
 } as const;
+
+/** Trino 476 needs Java 24 or later; these machines have Temurin 25 beside the default JDK 17. */
+const JAVA_25 = process.env.SLUICE_ENGINES_JAVA_HOME ?? '/usr/lib/jvm/temurin-25-jdk-amd64';
 
 /** Where the tooling lives, and the paths the readers need. */
 export const TOOLS = resolve('.tools/engines');
@@ -37,11 +42,14 @@ const JARS = join(TOOLS, 'jars');
 const MARKER = join(TOOLS, 'installed.json');
 export const PYTHON = join(VENV, 'bin', 'python');
 const JUDGE_CLASSES = join(TOOLS, 'judge');
+const TRINO = join(TOOLS, 'trino-server-476');
 
 export interface Tools {
   readonly python: string;
   /** The jars for Spark's driver classpath: Iceberg's, and the compiled judge. */
   readonly classpath: string[];
+  /** Trino's home and the Java it runs on. */
+  readonly trino: { readonly home: string; readonly java: string };
   /** Seconds the install took (0: already installed). */
   readonly installSeconds: number;
 }
@@ -63,7 +71,7 @@ async function step(registry: string, command: string, args: string[]) {
 export async function ensureTools(): Promise<Tools> {
   const pins = JSON.stringify(PINS);
   const started = Date.now();
-  const installed = existsSync(MARKER) && readFileSync(MARKER, 'utf8') === pins && existsSync(PYTHON);
+  const installed = existsSync(MARKER) && readFileSync(MARKER, 'utf8') === pins && existsSync(PYTHON) && existsSync(join(TRINO, 'bin', 'launcher'));
   if (!installed) {
     rmSync(TOOLS, { recursive: true, force: true });
     mkdirSync(JARS, { recursive: true });
@@ -71,6 +79,12 @@ export async function ensureTools(): Promise<Tools> {
     await step('PyPI', join(VENV, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', ...PINS.python]);
     for (const artifact of PINS.maven)
       await step('Maven Central', 'mvn', ['-q', '-B', 'dependency:copy', `-Dartifact=${artifact}`, `-DoutputDirectory=${JARS}`]);
+    await step('Maven Central', 'mvn', ['-q', '-B', 'dependency:copy', `-Dartifact=${PINS.trino}`, `-DoutputDirectory=${TOOLS}`]);
+    const tarball = join(TOOLS, 'trino-server-476.tar.gz');
+    await step('the downloaded Trino tarball', 'tar', ['-xzf', tarball, '-C', TOOLS]);
+    rmSync(tarball);
+    // Only the Iceberg connector is used; fewer plugins start faster.
+    for (const plugin of readdirSync(join(TRINO, 'plugin'))) if (plugin !== 'iceberg') rmSync(join(TRINO, 'plugin', plugin), { recursive: true });
     writeFileSync(MARKER, pins);
   }
   const installSeconds = installed ? 0 : (Date.now() - started) / 1000;
@@ -79,5 +93,7 @@ export async function ensureTools(): Promise<Tools> {
     .map((f) => join(JARS, f));
   rmSync(JUDGE_CLASSES, { recursive: true, force: true });
   await step('the local JDK', 'javac', ['-nowarn', '-cp', jars.join(':'), '-d', JUDGE_CLASSES, resolve('test/engines/SluiceJudge.java')]);
-  return { python: PYTHON, classpath: [JUDGE_CLASSES, ...jars], installSeconds };
+  if (!existsSync(join(JAVA_25, 'bin', 'java')))
+    throw new Error(`Trino 476 needs Java 24 or later, looked for at ${JAVA_25}: install a JDK 25 there or set SLUICE_ENGINES_JAVA_HOME to one`);
+  return { python: PYTHON, classpath: [JUDGE_CLASSES, ...jars], trino: { home: TRINO, java: JAVA_25 }, installSeconds };
 }
