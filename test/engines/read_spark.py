@@ -4,13 +4,14 @@ Hadoop S3 filesystem (hadoop-aws) is needed, which the Hadoop catalog would; Ice
 catalog ignores io-impl. Each table read whole by SELECT. Then, in the same JVM, the judge
 (SluiceJudge.java) loads every metadata file, manifest list and manifest with Iceberg's library."""
 
-import sys
-
 import os
+import sys
 import time
 
 os.environ["TZ"] = "UTC"
 time.tzset()
+# Everything on the loopback: the driver would bind the host's first interface address otherwise.
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
 from canon import error_text, load, rows_of  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
@@ -22,6 +23,8 @@ builder = (
     .appName("sluice-engines")
     .config("spark.driver.extraClassPath", ":".join(spec["jars"]))
     .config("spark.ui.enabled", "false")
+    .config("spark.driver.host", "127.0.0.1")
+    .config("spark.driver.bindAddress", "127.0.0.1")
     .config("spark.sql.session.timeZone", "UTC")
     .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
 )
