@@ -27,6 +27,8 @@ interface Read {
   readonly error?: string;
   readonly skipped?: string;
   readonly planned?: { data: number; deletes: number; total?: number };
+  /** Spark's rows for the point query. */
+  readonly point?: (string | null)[][];
 }
 interface EngineOutput {
   readonly engine: string;
@@ -209,6 +211,10 @@ describe('Iceberg tables read by the engines (npm run test:engines)', () => {
       console.log(
         `engines: ${id} WHERE ${POINT.column} = ${POINT.value}: Iceberg Java plans ${java?.data} of ${java?.total} data files (+${java?.deletes} deletes), PyIceberg ${py ? `${py.data} (+${py.deletes} deletes)` : 'skipped'}`,
       );
+      const key = POINT.value.toString();
+      const rows = (outputs.get('spark') as EngineOutput).tables[id]?.point;
+      expect(rows, `${id}: Spark's rows WHERE ${POINT.column} = ${key}`).toHaveLength(1);
+      expect(rows, `${id}: Spark's row WHERE ${POINT.column} = ${key}`).toEqual(prepared.find((p) => p.id === id)?.expected.rows.filter((r) => r[0] === key));
       expect(java?.total, `${id}: data files in the table`).toBeGreaterThan(1);
       expect(java?.data, `${id}: data files Iceberg's scan plans for ${POINT.column} = ${POINT.value} (of ${java?.total}): the manifests need key bounds`).toBe(
         1,

@@ -53,7 +53,11 @@ for i, table in enumerate(spec["tables"]):
         spark.sql(f"CALL ice.system.register_table(table => 't.t{i}', metadata_file => '{table['metadata']}')")
         columns = table["columns"]
         select = ", ".join("`" + c["name"].replace("`", "``") + "`" for c in columns)
-        out["tables"][table["id"]] = {"rows": rows_of(spark.sql(f"SELECT {select} FROM ice.t.t{i}").collect(), columns)}
+        result = out["tables"][table["id"]] = {"rows": rows_of(spark.sql(f"SELECT {select} FROM ice.t.t{i}").collect(), columns)}
+        point = table.get("point")
+        if point:
+            where = f"`{point['column']}` = {int(point['value'])}"
+            result["point"] = rows_of(spark.sql(f"SELECT {select} FROM ice.t.t{i} WHERE {where}").collect(), columns)
     except Exception as e:  # noqa: BLE001 - the engine's message is the result
         out["tables"][table["id"]] = {"error": error_text(e)}
 write(out)

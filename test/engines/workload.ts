@@ -14,8 +14,8 @@ import { quoted, type TestSource } from '../support/source.ts';
 /** The tables the workload leaves, by name. */
 export const TABLES = ['types', 'ubig', 'evo', 'trunc', 'resnap', 'keyless', 'compact', 'point'] as const;
 
-/** The point query: the `point` table's data lies in one data file per round; this key is in one of them. */
-export const POINT = { table: 'point', column: 'id', value: 1_042, rounds: 4, perRound: 40 } as const;
+/** The point query: the `point` table's data lies in one data file per round (ids 1000 + 100 × round + i); this key is in the first. */
+export const POINT = { table: 'point', column: 'id', value: 1_020, rounds: 4, perRound: 40 } as const;
 
 /** Settings that make the `compact` table compact and expire on every merge. */
 const HOUSEKEEPING = { SLUICE_ICEBERG_COMPACT_FILES: '2', SLUICE_ICEBERG_RETENTION_HOURS: '0.00001' };
