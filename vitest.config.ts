@@ -8,8 +8,9 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The MySQL replay suite has its own run: npm run test:mysql (vitest.mysql.config.ts).
-    exclude: [...configDefaults.exclude, 'test/mysql/**'],
+    // The MySQL replay suite has its own run: npm run test:mysql (vitest.mysql.config.ts); so have
+    // the Iceberg engines: npm run test:engines (vitest.engines.config.ts).
+    exclude: [...configDefaults.exclude, 'test/mysql/**', 'test/engines/**'],
     // The real local stack (MariaDB, DynamoDB Local, S3 emulator) is started once for all files.
     globalSetup: ['test/support/global-setup.ts'],
     setupFiles: ['test/support/env.ts'],
