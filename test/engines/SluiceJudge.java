@@ -151,6 +151,9 @@ public class SluiceJudge {
     for (Map.Entry<Integer, ByteBuffer> bound : bounds.entrySet()) {
       Types.NestedField field = null;
       for (Schema schema : metadata.schemas()) if (schema.findField(bound.getKey()) != null) field = schema.findField(bound.getKey());
+      // A position delete file's columns are the spec's reserved ones, in no table schema; Java's writer keeps their bounds too.
+      for (Types.NestedField reserved : List.of(MetadataColumns.DELETE_FILE_PATH, MetadataColumns.DELETE_FILE_POS))
+        if (field == null && reserved.fieldId() == bound.getKey()) field = reserved;
       if (field == null) {
         errors.add(where + " of field " + bound.getKey() + ": no schema has that field");
         continue;
