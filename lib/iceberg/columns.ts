@@ -35,14 +35,18 @@ export async function fetchColumns(ws: Workspace, store: ObjectStore, key: strin
     const names = new Set((await ws.rows(`SELECT name FROM parquet_schema(${quoted}) WHERE field_id IN (${fieldIds.join(', ')})`)).map((r) => String(r.name)));
     const chunks = (
       await ws.rows(
-        `SELECT path_in_schema AS name, dictionary_page_offset AS dict, data_page_offset AS data, total_compressed_size AS bytes FROM parquet_metadata(${quoted})`,
+        `SELECT path_in_schema AS name, dictionary_page_offset AS dict, data_page_offset AS data, total_compressed_size AS bytes, ` +
+          `bloom_filter_offset AS bloom, bloom_filter_length AS bloom_bytes FROM parquet_metadata(${quoted})`,
       )
     )
       .filter((c) => names.has(String(c.name)))
-      .map((c) => {
+      .flatMap((c) => {
         const data = Number(c.data);
         const dict = c.dict === null || c.dict === undefined || Number(c.dict) <= 0 ? data : Math.min(Number(c.dict), data);
-        return { start: dict, end: dict + Number(c.bytes) };
+        // A key column's bloom filter too: DuckDB probes it when the changed keys share a value there.
+        const bloom =
+          c.bloom === null || c.bloom === undefined || Number(c.bloom) <= 0 ? [] : [{ start: Number(c.bloom), end: Number(c.bloom) + Number(c.bloom_bytes) }];
+        return [{ start: dict, end: dict + Number(c.bytes) }, ...bloom];
       })
       .sort((a, b) => a.start - b.start);
     const ranges: { start: number; end: number }[] = [];

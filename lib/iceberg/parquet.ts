@@ -133,8 +133,8 @@ export class Workspace implements AsyncDisposable {
    * Writes `select` (columns `c<id>` for every field of `schema`) to a Parquet file with Iceberg
    * field ids and the `iceberg.schema` key-value metadata, rows sorted (by the `first` field ids,
    * then every other field) so that the same rows always give the same bytes. DECIMAL columns of 19
-   * to 37 digits are then cut to the spec's minimum width (DuckDB writes them 16 bytes wide); files
-   * without one are DuckDB's bytes as they are.
+   * to 35 digits (36 to 38 need all 16 bytes) are then cut to the spec's minimum width (DuckDB
+   * writes them 16 bytes wide); files without one are DuckDB's bytes as they are.
    */
   async writeParquet(select: string, name: string, schema: IcebergSchema, first: readonly number[] = []): Promise<WrittenFile> {
     const path = join(this.dir, name);

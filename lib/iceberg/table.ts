@@ -687,11 +687,16 @@ async function candidateFiles(ws: Workspace, keyFields: readonly IcebergField[],
     const parts = data.slice(from, from + BATCH).map((entry, j) => {
       const lower = boundsOf(entry.file.lower_bounds);
       const upper = boundsOf(entry.file.upper_bounds);
+      const nulls = new Map(((entry.file.null_value_counts as { key: number; value: number }[] | null) ?? []).map((e) => [e.key, Number(e.value)]));
       const terms = keyFields.flatMap((f) => {
         const value = boundDomain(f.type, `k.${col(f.id)}`);
         const lo = lower.get(f.id);
         const hi = upper.get(f.id);
-        return [...(lo ? [`${value} >= ${boundLiteral(f.type, lo)}`] : []), ...(hi ? [`${value} <= ${boundLiteral(f.type, hi)}`] : [])];
+        const range = [...(lo ? [`${value} >= ${boundLiteral(f.type, lo)}`] : []), ...(hi ? [`${value} <= ${boundLiteral(f.type, hi)}`] : [])];
+        if (!range.length) return [];
+        // A key part that maps to NULL (a zero date) lies in no range: such a file is a candidate if it holds NULLs there (or does not say).
+        const holdsNull = (nulls.get(f.id) ?? 1) > 0;
+        return [`(${holdsNull ? `k.${col(f.id)} IS NULL OR ` : ''}(${range.join(' AND ')}))`];
       });
       return `SELECT ${from + j} AS i WHERE EXISTS (SELECT 1 FROM chg k${terms.length ? ` WHERE ${terms.join(' AND ')}` : ''})`;
     });
@@ -731,7 +736,13 @@ async function stagePositionDeletes(
     );
     parts.push({ path, seq: entry.seq, uri: entry.file.file_path });
   }
-  await ws.loadParquet('cand', parts, keyFields, { positions: true, where: `(${keys}) IN (SELECT ${keys} FROM chg)` });
+  // The IN form lets DuckDB prune row groups; a key part that maps to NULL (a zero date) needs IS NOT DISTINCT FROM.
+  const nullable = await ws.count(`SELECT 1 FROM chg WHERE ${keyFields.map((f) => `${col(f.id)} IS NULL`).join(' OR ')}`);
+  const matching = nullable
+    ? // The changed keys renamed, so that c<id> inside the subquery names the file's column.
+      `EXISTS (SELECT 1 FROM (SELECT ${keyFields.map((f) => `${col(f.id)} AS "k${f.id}"`).join(', ')} FROM chg) k WHERE ${keyFields.map((f) => `k."k${f.id}" IS NOT DISTINCT FROM ${col(f.id)}`).join(' AND ')})`
+    : `(${keys}) IN (SELECT ${keys} FROM chg)`;
+  await ws.loadParquet('cand', parts, keyFields, { positions: true, where: matching });
 
   let downloads = 0;
   const download = async (entry: LiveEntry) => {
@@ -746,8 +757,9 @@ async function stagePositionDeletes(
     if (d.file.referenced_data_file) return paths.has(String(d.file.referenced_data_file));
     const lo = boundsOf(d.file.lower_bounds).get(FILE_PATH);
     const hi = boundsOf(d.file.upper_bounds).get(FILE_PATH);
-    const text = (b: Uint8Array) => new TextDecoder().decode(b);
-    return [...paths].some((p) => (!lo || text(lo) <= p) && (!hi || p <= text(hi)));
+    // Byte order, as the bounds were computed (JavaScript's < compares UTF-16 units).
+    const bytes = (p: string) => Buffer.from(p, 'utf8');
+    return [...paths].some((p) => (!lo || Buffer.compare(Buffer.from(lo), bytes(p)) <= 0) && (!hi || Buffer.compare(bytes(p), Buffer.from(hi)) <= 0));
   });
   if (applying.length) {
     await ws.loadParquet('pos_old', await Promise.all(applying.map(download)), POSITION_DELETE_FIELDS);

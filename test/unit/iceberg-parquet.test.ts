@@ -144,7 +144,7 @@ describe('Parquet files', () => {
     expect(stats).toEqual([{ c: 'f2', lo: '0', hi: '18446744073709551615' }]);
   });
 
-  it('leave a file without a decimal of 19 to 37 digits exactly as DuckDB wrote it', async () => {
+  it('leave a file without a decimal of 19 to 35 digits exactly as DuckDB wrote it', async () => {
     const schema = schemaOf(['decimal(18,2)', 'decimal(38,0)', 'string']);
     await using ws = await Workspace.open(dir);
     await ws.run(`CREATE TABLE t AS SELECT (i / 3)::DECIMAL(18,2) AS c1, (i * 1000000007)::DECIMAL(38,0) AS c2, 'x' || i AS c3 FROM range(1000) r(i)`);
