@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config/config.ts';
+import { comparePositions, parsePosition } from '../../lib/core/position.ts';
 import { ErrorCode, SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
 import { materialize } from '../../lib/materialize/write.ts';
@@ -264,7 +265,10 @@ describe('DDL sluice cannot classify, and DML logged as a statement (real stack)
     expect(error).toBeInstanceOf(SluiceError);
     expect((error as SluiceError).code).toBe(ErrorCode.DDL_UNKNOWN);
     const position = /at (\S+:\d+)/.exec((error as Error).message)?.[1];
-    expect((await source.state())?.position).toEqual(before);
+    // The run may have moved its position over other databases' events (a heartbeat), but never onto the DDL.
+    const stored = (await source.state())?.position;
+    expect(stored && before && comparePositions(stored, before)).toBeGreaterThanOrEqual(0);
+    expect(stored && comparePositions(stored, parsePosition(position ?? ''))).toBeLessThanOrEqual(0);
     expect((await source.state())?.error?.code).toBe(ErrorCode.DDL_UNKNOWN);
     // The operator says: copy it again.
     const config = source.configWith({ SLUICE_DDL_OVERRIDES: `${position}=resnapshot` });
