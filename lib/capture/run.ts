@@ -3,7 +3,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { type Faults, noFaults } from '../commit/faults.ts';
 import { type SourceAdvance, sourceLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, commit, type Ledger, recover } from '../commit/protocol.ts';
-import { type Config, tableFilter } from '../config/config.ts';
+import { type Config, databaseFilter, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { encodeSource, markerLine } from '../format/event.ts';
@@ -150,7 +150,8 @@ function catalogOf(
   catalog.setFilter(filterOf(config));
   const prefix = runControlPrefix(position, commitSeq);
   for (const [i, version] of versions.entries()) catalog.put({ version, seq: seq(prefix, i), position, origin: 'server' });
-  for (const [db, collation] of databases) catalog.setDatabaseCollation(db, collation);
+  const relevant = databaseFilter(config);
+  for (const [db, collation] of databases) if (relevant(db)) catalog.setDatabaseCollation(db, collation);
   return catalog;
 }
 
@@ -218,6 +219,11 @@ async function openCatalog(
     catalog.put({ version: dropped, seq: at, position, origin: 'server', ddl: { kind: 'exclude' } }, false);
     opening.events.push({ table: { db: version.db, table: version.table }, op: 't', kind: 'exclude', version: dropped, seq: at, position });
   }
+  // Databases the old filters ruled out have no recorded charset: the server's now, as for their tables.
+  const relevant = databaseFilter(config);
+  const before$ = catalog.filter ? databaseFilter({ include: catalog.filter.include.map((r) => new RegExp(r)) }) : undefined;
+  for (const [db, collation] of await databaseCollations(conn))
+    if (relevant(db) && before$ && !before$(db) && catalog.databaseCollation(db) === undefined) catalog.setDatabaseCollation(db, collation);
   catalog.setFilter(filter);
   return { catalog, opening };
 }
@@ -296,6 +302,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     const tracker = new SchemaTracker(catalog, {
       traits,
       accept: tableFilter(config),
+      acceptDatabase: databaseFilter(config),
       readVersion: async (table, previous) => {
         const conn = await connect(target$);
         return showInvisiblePrimaryKeys(conn, { kind: traits.serverKind ?? 'mariadb', version: traits.serverVersion })

@@ -58,6 +58,8 @@ export interface TrackerDeps {
   readonly traits: ServerTraits;
   /** Whether the include/exclude filters capture the table. */
   readonly accept: (db: string, table: string) => boolean;
+  /** False when no table of the database can pass the filters: its default charset is then not recorded. */
+  readonly acceptDatabase: (db: string) => boolean;
   /** The table's structure as the server describes it now, numbered after `previous` (undefined: it does not exist). */
   readonly readVersion: (table: TableRef, previous: SchemaVersion | undefined) => Promise<SchemaVersion | undefined>;
   /** Operator decisions for statements the classifier cannot read, by the statement's end position (`file:pos`). */
@@ -147,7 +149,7 @@ export class SchemaTracker {
           for (const version of this.catalog.liveTables().filter((v) => v.db === result.db))
             this.record(outcome, { db: version.db, table: version.table }, 't', 'drop', { ...version, dropped: true }, statement, seq, false);
           if (this.catalog.databaseCollation(result.db) !== undefined) this.catalog.setDatabaseCollation(result.db, undefined);
-        } else {
+        } else if (this.deps.acceptDatabase(result.db)) {
           const collation = this.databaseCollation(result);
           // A database that names no charset has the server's collation: no entry says so (see
           // evolve's context below). Recording one would commit the catalog for every CREATE DATABASE

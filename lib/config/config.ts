@@ -343,6 +343,37 @@ export function keyColumn(config: Pick<Config, 'keyColumns'>, table: TableRef): 
 }
 
 /**
+ * False only when no table of the database can pass the include filter: the literal start of every
+ * include pattern rules the database out (`shop\..*` rules out `crm`). Anything the patterns leave
+ * open (no include, an alternation, a class at the start) counts as possible. A CREATE/ALTER DATABASE
+ * elsewhere on the server then costs the source no catalog commit.
+ */
+export function databaseFilter(config: Pick<Config, 'include'>): (db: string) => boolean {
+  const prefixes = config.include.map((r) => literalPrefix(r.source.slice('^(?:'.length, -')$'.length)));
+  return (db) => {
+    if (SYSTEM_SCHEMAS.has(db)) return false;
+    const name = `${db}.`;
+    return prefixes.length === 0 || prefixes.some((p) => name.startsWith(p) || p.startsWith(name));
+  };
+}
+
+/** The text every match of a pattern starts with: its literal characters up to the first operator. */
+function literalPrefix(pattern: string): string {
+  if (pattern.includes('|')) return '';
+  let prefix = '';
+  for (let i = 0; i < pattern.length; ) {
+    const escaped = pattern[i] === '\\';
+    const char = escaped ? pattern[i + 1] : pattern[i];
+    if (char === undefined || (escaped ? /[0-9A-Za-z]/.test(char) : /[.*+?()[\]{}^$]/.test(char))) break;
+    i += escaped ? 2 : 1;
+    // A character a quantifier may repeat zero times is not part of every match.
+    if (/[?*{]/.test(pattern[i] ?? '')) break;
+    prefix += char;
+  }
+  return prefix;
+}
+
+/**
  * True when the table passes the include/exclude filters (include empty = every user table). The
  * regexes match the text `db.table`, the raw names joined by a dot (never split again): a dot inside
  * a name makes that text ambiguous: `x`.`dot.ted` and `x.dot`.`ted` are both `x.dot.ted`, so a pattern

@@ -7,13 +7,15 @@ import { expectExactlyOnce, testSource } from '../support/source.ts';
 const TABLES = 'CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(40), n INT); CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40), n INT);';
 
 describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
-  it('a CREATE DATABASE elsewhere on the server (no charset named) costs the source no commit', async () => {
+  it('a CREATE or ALTER DATABASE elsewhere on the server, charset named or not, costs the source no commit', async () => {
     await using source = await testSource('otherdb');
     await source.sql(TABLES);
     await source.capture();
     const before = (await source.state())?.commitSeq ?? 0;
     const other = `elsewhere_${source.db}`;
-    await source.sql(`CREATE DATABASE \`${other}\`; INSERT INTO a VALUES (1,'one',1); DROP DATABASE \`${other}\``);
+    await source.sql(
+      `CREATE DATABASE \`${other}\`; CREATE DATABASE \`${other}_l1\` CHARACTER SET latin1; ALTER DATABASE \`${other}\` COLLATE utf8mb4_bin; INSERT INTO a VALUES (1,'one',1); DROP DATABASE \`${other}\`; DROP DATABASE \`${other}_l1\``,
+    );
     const result = await source.capture();
     expect(result.events).toBe(1);
     expect((await source.state())?.commitSeq).toBe(before + 1);
@@ -29,6 +31,19 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     await source.capture();
     const events = (await source.events()).filter((e) => e.db === other);
     // Read with the server's collation instead, the table would not match its version: reset and re-snapshot.
+    expect(events.map((e) => `${e.op} ${e.op === 't' ? e.ddl?.kind : JSON.stringify(e.after)}`)).toEqual(['t create', 'c {"id":1,"v":"é"}']);
+  });
+
+  it("a database the filters come to include has the server's charset for the tables created in it after", async () => {
+    await using source = await testSource('includedb');
+    const narrow = source.configWith({ SLUICE_INCLUDE: `${source.db}\\..*` });
+    await source.capture({ config: narrow });
+    const other = await source.database('_l1', 'CHARACTER SET latin1');
+    await source.capture({ config: narrow }); // ruled out by the filters: its charset is not recorded
+    await source.capture(); // `db.*` takes it
+    await source.sql(`CREATE TABLE \`${other}\`.t (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO \`${other}\`.t VALUES (1, 'é')`);
+    await source.capture();
+    const events = (await source.events()).filter((e) => e.db === other);
     expect(events.map((e) => `${e.op} ${e.op === 't' ? e.ddl?.kind : JSON.stringify(e.after)}`)).toEqual(['t create', 'c {"id":1,"v":"é"}']);
   });
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig, tableFilter } from '../../lib/config/config.ts';
+import { databaseFilter, loadConfig, tableFilter } from '../../lib/config/config.ts';
 import { comparePositions, parsePosition } from '../../lib/core/position.ts';
 import { ConfigError } from '../../lib/errors.ts';
 import { dataKey, manifestKey } from '../../lib/sink/s3/keys.ts';
@@ -68,6 +68,22 @@ describe('configuration', () => {
     expect(accept('crm', 'users')).toBe(true);
     expect(accept('crm', 'users_old')).toBe(false);
     expect(accept('myshop', 'orders')).toBe(false);
+  });
+
+  it('rules a database out only when no table in it can pass the include patterns', () => {
+    const patterns = ['shop\\..*', 'crm\\.users', 'sa.*', 'a_b?c\\.t', 'x|y\\..*', '[a-z]+\\.t', 'dot\\.ted\\..*', 'lit\\$\\.t', 'q{2}\\.t'];
+    const dbs = ['shop', 'shopx', 'crm', 'sa', 'sales', 'a_c', 'a_bc', 'a_bbc', 'x', 'y', 'zz', 'dot', 'dot.ted', 'lit$', 'lit', 'qq', 'q', 'mysql'];
+    const tables = ['t', 'users', 'orders', 'ted.t', 'x'];
+    for (const include of patterns) {
+      const config = loadConfig({ ...valid, SLUICE_INCLUDE: include });
+      const [accept, possible] = [tableFilter(config), databaseFilter(config)];
+      // Sound: a database ruled out holds no table the filter takes.
+      for (const db of dbs) if (!possible(db)) for (const table of tables) expect(accept(db, table), `${include}: ${db}.${table}`).toBe(false);
+    }
+    const possible = databaseFilter(loadConfig({ ...valid, SLUICE_INCLUDE: 'shop\\..*, crm\\.users' }));
+    expect(['shop', 'crm', 'shopx', 'cr', 'elsewhere', 'mysql'].map(possible)).toEqual([true, true, false, false, false, false]);
+    expect(databaseFilter(loadConfig(valid))('elsewhere')).toBe(true);
+    expect(databaseFilter(loadConfig({ ...valid, SLUICE_INCLUDE: 'sa.*' }))('sales')).toBe(true);
   });
 
   it("never captures the server's own schemas, even with no include filter", () => {
