@@ -22,6 +22,7 @@ interface Resource {
 interface Template {
   Resources: Record<string, Resource>;
   Conditions: Record<string, unknown>;
+  Parameters: Record<string, { Default: string }>;
 }
 interface Statement {
   Sid?: string;
@@ -48,8 +49,9 @@ async function packageStage(stage: string, params: string[] = [], name = stage):
 }
 
 /**
- * A value with CloudFormation's condition functions worked out, as a deployment would (osls has
- * already put the parameters in as literals); Ref, GetAtt and Sub stay as they are.
+ * A value with CloudFormation's condition functions worked out, as a deployment would with the
+ * stack parameters' defaults (osls puts the serverless params there); a Ref or Sub of stack
+ * parameters only is filled in, other Refs, GetAtt and Sub stay as they are.
  */
 function resolve(template: Template, value: unknown): unknown {
   if (Array.isArray(value)) return value.map((v) => resolve(template, v));
@@ -75,6 +77,12 @@ function resolve(template: Template, value: unknown): unknown {
         return String(resolve(template, list[1])).split(list[0] as string);
       case 'Fn::If':
         return resolve(template, holds(template, list[0] as string) ? list[1] : list[2]);
+      case 'Ref':
+        return template.Parameters[args as string]?.Default ?? value;
+      case 'Fn::Sub': {
+        const filled = typeof args === 'string' ? args.replace(/\$\{(\w+)\}/g, (ref, name) => template.Parameters[name]?.Default ?? ref) : undefined;
+        return filled === undefined || filled.includes('${') ? value : filled;
+      }
     }
   return Object.fromEntries(entries.map(([k, v]) => [k, resolve(template, v)]));
 }
@@ -252,8 +260,8 @@ describe('serverless package (osls 3, offline)', () => {
       BillingMode: 'PAY_PER_REQUEST',
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
-    expect(dev.Conditions.Protect).toEqual({ 'Fn::Equals': ['false', 'true'] });
-    expect(prod.Conditions.Protect).toEqual({ 'Fn::Equals': ['true', 'true'] });
+    expect(resolve(dev, dev.Resources.StateTable?.Properties.DeletionProtectionEnabled)).toBe(false);
+    expect(resolve(prod, prod.Resources.StateTable?.Properties.DeletionProtectionEnabled)).toBe(true);
     expect(prod.Resources.StateTable?.DeletionPolicy).toBe('Retain');
     expect(prod.Resources.OutputBucket?.DeletionPolicy).toBe('Retain');
   });
@@ -312,9 +320,10 @@ describe('serverless package (osls 3, offline)', () => {
     }
     // The secret is readable only when configured, and then only that secret.
     expect(JSON.stringify(dev.Resources.PollerRole)).toContain('HasSecret');
-    expect(prod.Conditions.HasSecret).toEqual({
-      'Fn::Not': [{ 'Fn::Equals': ['arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/sluice-AbCdEf', ''] }],
-    });
+    expect(statements(dev, 'PollerRole').filter((s) => s.Action.includes('secretsmanager:GetSecretValue'))).toEqual([]);
+    expect(statements(prod, 'PollerRole').filter((s) => s.Action.includes('secretsmanager:GetSecretValue'))).toEqual([
+      { Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: SECRET },
+    ]);
   });
 
   it('lets the functions delete only under _staging/; tables/, manifests/ and schema/ are write-once for them', () => {
@@ -552,11 +561,10 @@ describe('serverless package (osls 3, offline)', () => {
   });
 
   it('puts the functions in the given VPC, and in none by default', () => {
-    expect(dev.Conditions.HasVpc).toEqual({ 'Fn::Not': [{ 'Fn::Equals': ['', ''] }] });
-    const vpc = JSON.stringify(prod.Resources.PollerLambdaFunction?.Properties.VpcConfig);
-    expect(vpc).toContain('subnet-1,subnet-2');
-    expect(vpc).toContain('sg-1');
-    expect(prod.Conditions.HasVpc).toEqual({ 'Fn::Not': [{ 'Fn::Equals': ['subnet-1,subnet-2', ''] }] });
+    for (const fn of ['PollerLambdaFunction', 'SnapshotLambdaFunction']) {
+      expect(resolve(dev, dev.Resources[fn]?.Properties.VpcConfig)).toEqual({ Ref: 'AWS::NoValue' });
+      expect(resolve(prod, prod.Resources[fn]?.Properties.VpcConfig)).toEqual({ SubnetIds: ['subnet-1', 'subnet-2'], SecurityGroupIds: ['sg-1'] });
+    }
   });
 
   it('creates the VPC endpoints asked for, so private subnets need no NAT gateway; none by default', () => {
@@ -588,11 +596,9 @@ describe('serverless package (osls 3, offline)', () => {
         .sort(),
     ).toEqual(['dynamodb', 's3']);
     // The endpoints' security group admits HTTPS from the functions' (first) security group only.
-    expect(optIns.Resources.VpcEndpointSecurityGroup?.Properties).toMatchObject({
+    expect(resolve(optIns, optIns.Resources.VpcEndpointSecurityGroup?.Properties)).toMatchObject({
       VpcId: 'vpc-2',
-      SecurityGroupIngress: [
-        { IpProtocol: 'tcp', FromPort: 443, ToPort: 443, SourceSecurityGroupId: { 'Fn::Select': [0, { 'Fn::Split': [',', 'sg-3,sg-4'] }] } },
-      ],
+      SecurityGroupIngress: [{ IpProtocol: 'tcp', FromPort: 443, ToPort: 443, SourceSecurityGroupId: { 'Fn::Select': [0, ['sg-3', 'sg-4']] } }],
     });
 
     // Only what is named: a VPC that has S3 and Secrets Manager endpoints already.
