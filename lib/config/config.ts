@@ -223,6 +223,7 @@ const schema = z.object({
   SLUICE_ICEBERG_COMPACT_FILES: positiveInt(64),
   /** Iceberg snapshots older than this (other than the current one) are expired and their unreferenced files deleted. */
   SLUICE_ICEBERG_RETENTION_HOURS: z.coerce.number().positive().default(24),
+  SLUICE_ICEBERG_KEEP_SNAPSHOTS: z.coerce.number().int().positive().default(1),
   /** One table's merge lease, renewed while it works; a merge that was killed blocks the table this long at most. */
   SLUICE_ICEBERG_LEASE_SECONDS: positiveInt(30),
   /** How a keyed table's merge deletes replaced rows: position deletes (every engine reads them) or equality deletes (cheaper to write; not PyIceberg, not Snowflake). */
@@ -261,7 +262,14 @@ export type Config = Readonly<{
   stopWhenCaughtUp: boolean;
   snapshotFunction: string | undefined;
   ddlOverrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
-  iceberg: Readonly<{ compactFiles: number; retentionMs: number; leaseMs: number; glueDatabase: string | undefined; deletes: 'position' | 'equality' }>;
+  iceberg: Readonly<{
+    compactFiles: number;
+    retentionMs: number;
+    keepSnapshots: number;
+    leaseMs: number;
+    glueDatabase: string | undefined;
+    deletes: 'position' | 'equality';
+  }>;
 }>;
 
 /** Parses and validates the environment once; a bad value names the variable and what it accepts. */
@@ -320,6 +328,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     iceberg: Object.freeze({
       compactFiles: e.SLUICE_ICEBERG_COMPACT_FILES,
       retentionMs: e.SLUICE_ICEBERG_RETENTION_HOURS * 3600 * 1000,
+      keepSnapshots: e.SLUICE_ICEBERG_KEEP_SNAPSHOTS,
       leaseMs: e.SLUICE_ICEBERG_LEASE_SECONDS * 1000,
       glueDatabase: e.SLUICE_GLUE_DATABASE,
       deletes: e.SLUICE_ICEBERG_DELETES,

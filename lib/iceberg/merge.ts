@@ -31,6 +31,7 @@ import { fenced, type ObjectStore, s3ObjectStore } from './store.ts';
 import {
   DEFAULT_ROWS_PER_FILE,
   type DeleteMode,
+  expiredSnapshots,
   loadVersion,
   type Staged,
   stageChanges,
@@ -534,7 +535,7 @@ class MergeRun {
    * first file is staged.
    */
   async housekeeping(location: string, version: TableVersion, tag: string, beforeStaging?: () => Promise<void>) {
-    const { compactFiles, retentionMs } = this.config.iceberg;
+    const { compactFiles, retentionMs, keepSnapshots } = this.config.iceberg;
     const deps = { store: this.store };
     const now = this.clock();
     let prepared = false;
@@ -553,11 +554,10 @@ class MergeRun {
       result = (await stageCompaction(deps, result, { tag: `${tag}-c`, timestampMs: now })).version;
       compacted = true;
     }
-    const currentId = result.metadata['current-snapshot-id'];
-    const old = result.metadata.snapshots.filter((s) => s['snapshot-id'] !== currentId && now - s['timestamp-ms'] > retentionMs);
-    if (!old.length) return { version: result, compacted, expired: 0, cleanup: undefined };
+    const rule = { retainLast: keepSnapshots, maxAgeMs: retentionMs, nowMs: now };
+    if (!expiredSnapshots(result.metadata, rule).size) return { version: result, compacted, expired: 0, cleanup: undefined };
     await prepare();
-    const expiry = await stageExpiry(deps, result, { retainLast: 1, maxAgeMs: retentionMs, nowMs: now });
+    const expiry = await stageExpiry(deps, result, rule);
     const cleanup = expiry.unreferenced.length ? `${location}/metadata/${tag}-unreferenced.json` : undefined;
     if (cleanup) await this.store.put(cleanup, JSON.stringify(expiry.unreferenced));
     return { version: expiry.version, compacted, expired: expiry.expiredSnapshots.length, cleanup };

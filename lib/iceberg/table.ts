@@ -937,24 +937,42 @@ async function reachable(store: ObjectStore, snapshot: Snapshot): Promise<Set<st
   return keys;
 }
 
+/** Which snapshots an expiry keeps: see `expiredSnapshots`. */
+export interface ExpiryRule {
+  /** The newest this many snapshots stay whatever their age (at least 1: the current one). */
+  readonly retainLast: number;
+  /** A snapshot stays until it has not been the newest for this long (none: by `retainLast` alone). */
+  readonly maxAgeMs?: number;
+  readonly nowMs: number;
+}
+
 /**
- * Stages an expiry: snapshots other than the current one, the newest `retainLast`, and those younger
- * than `maxAgeMs` are dropped from the metadata. `unreferenced` lists their files that no retained
- * snapshot uses, and metadata files older than the metadata log; delete them only after this
- * version is committed and published.
+ * The snapshots an expiry drops: all but the current one, the newest `retainLast`, and those that
+ * were the newest less than `maxAgeMs` ago. The age counts from when the next snapshot replaced
+ * it, not from its own commit, so a query planned on the snapshot a merge has just replaced keeps
+ * its files for `maxAgeMs` however long the table was idle before.
  */
-export async function stageExpiry(
-  deps: IcebergDeps,
-  current: TableVersion,
-  options: { retainLast: number; maxAgeMs?: number; nowMs: number },
-): Promise<StagedExpiry> {
+export function expiredSnapshots(metadata: TableMetadata, rule: ExpiryRule): Set<number> {
+  const newest = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
+  const expired = new Set<number>();
+  for (const [i, snapshot] of newest.entries()) {
+    if (i < Math.max(1, rule.retainLast) || snapshot['snapshot-id'] === metadata['current-snapshot-id']) continue;
+    const replacedAt = newest[i - 1]?.['timestamp-ms'] ?? rule.nowMs;
+    if (rule.maxAgeMs === undefined || rule.nowMs - replacedAt > rule.maxAgeMs) expired.add(snapshot['snapshot-id']);
+  }
+  return expired;
+}
+
+/**
+ * Stages an expiry of the snapshots `expiredSnapshots` names. `unreferenced` lists their files
+ * that no retained snapshot uses, and metadata files older than the metadata log; delete them only
+ * after this version is committed and published.
+ */
+export async function stageExpiry(deps: IcebergDeps, current: TableVersion, options: ExpiryRule): Promise<StagedExpiry> {
   const { store } = deps;
   const metadata = current.metadata;
-  const currentId = metadata['current-snapshot-id'];
-  const newest = [...metadata.snapshots].sort((a, b) => b['sequence-number'] - a['sequence-number']);
-  const keep = new Set(newest.slice(0, Math.max(1, options.retainLast)).map((s) => s['snapshot-id']));
-  if (currentId !== undefined) keep.add(currentId);
-  if (options.maxAgeMs !== undefined) for (const s of newest) if (options.nowMs - s['timestamp-ms'] <= (options.maxAgeMs ?? 0)) keep.add(s['snapshot-id']);
+  const dropped = expiredSnapshots(metadata, options);
+  const keep = new Set(metadata.snapshots.map((s) => s['snapshot-id']).filter((id) => !dropped.has(id)));
   const retained = metadata.snapshots.filter((s) => keep.has(s['snapshot-id']));
   const expired = metadata.snapshots.filter((s) => !keep.has(s['snapshot-id']));
   const needed = new Set<string>();

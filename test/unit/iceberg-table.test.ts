@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
 import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/avro.ts';
+import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
 import { memoryObjectStore } from '../../lib/iceberg/store.ts';
 import {
   type DeleteMode,
   deleteUnreferenced,
+  expiredSnapshots,
   publish,
   stageChanges,
   stageCompaction,
@@ -162,5 +164,36 @@ describe('Iceberg staging (in-memory store)', () => {
     const truncated = await stageTruncate({ store }, expiry.version, keyed, { tag: 'e4', timestampMs: 11 });
     expect(truncated.version.metadata.snapshots.at(-1)?.summary).toMatchObject({ operation: 'delete', 'total-records': '0', 'total-data-files': '0' });
     expect(await duck(store, truncated.version)).toEqual([]);
+  });
+});
+
+describe('Iceberg expiry rule', () => {
+  const HOUR = 3_600_000;
+  /** Snapshots 1..n committed at the given hours; the last is current. */
+  const history = (...hours: number[]) =>
+    ({
+      'current-snapshot-id': hours.length,
+      snapshots: hours.map((h, i) => ({ 'snapshot-id': i + 1, 'sequence-number': i + 1, 'timestamp-ms': h * HOUR })),
+    }) as unknown as TableMetadata;
+  const expired = (metadata: TableMetadata, rule: { retainLast: number; maxAgeHours?: number; nowHours: number }) =>
+    [
+      ...expiredSnapshots(metadata, {
+        retainLast: rule.retainLast,
+        maxAgeMs: rule.maxAgeHours === undefined ? undefined : rule.maxAgeHours * HOUR,
+        nowMs: rule.nowHours * HOUR,
+      }),
+    ].sort();
+
+  it('keeps a snapshot for the retention after the next one replaced it, however old it is itself', () => {
+    // Idle for 100 hours, then one merge an hour ago: the snapshot it replaced stays, a query may have planned on it.
+    expect(expired(history(0, 1, 101), { retainLast: 1, maxAgeHours: 24, nowHours: 102 })).toEqual([1]);
+    expect(expired(history(0, 1, 101), { retainLast: 1, maxAgeHours: 24, nowHours: 126 })).toEqual([1, 2]);
+  });
+
+  it('keeps the newest retainLast snapshots and always the current one', () => {
+    expect(expired(history(0, 1, 2, 3), { retainLast: 3, maxAgeHours: 1, nowHours: 100 })).toEqual([1]);
+    expect(expired(history(0, 1, 2, 3), { retainLast: 0, nowHours: 100 })).toEqual([1, 2, 3]);
+    const replaced = { ...history(0, 1, 2), 'current-snapshot-id': 1 } as TableMetadata; // rolled back to snapshot 1
+    expect(expired(replaced, { retainLast: 1, nowHours: 100 })).toEqual([2]);
   });
 });
