@@ -33,6 +33,8 @@ import {
   type DeleteMode,
   expiredSnapshots,
   loadVersion,
+  metadataVersion,
+  publish,
   type Staged,
   stageChanges,
   stageCompaction,
@@ -41,6 +43,7 @@ import {
   stageTruncate,
   type TableSpec,
   type TableVersion,
+  versionOf,
 } from './table.ts';
 
 /*
@@ -363,6 +366,8 @@ class MergeRun {
       const ledger = mergeLedger(merges, this.owner, this.clock, (s) => this.settle(s));
       if (state.pending) log.info('publishing an Iceberg commit a crashed merge left behind', { table: formatTableRef(table), metadata: state.metadataKey });
       state = await rollForward(this.ctx, ledger, state);
+      // A late write of a run that lost its lease can have moved version-hint.text back: put it right.
+      if (state.metadataKey) await publish(this.store, { metadataKey: state.metadataKey, version: versionOf(state.metadataKey) }, true);
       // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
       if (state.commitSeq > cut.commitSeq || (state.position && comparePositions(state.position, cut.position) > 0))
         return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
@@ -488,8 +493,8 @@ class MergeRun {
     for (const prefix of [`${location}/data/${seq}`, `${location}/metadata/${seq}`, `${location}/metadata/snap-${seq}`])
       for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
     for await (const key of listKeys(this.deps.s3, this.config.bucket, `${location}/metadata/v`)) {
-      const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
-      if (Number.isInteger(version) && version > committed) keys.push(key);
+      const version = metadataVersion(key);
+      if (version !== undefined && version > committed) keys.push(key);
     }
     if (!keys.length) return;
     this.deps.log.info('deleting Iceberg files of a merge attempt that did not commit', { location, merge: state.mergeSeq + 1, objects: keys.length });
@@ -557,7 +562,7 @@ class MergeRun {
     const rule = { retainLast: keepSnapshots, maxAgeMs: retentionMs, nowMs: now };
     if (!expiredSnapshots(result.metadata, rule).size) return { version: result, compacted, expired: 0, cleanup: undefined };
     await prepare();
-    const expiry = await stageExpiry(deps, result, rule);
+    const expiry = await stageExpiry(deps, result, { ...rule, tag: `${tag}-x` });
     const cleanup = expiry.unreferenced.length ? `${location}/metadata/${tag}-unreferenced.json` : undefined;
     if (cleanup) await this.store.put(cleanup, JSON.stringify(expiry.unreferenced));
     return { version: expiry.version, compacted, expired: expiry.expiredSnapshots.length, cleanup };

@@ -36,11 +36,13 @@ export type { ObjectStore } from './store.ts';
  * The Iceberg file-format layer: it turns a table's change set into the files of one new Iceberg
  * snapshot and the next `vN.metadata.json`, and nothing more. It never makes a version current:
  *
- *   stage*()  writes data/delete files, manifests, the manifest list and v<N>.metadata.json under
- *             names fixed by (table location, caller's tag, N = previous version + 1): a redo after a
- *             crash rewrites the same keys, and nothing reads them until they are committed;
+ *   stage*()  writes data/delete files, manifests, the manifest list and v<N>-<tag>.metadata.json
+ *             under names fixed by (table location, caller's tag, N = previous version + 1): a redo
+ *             after a crash rewrites the same keys, nothing reads them until they are committed, and
+ *             a run that lost its lease never writes a key another run stages or commits;
  *   (caller)  commits `version.metadataKey` with one conditional write (DynamoDB, Glue, ...);
- *   publish() writes metadata/version-hint.text for file-catalog readers. Idempotent.
+ *   publish() copies it to v<N>.metadata.json and writes metadata/version-hint.text for
+ *             file-catalog readers: the only shared keys, written only with committed content. Idempotent.
  *
  * Only committed metadata may be passed back in as `current`. Rows are identified by the key
  * columns: an upsert is a delete of the key's current row plus the new row in the same snapshot —
@@ -140,15 +142,21 @@ const paths = (location: string, tag: string) => ({
   manifest: (suffix: string) => `${location}/metadata/${tag}-m-${suffix}.avro`,
   manifestList: `${location}/metadata/snap-${tag}.avro`,
 });
-export const metadataKey = (location: string, version: number) => `${location}/metadata/v${version}.metadata.json`;
+/** A staged version's metadata (`tag`: the run's), or the copy file-catalog readers find (none). */
+export const metadataKey = (location: string, version: number, tag?: string) => `${location}/metadata/v${version}${tag ? `-${tag}` : ''}.metadata.json`;
+/** N of a `v<N>.metadata.json` or `v<N>-<tag>.metadata.json` key, or undefined. */
+export const metadataVersion = (key: string) => {
+  const version = Number(/\/v(\d+)(?:-[^/]+)?\.metadata\.json$/.exec(key)?.[1]);
+  return Number.isInteger(version) ? version : undefined;
+};
 export const versionHintKey = (location: string) => `${location}/metadata/version-hint.text`;
 const bucketSuffix = (bucket: number) => `b${String(bucket).padStart(4, '0')}`;
 const rangeSuffix = (range: number) => `r${String(range).padStart(4, '0')}`;
 
 /** N of a `.../v<N>.metadata.json` key. */
 export function versionOf(key: string): number {
-  const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
-  if (!Number.isInteger(version)) throw new AssertionError(`${key} is not a v<N>.metadata.json file`);
+  const version = metadataVersion(key);
+  if (version === undefined) throw new AssertionError(`${key} is not a v<N>.metadata.json file`);
   return version;
 }
 
@@ -156,15 +164,25 @@ export function versionOf(key: string): number {
 export async function loadVersion(store: ObjectStore, key: string): Promise<TableVersion> {
   const body = await store.get(key);
   if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${key} does not exist`);
-  const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
-  if (!Number.isInteger(version)) throw new AssertionError(`${key} is not a v<N>.metadata.json file`);
-  return { metadataKey: key, version, metadata: JSON.parse(new TextDecoder().decode(body)) as TableMetadata };
+  return { metadataKey: key, version: versionOf(key), metadata: JSON.parse(new TextDecoder().decode(body)) as TableMetadata };
 }
 
-/** Makes a committed version the one file-catalog readers (version-hint.text) find. Idempotent. */
-export async function publish(store: ObjectStore, version: Pick<TableVersion, 'metadataKey' | 'version'>): Promise<void> {
+/**
+ * Makes a committed version the one file-catalog readers find: its metadata as `v<N>.metadata.json`,
+ * then `version-hint.text`. Idempotent; `onlyIfStale` skips both when the hint already says N (a
+ * run's check that no late write of an older run moved it back).
+ */
+export async function publish(store: ObjectStore, version: Pick<TableVersion, 'metadataKey' | 'version'>, onlyIfStale = false): Promise<void> {
   const location = version.metadataKey.replace(/\/metadata\/[^/]+$/, '');
-  await store.put(versionHintKey(location), String(version.version));
+  const hint = versionHintKey(location);
+  if (onlyIfStale && new TextDecoder().decode((await store.get(hint)) ?? new Uint8Array()) === String(version.version)) return;
+  const plain = metadataKey(location, version.version);
+  if (version.metadataKey !== plain) {
+    const body = await store.get(version.metadataKey);
+    if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${version.metadataKey} does not exist`);
+    await store.put(plain, body);
+  }
+  await store.put(hint, String(version.version));
 }
 
 /** Deletes objects an expiry listed, once its version is committed and published. */
@@ -524,7 +542,7 @@ class SnapshotWriter {
       properties: { [PROPERTY.keyFields]: this.prepared.keyIds.join(','), ...extra.properties },
       timestampMs: this.options.timestampMs,
     });
-    return putMetadata(this.deps.store, this.spec.location, base.version + 1, metadata, this.written);
+    return putMetadata(this.deps.store, this.spec.location, base.version + 1, this.options.tag, metadata, this.written);
   }
 }
 
@@ -552,8 +570,8 @@ function dataFile(path: string, file: NewFile): DataFileRecord {
   };
 }
 
-async function putMetadata(store: ObjectStore, location: string, version: number, metadata: TableMetadata, written: string[]): Promise<TableVersion> {
-  const key = metadataKey(location, version);
+async function putMetadata(store: ObjectStore, location: string, version: number, tag: string, metadata: TableMetadata, written: string[]): Promise<TableVersion> {
+  const key = metadataKey(location, version, tag);
   await store.put(key, `${JSON.stringify(metadata, null, 1)}\n`);
   written.push(key);
   return { metadataKey: key, version, metadata };
@@ -968,7 +986,7 @@ export function expiredSnapshots(metadata: TableMetadata, rule: ExpiryRule): Set
  * that no retained snapshot uses, and metadata files older than the metadata log; delete them only
  * after this version is committed and published.
  */
-export async function stageExpiry(deps: IcebergDeps, current: TableVersion, options: ExpiryRule): Promise<StagedExpiry> {
+export async function stageExpiry(deps: IcebergDeps, current: TableVersion, options: ExpiryRule & { readonly tag: string }): Promise<StagedExpiry> {
   const { store } = deps;
   const metadata = current.metadata;
   const dropped = expiredSnapshots(metadata, options);
@@ -988,17 +1006,18 @@ export async function stageExpiry(deps: IcebergDeps, current: TableVersion, opti
     'snapshot-log': metadata['snapshot-log'].filter((e) => keep.has(e['snapshot-id']) && e['timestamp-ms'] >= oldest),
     'metadata-log': [
       ...metadata['metadata-log'],
-      { 'metadata-file': `${metadata.location}/metadata/v${current.version}.metadata.json`, 'timestamp-ms': metadata['last-updated-ms'] },
+      { 'metadata-file': store.uri(current.metadataKey), 'timestamp-ms': metadata['last-updated-ms'] },
     ].slice(-20),
   };
   const location = store.keyOf(metadata.location);
   const logged = new Set(next['metadata-log'].map((e) => store.keyOf(e['metadata-file'])));
   for await (const key of store.list(`${location}/metadata/`)) {
-    const version = Number(/\/v(\d+)\.metadata\.json$/.exec(key)?.[1]);
-    if (Number.isInteger(version) && version <= current.version && !logged.has(key)) unreferenced.add(key);
+    // Copies publish made of older versions go too (the expiry's own version is published before these deletes).
+    const version = metadataVersion(key);
+    if (version !== undefined && version <= current.version && !logged.has(key)) unreferenced.add(key);
   }
   const written: string[] = [];
-  const version = await putMetadata(store, location, current.version + 1, next, written);
+  const version = await putMetadata(store, location, current.version + 1, options.tag, next, written);
   return {
     version,
     written,

@@ -1,9 +1,9 @@
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import { LeaseLostError } from '../../lib/errors.ts';
 import { icebergLocation, runIcebergMerge } from '../../lib/iceberg/merge.ts';
-import { versionHintKey } from '../../lib/iceberg/table.ts';
+import { metadataKey, versionHintKey } from '../../lib/iceberg/table.ts';
 import { silentLog } from '../../lib/log.ts';
 import { cliEnv, sluice } from '../support/cli.ts';
 import { committedVersion, icebergRows, icebirdRows, merge, mysqlText } from '../support/iceberg-merge.ts';
@@ -227,7 +227,7 @@ describe('Iceberg merge (real stack)', () => {
     expect(lines[0]).toMatch(/^change log committed to commit \d+/);
     expect(lines.slice(1).sort()).toEqual([
       expect.stringMatching(
-        new RegExp(`^merged  ${source.db}\\.log: rewrite, 3 rows written, 0 deletes → s3://.*/iceberg/${source.db}/log/metadata/v1\\.metadata\\.json$`),
+        new RegExp(`^merged  ${source.db}\\.log: rewrite, 3 rows written, 0 deletes → s3://.*/iceberg/${source.db}/log/metadata/v1-[^/]+\\.metadata\\.json$`),
       ),
       expect.stringMatching(new RegExp(`^merged  ${source.db}\\.t: rewrite, 4 rows written, 0 deletes → s3://`)),
     ]);
@@ -399,6 +399,32 @@ describe('Iceberg merge (real stack)', () => {
     await expectEqual(source, ['t']);
   });
 
+  it("a run that lost its lease cannot land a write on the committed version; a late version-hint.text is put right by the next run", async () => {
+    await using source = await testSource('icelate', { SLUICE_STARTUP: 'latest' });
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}`);
+    await source.capture();
+    await merge(source);
+    await source.sql(`USE \`${source.db}\`; UPDATE t SET name = 'changed' WHERE id = 1`);
+    await source.capture();
+    await merge(source);
+    const committed = await committedVersion(source, 't');
+    const location = icebergLocation(source.config.prefix, { db: source.db, table: 't' });
+    // What a run that lost its lease while staging version 2 writes late: its own tag's keys, never
+    // the committed one's; and an old hint from a publish of version 1 that was in flight.
+    const late = metadataKey(location, committed?.version ?? 0, 'm000000000002_stale');
+    expect(committed?.metadataKey).not.toBe(late);
+    await source.clients.s3.send(new PutObjectCommand({ Bucket: source.config.bucket, Key: late, Body: 'a stale run' }));
+    await source.clients.s3.send(new PutObjectCommand({ Bucket: source.config.bucket, Key: versionHintKey(location), Body: '1' }));
+    expect((await committedVersion(source, 't'))?.metadata).toEqual(committed?.metadata);
+
+    expect((await merge(source)).tables[0]?.status).toBe('up-to-date');
+    const hint = await source.clients.s3.send(new GetObjectCommand({ Bucket: source.config.bucket, Key: versionHintKey(location) }));
+    expect(await hint.Body?.transformToString()).toBe(String(committed?.version));
+    await expectEqual(source, ['t']);
+    await expectIcebird(source, 't', 'name');
+  });
+
   describe.each<FaultPoint>(['after-staging', 'after-commit', 'before-clear'])('a crash %s', (point) => {
     it('is finished or redone by the next merge: same table, no duplicate, no extra version', async () => {
       await using source = await testSource('icecrash', { SLUICE_STARTUP: 'latest' });
@@ -438,7 +464,10 @@ describe('Iceberg merge (real stack)', () => {
       const metadata = (await source.keys(`${icebergLocation(source.config.prefix, { db: source.db, table: 't' })}/metadata/`)).filter((k) =>
         k.endsWith('.metadata.json'),
       );
-      expect(metadata).toHaveLength(after?.version ?? 0);
+      // Each version once as the run staged it (v<N>-<tag>) and once as published for file-catalog readers (v<N>).
+      const versions = Array.from({ length: after?.version ?? 0 }, (_, i) => i + 1);
+      expect(metadata.filter((k) => /\/v\d+-[^/]+\.metadata\.json$/.test(k)).map((k) => Number(/\/v(\d+)-/.exec(k)?.[1]))).toEqual(versions);
+      expect(metadata.filter((k) => /\/v\d+\.metadata\.json$/.test(k))).toHaveLength(versions.length);
       for (const key of planted) expect(await source.keys(key)).toEqual([]);
       expect((await source.clients.merges.get(source.config.sourceId, { db: source.db, table: 't' }))?.pending).toBeUndefined();
     });
