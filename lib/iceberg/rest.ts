@@ -173,8 +173,6 @@ function errorText(body: unknown): string {
   return error ? `${error.type ?? 'error'}: ${error.message ?? ''}` : JSON.stringify(body ?? '').slice(0, 300);
 }
 
-const encodeNamespace = (namespace: readonly string[]) => encodeURIComponent(namespace.join('\u001f'));
-
 /** Statuses after which a commit's outcome is unknown (the spec's CommitStateUnknown): load the table again and see. */
 const UNKNOWN = new Set([500, 502, 503, 504]);
 /** Statuses a catalog without `register` answers it with. */
@@ -182,7 +180,8 @@ const NO_REGISTER = new Set([400, 404, 405, 406, 501]);
 
 /** The REST catalog: creates namespaces and tables, and commits each published version as a guarded diff. */
 export function restCatalog(transport: RestTransport, store: ObjectStore, options: RestCatalogOptions): IcebergCatalog {
-  let prefix: Promise<string> | undefined;
+  /** What /v1/config said: the path tables are under and how namespace levels join in a path (the spec's default: %1F). */
+  let prefix: Promise<{ path: string; separator: string }> | undefined;
   const knownNamespaces = new Set<string>();
 
   const fail = (what: string, status: number, body: unknown, retriable = UNKNOWN.has(status) || status === 429) => {
@@ -206,12 +205,17 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
       }
       const config = body as { overrides?: Record<string, string>; defaults?: Record<string, string> };
       const value = config.overrides?.prefix ?? config.defaults?.prefix;
-      return value ? `/v1/${value.split('/').map(encodeURIComponent).join('/')}` : '/v1';
+      const separator = decodeURIComponent(config.overrides?.['namespace-separator'] ?? config.defaults?.['namespace-separator'] ?? '%1F');
+      return { path: value ? `/v1/${value.split('/').map(encodeURIComponent).join('/')}` : '/v1', separator };
     })();
     return prefix;
   };
 
-  const tablePath = async (name: RestTableName) => `${await base()}/namespaces/${encodeNamespace(name.namespace)}/tables/${encodeURIComponent(name.name)}`;
+  const namespacePath = async (namespace: readonly string[]) => {
+    const { path, separator } = await base();
+    return `${path}/namespaces/${encodeURIComponent(namespace.join(separator))}`;
+  };
+  const tablePath = async (name: RestTableName) => `${await namespacePath(name.namespace)}/tables/${encodeURIComponent(name.name)}`;
 
   async function ensureNamespace(namespace: readonly string[]): Promise<void> {
     const key = namespace.join('\u001f');
@@ -219,7 +223,7 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
     // Parents first: a catalog with nested namespaces wants each level to exist.
     for (let depth = 1; depth <= namespace.length; depth++) {
       const level = namespace.slice(0, depth);
-      const { status, body } = await transport.request('POST', `${await base()}/namespaces`, { namespace: level, properties: {} });
+      const { status, body } = await transport.request('POST', `${(await base()).path}/namespaces`, { namespace: level, properties: {} });
       if (status !== 200 && status !== 409) throw fail(`create namespace ${level.join('.')}`, status, body);
     }
     knownNamespaces.add(key);
@@ -235,13 +239,13 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
   /** Puts the table into the catalog: registers sluice's metadata file, else creates it; a 409 (someone else did first) is left to the next load. */
   async function create(name: RestTableName, metadataKey: string, metadata: TableMetadata): Promise<void> {
     await ensureNamespace(name.namespace);
-    const namespacePath = `${await base()}/namespaces/${encodeNamespace(name.namespace)}`;
-    const registered = await transport.request('POST', `${namespacePath}/register`, { name: name.name, 'metadata-location': store.uri(metadataKey) });
+    const namespace = await namespacePath(name.namespace);
+    const registered = await transport.request('POST', `${namespace}/register`, { name: name.name, 'metadata-location': store.uri(metadataKey) });
     if (registered.status === 200 || registered.status === 409) return;
     if (!NO_REGISTER.has(registered.status)) throw fail(`register table ${name.namespace.join('.')}.${name.name}`, registered.status, registered.body);
     // No register: create the table with the current schema; the diff then adds the snapshots.
     const schema = currentSchemaOf(metadata);
-    const created = await transport.request('POST', `${namespacePath}/tables`, {
+    const created = await transport.request('POST', `${namespace}/tables`, {
       name: name.name,
       location: metadata.location,
       schema,

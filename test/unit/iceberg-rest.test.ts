@@ -57,7 +57,8 @@ function metadata(snapshots: Snapshot[], schemas = [schema(0, [field(1, 'id')])]
 type Mutable = { -readonly [K in keyof TableMetadata]: TableMetadata[K] };
 
 /** An in-memory REST catalog; `prefix` is what /v1/config hands out, `register` false answers register with 501. */
-function fakeCatalog(store: ReturnType<typeof memoryObjectStore>, options: { prefix?: string; register?: boolean } = {}) {
+function fakeCatalog(store: ReturnType<typeof memoryObjectStore>, options: { prefix?: string; register?: boolean; separator?: string } = {}) {
+  const separator = options.separator ?? '\u001f';
   const tables = new Map<string, Mutable>();
   const namespaces = new Set<string>();
   const calls: { method: string; path: string; body?: unknown }[] = [];
@@ -66,11 +67,21 @@ function fakeCatalog(store: ReturnType<typeof memoryObjectStore>, options: { pre
   const transport: RestTransport = {
     async request(method, path, body) {
       calls.push({ method, path, ...(body !== undefined ? { body } : {}) });
-      if (path.startsWith('/v1/config')) return { status: 200, body: { defaults: {}, overrides: options.prefix ? { prefix: options.prefix } : {} } };
+      if (path.startsWith('/v1/config'))
+        return {
+          status: 200,
+          body: {
+            defaults: {},
+            overrides: {
+              ...(options.prefix ? { prefix: options.prefix } : {}),
+              ...(options.separator ? { 'namespace-separator': encodeURIComponent(separator) } : {}),
+            },
+          },
+        };
       if (!path.startsWith(`${base}/namespaces`)) return { status: 404, body: { error: { message: `no route ${path}` } } };
       const rest = path.slice(`${base}/namespaces`.length);
       if (rest === '' && method === 'POST') {
-        const ns = (body as { namespace: string[] }).namespace.join('\u001f');
+        const ns = (body as { namespace: string[] }).namespace.join(separator);
         if (namespaces.has(ns)) return { status: 409, body: { error: { type: 'AlreadyExistsException', message: 'exists' } } };
         namespaces.add(ns);
         return { status: 200, body: {} };
@@ -135,15 +146,16 @@ function fakeCatalog(store: ReturnType<typeof memoryObjectStore>, options: { pre
 const nameOf = () => ({ namespace: ['shop'], name: 'orders' });
 const table = { db: 'shop', table: 'orders' };
 
-async function publishing(options: Parameters<typeof fakeCatalog>[1] = {}) {
+async function publishing(options: Parameters<typeof fakeCatalog>[1] & { namespace?: string[] } = {}) {
   const store = memoryObjectStore('bucket');
   const fake = fakeCatalog(store, options);
-  const catalog = restCatalog(fake.transport, store, { warehouse: 'arn:aws:s3tables:us-east-1:1:bucket/lake', nameOf });
+  const names = options.namespace ? () => ({ namespace: options.namespace ?? [], name: 'orders' }) : nameOf;
+  const catalog = restCatalog(fake.transport, store, { warehouse: 'arn:aws:s3tables:us-east-1:1:bucket/lake', nameOf: names });
   const publish = async (n: number, m: TableMetadata) => {
     await store.put(key(n), JSON.stringify(m));
     await catalog.publish(table, { metadataKey: key(n), ...(n > 1 ? { previousMetadataKey: key(n - 1) } : {}) });
   };
-  return { store, fake, publish, stored: () => fake.tables.get('shop.orders') };
+  return { store, fake, publish, stored: () => fake.tables.get(`${(options.namespace ?? ['shop']).join(options.separator ?? '\u001f')}.orders`) };
 }
 
 describe('the Iceberg REST catalog client', () => {
@@ -158,6 +170,17 @@ describe('the Iceberg REST catalog client', () => {
       'GET /v1/lake/cat/namespaces/shop/tables/orders',
     ]);
     expect(fake.calls[3]?.body).toEqual({ name: 'orders', 'metadata-location': `s3://bucket/${key(1)}` });
+    expect(stored()?.['current-snapshot-id']).toBe(10);
+  });
+
+  it('creates each level of a nested namespace and joins the levels in paths with the separator /v1/config names', async () => {
+    const { fake, publish, stored } = await publishing({ separator: '.', namespace: ['lake', 'sluice'] });
+    await publish(1, metadata([snapshot(10, undefined, 1)]));
+    expect(fake.calls.filter((c) => c.path === '/v1/namespaces').map((c) => c.body)).toEqual([
+      { namespace: ['lake'], properties: {} },
+      { namespace: ['lake', 'sluice'], properties: {} },
+    ]);
+    expect(fake.calls.map((c) => c.path)).toContain('/v1/namespaces/lake.sluice/register');
     expect(stored()?.['current-snapshot-id']).toBe(10);
   });
 
