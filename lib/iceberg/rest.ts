@@ -255,7 +255,13 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
     });
     if (created.status === 409) return;
     if (created.status !== 200) throw fail(`create table ${name.namespace.join('.')}.${name.name}`, created.status, created.body);
-    const assigned = currentSchemaOf((created.body as LoadedTable).metadata);
+    const made = (created.body as LoadedTable).metadata;
+    if (made.location.replace(/\/+$/, '') !== metadata.location)
+      throw new SluiceError(
+        ErrorCode.ICEBERG_CATALOG_CONFLICT,
+        `the Iceberg REST catalog put ${name.namespace.join('.')}.${name.name} at ${made.location}, not at ${metadata.location} where sluice writes its files; a catalog that assigns table locations (S3 Tables) is not supported yet (docs/ICEBERG.md "REST catalogs"): drop the table and use a catalog that registers tables`,
+      );
+    const assigned = currentSchemaOf(made);
     if (shape(assigned) !== shape(schema))
       throw new SluiceError(
         ErrorCode.ICEBERG_CATALOG_CONFLICT,

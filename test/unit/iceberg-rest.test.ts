@@ -57,7 +57,10 @@ function metadata(snapshots: Snapshot[], schemas = [schema(0, [field(1, 'id')])]
 type Mutable = { -readonly [K in keyof TableMetadata]: TableMetadata[K] };
 
 /** An in-memory REST catalog; `prefix` is what /v1/config hands out, `register` false answers register with 501. */
-function fakeCatalog(store: ReturnType<typeof memoryObjectStore>, options: { prefix?: string; register?: boolean; separator?: string } = {}) {
+function fakeCatalog(
+  store: ReturnType<typeof memoryObjectStore>,
+  options: { prefix?: string; register?: boolean; separator?: string; location?: string } = {},
+) {
   const separator = options.separator ?? '\u001f';
   const tables = new Map<string, Mutable>();
   const namespaces = new Set<string>();
@@ -100,7 +103,11 @@ function fakeCatalog(store: ReturnType<typeof memoryObjectStore>, options: { pre
         const request = body as { schema: TableMetadata['schemas'][number]; properties: Record<string, string>; location: string };
         // Fresh ids, as Java's catalogs assign them: 1.. in field order.
         const fresh = { ...request.schema, 'schema-id': 0, fields: request.schema.fields.map((f, i) => ({ ...f, id: i + 1 })) };
-        const created = { ...metadata([], [fresh], request.properties), 'table-uuid': 'catalog-uuid', location: request.location } as Mutable;
+        const created = {
+          ...metadata([], [fresh], request.properties),
+          'table-uuid': 'catalog-uuid',
+          location: options.location ?? request.location,
+        } as Mutable;
         tables.set(id, created);
         return { status: 200, body: { metadata: created } };
       }
@@ -265,6 +272,10 @@ describe('the Iceberg REST catalog client', () => {
     // Field ids a catalog would renumber (a dropped column left a gap): refused, not silently misread.
     const gap = await again(1, metadata([snapshot(10, undefined, 1)], [schema(0, [field(1, 'id'), field(3, 'n')])])).catch((e: SluiceError) => e);
     expect((gap as SluiceError).code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
+    // A catalog that places the table itself (S3 Tables): sluice's files would lie outside it.
+    const { publish: placed } = await publishing({ register: false, location: 's3://abc--table-s3' });
+    const elsewhere = await placed(1, metadata([snapshot(10, undefined, 1)])).catch((e: SluiceError) => e);
+    expect((elsewhere as SluiceError).message).toMatch(/put shop.orders at s3:\/\/abc--table-s3, not at s3:\/\/bucket\/p\/iceberg\/shop\/orders/);
   });
 
   it('diffs nothing for the same metadata and refuses a main outside its history', () => {
