@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import type { TableRef } from '../../lib/core/table-ref.ts';
+import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
 import { catalogs, configuredCatalog, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog.ts';
 import { type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
@@ -181,6 +182,44 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
     expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
     expect(metadata.snapshots.length).toBeLessThan(snapshots);
     expect(await icebergRowsAt(store, metadata), 'after expiry: the catalog table (DuckDB) vs MariaDB').toEqual(await mysqlText(source, 't'));
+    configured.destroy();
+  });
+
+  it("refuses to publish over another writer's snapshot (ICEBERG_CATALOG_CONFLICT, catalog untouched); dropping the catalog table lets the next merge register it again", async () => {
+    const configured = configuredCatalog(source.config, store);
+    const { metadata } = await loaded();
+    const current = metadata.snapshots.find((s) => s['snapshot-id'] === metadata['current-snapshot-id']);
+    if (!current) throw new Error('no current snapshot');
+    // Another writer's commit: a snapshot of the same files that sluice's history does not have.
+    const foreign = { ...current, 'snapshot-id': 4242, 'parent-snapshot-id': current['snapshot-id'], 'sequence-number': metadata['last-sequence-number'] + 1 };
+    const path = `${server.uri}/v1/namespaces/${encodeURIComponent(source.db)}/tables/t`;
+    const committed = await fetch(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        requirements: [],
+        updates: [
+          { action: 'add-snapshot', snapshot: foreign },
+          { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': 4242 },
+        ],
+      }),
+    });
+    expect(committed.status, await committed.clone().text()).toBe(200);
+    await source.sql(`USE \`${source.db}\`; INSERT INTO t VALUES (900, 'after', 900, NULL)`);
+    await source.capture();
+    const refused = await mergeWith(configured);
+    expect(refused.tables[0]?.status).toBe('failed');
+    expect((refused.tables[0]?.error as SluiceError).code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
+    expect(refused.tables[0]?.reason).toMatch(/is at snapshot 4242, which is not in sluice's history/);
+    expect((await loaded()).metadata.refs?.main?.['snapshot-id']).toBe(4242);
+    // The runbook's way out: drop the catalog's table; the next merge's roll-forward registers sluice's.
+    expect((await fetch(path, { method: 'DELETE' })).status).toBe(204);
+    const again = await mergeWith(configured);
+    expect(['merged', 'up-to-date']).toContain(again.tables[0]?.status);
+    const sluice = (await committedVersion(source, 't'))?.metadata as TableMetadata;
+    const back = (await loaded()).metadata;
+    expect(back.snapshots.map((s) => s['snapshot-id'])).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
+    expect(await icebergRowsAt(store, back)).toEqual(await mysqlText(source, 't'));
     configured.destroy();
   });
 
