@@ -22,7 +22,7 @@ import type { ObjectStore } from './store.ts';
  *
  * A table the catalog does not have yet is registered from sluice's metadata file (`register`), so
  * every id (fields, schemas, snapshots, the table uuid) is sluice's own. A catalog without register
- * gets `create-table` with the current schema, and then the same diff.
+ * gets `create-table` with no columns, and then the same diff (which adds sluice's schemas, ids kept).
  */
 
 /** One HTTP exchange with the catalog: JSON in, status and JSON out (fetch, or a fake in tests). */
@@ -243,30 +243,18 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
     const registered = await transport.request('POST', `${namespace}/register`, { name: name.name, 'metadata-location': store.uri(metadataKey) });
     if (registered.status === 200 || registered.status === 409) return;
     if (!NO_REGISTER.has(registered.status)) throw fail(`register table ${name.namespace.join('.')}.${name.name}`, registered.status, registered.body);
-    // No register: create the table with the current schema; the diff then adds the snapshots.
-    const schema = currentSchemaOf(metadata);
+    // No register: create the table with no columns (a catalog assigns fresh field ids at create,
+    // which need not be those of sluice's data files); the diff then adds sluice's schemas, ids
+    // kept, and the snapshots.
     const created = await transport.request('POST', `${namespace}/tables`, {
       name: name.name,
       location: metadata.location,
-      schema,
+      schema: { type: 'struct', 'schema-id': 0, fields: [] },
       'partition-spec': { 'spec-id': 0, fields: [] },
       'write-order': { 'order-id': 0, fields: [] },
       properties: { ...metadata.properties, [SLUICE_UUID]: metadata['table-uuid'] },
     });
-    if (created.status === 409) return;
-    if (created.status !== 200) throw fail(`create table ${name.namespace.join('.')}.${name.name}`, created.status, created.body);
-    const made = (created.body as LoadedTable).metadata;
-    if (made.location.replace(/\/+$/, '') !== metadata.location)
-      throw new SluiceError(
-        ErrorCode.ICEBERG_CATALOG_CONFLICT,
-        `the Iceberg REST catalog put ${name.namespace.join('.')}.${name.name} at ${made.location}, not at ${metadata.location} where sluice writes its files; a catalog that assigns table locations (S3 Tables) is not supported yet (docs/ICEBERG.md "REST catalogs"): drop the table and use a catalog that registers tables`,
-      );
-    const assigned = currentSchemaOf(made);
-    if (shape(assigned) !== shape(schema))
-      throw new SluiceError(
-        ErrorCode.ICEBERG_CATALOG_CONFLICT,
-        `the Iceberg REST catalog created ${name.namespace.join('.')}.${name.name} with other field ids than sluice's data files carry (it supports no register-table): drop it and use a catalog that registers tables`,
-      );
+    if (created.status !== 200 && created.status !== 409) throw fail(`create table ${name.namespace.join('.')}.${name.name}`, created.status, created.body);
   }
 
   return {
@@ -304,12 +292,6 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
 /** The property a created (not registered) table carries sluice's table uuid in. */
 const SLUICE_UUID = 'sluice.table-uuid';
 
-function currentSchemaOf(metadata: TableMetadata): IcebergSchema {
-  const schema = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
-  if (!schema) throw new SluiceError(ErrorCode.ASSERTION, `table metadata has no schema ${metadata['current-schema-id']}`);
-  return schema;
-}
-
 /** A schema without its id: two schemas with the same fields are the same schema to a catalog. */
 function shape(schema: IcebergSchema): string {
   return JSON.stringify({ fields: schema.fields, ids: [...(schema['identifier-field-ids'] ?? [])].sort((a, b) => a - b) });
@@ -332,6 +314,12 @@ export function catalogCommit(current: TableMetadata, target: TableMetadata, lab
     throw new SluiceError(
       ErrorCode.ICEBERG_CATALOG_CONFLICT,
       `the Iceberg REST catalog's table ${label} is another table (uuid ${current['table-uuid']}, sluice's is ${target['table-uuid']}): drop it from the catalog (the next run registers sluice's), or point sluice at another namespace`,
+    );
+  const at = current.location.replace(/\/+$/, '');
+  if (at !== target.location.replace(/\/+$/, ''))
+    throw new SluiceError(
+      ErrorCode.ICEBERG_CATALOG_CONFLICT,
+      `the Iceberg REST catalog keeps ${label} at ${at}, not at ${target.location} where sluice writes its files; a catalog that assigns table locations (S3 Tables) is not supported yet (docs/ICEBERG.md "REST catalogs")`,
     );
   const main = mainOf(current);
   const goal = target['current-snapshot-id'] !== undefined && target['current-snapshot-id'] >= 0 ? target['current-snapshot-id'] : undefined;

@@ -5,7 +5,6 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
-import type { TableRef } from '../../lib/core/table-ref.ts';
 import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
 import { catalogs, configuredCatalog, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog.ts';
 import { type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
@@ -63,9 +62,7 @@ function crashingTransport(inner: RestTransport): RestTransport {
   };
 }
 
-const table = (): TableRef => ({ db: source.db, table: 't' });
-
-async function mergeWith(catalog: IcebergCatalog, options: { crash?: Crash; clock?: () => number } = {}): Promise<MergeResult> {
+async function mergeWith(catalog: IcebergCatalog, options: { crash?: Crash; clock?: () => number; table?: string } = {}): Promise<MergeResult> {
   crash = options.crash;
   const point = options.crash && !options.crash.startsWith('catalog-') ? (options.crash as FaultPoint) : undefined;
   const { clients, config } = source;
@@ -81,14 +78,14 @@ async function mergeWith(catalog: IcebergCatalog, options: { crash?: Crash; cloc
       ...(point ? { faults: crashAt(point) } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
     },
-    { tables: [table()], owner: 'test-merge' },
+    { tables: [{ db: source.db, table: options.table ?? 't' }], owner: 'test-merge' },
   );
 }
 
-/** The catalog's view of the table (GET loadTable). */
-async function loaded(): Promise<{ 'metadata-location': string; metadata: TableMetadata }> {
-  const response = await fetch(`${server.uri}/v1/namespaces/${encodeURIComponent(source.db)}/tables/t`);
-  expect(response.status, `${source.db}.t in the REST catalog`).toBe(200);
+/** The catalog's view of a table (GET loadTable). */
+async function loaded(table = 't'): Promise<{ 'metadata-location': string; metadata: TableMetadata }> {
+  const response = await fetch(`${server.uri}/v1/namespaces/${encodeURIComponent(source.db)}/tables/${table}`);
+  expect(response.status, `${source.db}.${table} in the REST catalog`).toBe(200);
   return (await response.json()) as { 'metadata-location': string; metadata: TableMetadata };
 }
 
@@ -223,10 +220,49 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
     configured.destroy();
   });
 
+  it("a catalog without register, configured after the table evolved: created with no columns, then given sluice's schema (field ids 1 and 3 kept) and every snapshot", async () => {
+    const noRegister: RestTransport = {
+      request: (method, path, body) =>
+        path.endsWith('/register') ? Promise.resolve({ status: 501, body: { error: { message: 'no register' } } }) : inner.request(method, path, body),
+    };
+    const inner = fetchTransport(server.uri, { kind: 'none' });
+    const creating = catalogs(fileCatalog(store), restCatalog(noRegister, store, { nameOf: (t) => ({ namespace: [t.db], name: t.table }) }));
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; CREATE TABLE c (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO c VALUES (1, 'a'), (2, 'b')`);
+    await source.capture();
+    // Merged before the catalog is configured (file catalog only), then evolved: its field ids are 1 and 3.
+    expect((await mergeWith(fileCatalog(store), { table: 'c' })).tables[0]).toMatchObject({ status: 'merged' });
+    const rounds = [
+      'ALTER TABLE c ADD COLUMN w INT; ALTER TABLE c DROP COLUMN v; INSERT INTO c VALUES (3, 30)',
+      'UPDATE c SET w = 20 WHERE id = 2; INSERT INTO c VALUES (4, 40)',
+    ];
+    for (const change of rounds) {
+      await source.sql(`USE \`${source.db}\`; ${change}`);
+      await source.capture();
+      expect((await mergeWith(creating, { table: 'c' })).tables[0]).toMatchObject({ status: 'merged' });
+      const sluice = (await committedVersion(source, 'c'))?.metadata as TableMetadata;
+      const { metadata } = await loaded('c');
+      expect(metadata.properties['sluice.table-uuid']).toBe(sluice['table-uuid']);
+      expect(metadata['table-uuid']).not.toBe(sluice['table-uuid']);
+      expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
+      const fields = (m: TableMetadata) => m.schemas.find((s) => s['schema-id'] === m['current-schema-id'])?.fields.map((f) => [f.id, f.name]);
+      expect(fields(metadata)).toEqual(fields(sluice));
+      expect(fields(metadata)).toEqual([
+        [1, 'id'],
+        [3, 'w'],
+      ]);
+      expect(await icebergRowsAt(store, metadata), 'the created table (DuckDB) vs MariaDB').toEqual(await mysqlText(source, 'c'));
+    }
+  });
+
   it('Spark (Iceberg Java) and PyIceberg read the table through the REST catalog as MariaDB has it', async () => {
-    const version = await committedVersion(source, 't');
-    if (!version) throw new Error('no Iceberg table: the merge test did not run');
-    const expected = await mariadbTable(source, 't', version.metadata);
+    const tables = [];
+    for (const name of ['t', 'c']) {
+      const version = await committedVersion(source, name);
+      if (!version) throw new Error(`no Iceberg table ${name}: the merge tests did not run`);
+      const expected = await mariadbTable(source, name, version.metadata);
+      tables.push({ id: `rest/${name}`, name, expected, metadata: store.uri(version.metadataKey) });
+    }
     const input = join(scratch, 'input.json');
     writeFileSync(
       input,
@@ -241,7 +277,7 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
         scratch,
         judgeOutput: join(scratch, 'judge.json'),
         rest: { uri: server.uri },
-        tables: [{ id: 'rest/t', metadata: store.uri(version.metadataKey), columns: expected.columns, rest: { namespace: source.db, name: 't' } }],
+        tables: tables.map((t) => ({ id: t.id, metadata: t.metadata, columns: t.expected.columns, rest: { namespace: source.db, name: t.name } })),
       }),
     );
     for (const script of ['read_spark.py', 'read_pyiceberg.py']) {
@@ -251,13 +287,16 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
       } catch (error) {
         throw new Error(`${script} failed: ${(error as { stderr?: string }).stderr?.split('\n').slice(-30).join('\n') ?? error}`);
       }
-      const read = (JSON.parse(readFileSync(output, 'utf8')) as { version: string; tables: Record<string, { rows?: (string | null)[][]; error?: string }> })
-        .tables['rest/t'];
-      expect(read?.error, `${script}: its error`).toBeUndefined();
-      const comparison = compare(expected, read?.rows ?? []);
-      console.log(`rest: ${script} through the REST catalog: ${comparison.engineRows} rows vs MariaDB ${comparison.mariadbRows}, ${comparison.cells} cells`);
-      expect(comparison.differences, `${script}: differences from MariaDB`).toEqual([]);
-      expect(comparison.engineRows).toBe(expected.rows.length);
+      const read = (JSON.parse(readFileSync(output, 'utf8')) as { tables: Record<string, { rows?: (string | null)[][]; error?: string }> }).tables;
+      for (const { id, expected } of tables) {
+        expect(read[id]?.error, `${script} ${id}: its error`).toBeUndefined();
+        const comparison = compare(expected, read[id]?.rows ?? []);
+        console.log(
+          `rest: ${script} ${id} through the REST catalog: ${comparison.engineRows} rows vs MariaDB ${comparison.mariadbRows}, ${comparison.cells} cells`,
+        );
+        expect(comparison.differences, `${script} ${id}: differences from MariaDB`).toEqual([]);
+        expect(comparison.engineRows).toBe(expected.rows.length);
+      }
     }
   });
 });

@@ -262,20 +262,24 @@ describe('the Iceberg REST catalog client', () => {
     expect((other as SluiceError).message).toMatch(/is another table/);
   });
 
-  it('creates the table when the catalog has no register, keeping sluice field ids, then adds the snapshots', async () => {
+  it("creates the table with no columns when the catalog has no register, then adds sluice's schema (field ids kept) and snapshots", async () => {
     const { fake, publish, stored } = await publishing({ register: false });
-    await publish(1, metadata([snapshot(10, undefined, 1)], [schema(0, [field(1, 'id'), field(2, 'n')])]));
-    expect(fake.calls.some((c) => c.path.endsWith('/namespaces/shop/tables') && c.method === 'POST')).toBe(true);
-    expect(stored()?.properties['sluice.table-uuid']).toBe('11111111-2222-8333-8444-555555555555');
-    expect(stored()?.refs?.main?.['snapshot-id']).toBe(10);
-    const { publish: again } = await publishing({ register: false });
-    // Field ids a catalog would renumber (a dropped column left a gap): refused, not silently misread.
-    const gap = await again(1, metadata([snapshot(10, undefined, 1)], [schema(0, [field(1, 'id'), field(3, 'n')])])).catch((e: SluiceError) => e);
-    expect((gap as SluiceError).code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
-    // A catalog that places the table itself (S3 Tables): sluice's files would lie outside it.
-    const { publish: placed } = await publishing({ register: false, location: 's3://abc--table-s3' });
-    const elsewhere = await placed(1, metadata([snapshot(10, undefined, 1)])).catch((e: SluiceError) => e);
-    expect((elsewhere as SluiceError).message).toMatch(/put shop.orders at s3:\/\/abc--table-s3, not at s3:\/\/bucket\/p\/iceberg\/shop\/orders/);
+    // A dropped column left a gap in the ids: a catalog's create would renumber them, add-schema keeps them.
+    const columns = [field(1, 'id'), field(3, 'n')];
+    await publish(1, metadata([snapshot(10, undefined, 1)], [schema(0, columns)]));
+    const create = fake.calls.find((c) => c.path.endsWith('/namespaces/shop/tables') && c.method === 'POST');
+    expect((create?.body as { schema: unknown }).schema).toEqual({ type: 'struct', 'schema-id': 0, fields: [] });
+    const at = stored();
+    expect(at?.properties['sluice.table-uuid']).toBe('11111111-2222-8333-8444-555555555555');
+    expect(at?.schemas.find((s) => s['schema-id'] === at['current-schema-id'])?.fields).toEqual(columns);
+    expect(at?.refs?.main?.['snapshot-id']).toBe(10);
+    expect(at?.snapshots[0]?.['schema-id']).toBe(at?.['current-schema-id']);
+    // A catalog that places the table itself (S3 Tables): sluice's files would lie outside it; nothing is sent.
+    const placed = await publishing({ register: false, location: 's3://abc--table-s3' });
+    const elsewhere = await placed.publish(1, metadata([snapshot(10, undefined, 1)])).catch((e: SluiceError) => e);
+    expect((elsewhere as SluiceError).code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
+    expect((elsewhere as SluiceError).message).toMatch(/keeps shop.orders at s3:\/\/abc--table-s3, not at s3:\/\/bucket\/p\/iceberg\/shop\/orders/);
+    expect(placed.stored()?.snapshots).toEqual([]);
   });
 
   it('diffs nothing for the same metadata and refuses a main outside its history', () => {
