@@ -292,9 +292,21 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
 /** The property a created (not registered) table carries sluice's table uuid in. */
 const SLUICE_UUID = 'sluice.table-uuid';
 
-/** A schema without its id: two schemas with the same fields are the same schema to a catalog. */
+/** A schema without its id, keys sorted: two schemas with the same fields are the same schema to a catalog, however it orders its JSON. */
 function shape(schema: IcebergSchema): string {
-  return JSON.stringify({ fields: schema.fields, ids: [...(schema['identifier-field-ids'] ?? [])].sort((a, b) => a - b) });
+  const sorted = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(sorted)
+      : value && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.entries(value)
+              .filter(([, v]) => v !== undefined && v !== null)
+              .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+              .map(([k, v]) => [k, sorted(v)]),
+          )
+        : value;
+  const fields = schema.fields.map((f) => sorted({ ...f, required: Boolean(f.required) }));
+  return JSON.stringify({ fields, ids: [...(schema['identifier-field-ids'] ?? [])].sort((a, b) => a - b) });
 }
 
 /** A table commit (CommitTableRequest without the identifier). */

@@ -282,6 +282,16 @@ describe('the Iceberg REST catalog client', () => {
     expect(placed.stored()?.snapshots).toEqual([]);
   });
 
+  it('knows a schema the catalog serialized in another key order (no add-schema)', () => {
+    const target = metadata([snapshot(10, undefined, 1), snapshot(20, 10, 2)]);
+    const reordered = {
+      ...metadata([snapshot(10, undefined, 1)]),
+      schemas: [{ fields: [{ type: 'long', required: false, name: 'id', id: 1 }], 'schema-id': 0, type: 'struct' as const }],
+    };
+    const commit = catalogCommit(reordered as TableMetadata, target, 'shop.orders');
+    expect(commit?.updates.map((u) => u.action)).toEqual(['add-snapshot', 'set-snapshot-ref']);
+  });
+
   it('diffs nothing for the same metadata and refuses a main outside its history', () => {
     const m = metadata([snapshot(10, undefined, 1)]);
     expect(catalogCommit(m, m, 'shop.orders')).toBeUndefined();
