@@ -206,7 +206,8 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
       const config = body as { overrides?: Record<string, string>; defaults?: Record<string, string> };
       const value = config.overrides?.prefix ?? config.defaults?.prefix;
       const separator = decodeURIComponent(config.overrides?.['namespace-separator'] ?? config.defaults?.['namespace-separator'] ?? '%1F');
-      return { path: value ? `/v1/${value.split('/').map(encodeURIComponent).join('/')}` : '/v1', separator };
+      // Used as given, as Iceberg's own clients do: S3 Tables hands out its table bucket ARN already encoded.
+      return { path: value ? `/v1/${value.replace(/^\/+|\/+$/g, '')}` : '/v1', separator };
     })();
     return prefix;
   };

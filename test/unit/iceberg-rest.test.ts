@@ -180,6 +180,13 @@ describe('the Iceberg REST catalog client', () => {
     expect(stored()?.['current-snapshot-id']).toBe(10);
   });
 
+  it('uses the prefix /v1/config gives as it is (S3 Tables gives its bucket ARN encoded)', async () => {
+    const arn = encodeURIComponent('arn:aws:s3tables:us-east-1:1:bucket/lake');
+    const { fake, publish } = await publishing({ prefix: arn });
+    await publish(1, metadata([snapshot(10, undefined, 1)]));
+    expect(fake.calls.at(-1)?.path).toBe(`/v1/${arn}/namespaces/shop/tables/orders`);
+  });
+
   it('creates each level of a nested namespace and joins the levels in paths with the separator /v1/config names', async () => {
     const { fake, publish, stored } = await publishing({ separator: '.', namespace: ['lake', 'sluice'] });
     await publish(1, metadata([snapshot(10, undefined, 1)]));
