@@ -141,6 +141,8 @@ export const ErrorCode = {
   MYSQL_AUTH_INSECURE: 'MYSQL_AUTH_INSECURE',
   /** MySQL: the lock that pins a consistent read's binlog point (a global read lock or LOCK TABLES … READ) waited out lock_wait_timeout. Retriable. */
   SNAPSHOT_BUSY: 'SNAPSHOT_BUSY',
+  /** The Iceberg REST catalog refused a request or did not answer (unreachable, credentials, a bad request). Retriable when the catalog may recover (no answer, 5xx, 429). */
+  ICEBERG_CATALOG_REQUEST: 'ICEBERG_CATALOG_REQUEST',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

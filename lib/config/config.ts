@@ -233,7 +233,58 @@ const schema = z.object({
     .string()
     .regex(/^[a-z0-9_]{1,255}$/, 'use lower-case letters, digits and "_" (a Glue/Athena database name)')
     .optional(),
+  /** Where Iceberg readers find each table besides version-hint.text: file (only that), glue (SLUICE_GLUE_DATABASE) or rest (an Iceberg REST catalog); default glue when SLUICE_GLUE_DATABASE is set, else file. */
+  SLUICE_ICEBERG_CATALOG: z.enum(['file', 'glue', 'rest']).optional(),
+  /** The Iceberg REST catalog's base URI, the part before `/v1` (S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg). */
+  SLUICE_ICEBERG_REST_URI: z
+    .url({ protocol: /^https?$/, error: 'expected an http(s) URL, the part before /v1 (e.g. https://s3tables.us-east-1.amazonaws.com/iceberg)' })
+    .optional(),
+  /** The warehouse asked for in GET /v1/config (S3 Tables: the table bucket ARN; Glue: the catalog id). */
+  SLUICE_ICEBERG_REST_WAREHOUSE: z.string().min(1).optional(),
+  /** One namespace for every table (levels separated by "."), named `<db>__<table>`; default: the source database as namespace, the table's own name. */
+  SLUICE_ICEBERG_REST_NAMESPACE: z
+    .string()
+    .regex(/^[^.]+(\.[^.]+)*$/, 'expected a namespace, its levels separated by "." (e.g. sluice or lake.sluice)')
+    .optional(),
+  /** Sign requests with SigV4 for this service (s3tables for S3 Tables, glue for the Glue Data Catalog), with the AWS configuration's credentials and region. */
+  SLUICE_ICEBERG_REST_SIGNING_NAME: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, 'expected an AWS signing name such as s3tables or glue')
+    .optional(),
+  /** The SigV4 region, when not the AWS configuration's (AWS_REGION, the profile). */
+  SLUICE_ICEBERG_REST_SIGNING_REGION: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, 'expected an AWS region such as us-east-1')
+    .optional(),
+  /** A bearer token for the REST catalog. */
+  SLUICE_ICEBERG_REST_TOKEN: z.string().min(1).optional(),
+  /** OAuth2 client credentials `<client id>:<secret>` exchanged for a token (Polaris, Lakekeeper). */
+  SLUICE_ICEBERG_REST_CREDENTIAL: z
+    .string()
+    .regex(/^[^:]+:.+$/, 'expected <client id>:<client secret>')
+    .optional(),
+  /** The OAuth2 scope asked for with SLUICE_ICEBERG_REST_CREDENTIAL. */
+  SLUICE_ICEBERG_REST_SCOPE: z.string().min(1).default('catalog'),
+  /** The OAuth2 token endpoint, when not `<uri>/v1/oauth/tokens`. */
+  SLUICE_ICEBERG_REST_OAUTH_URI: z.url({ protocol: /^https?$/ }).optional(),
 });
+
+/** The Iceberg catalog the merge publishes each table's committed version to (version-hint.text is always written). */
+export type IcebergCatalogConfig =
+  | Readonly<{ kind: 'file' }>
+  | Readonly<{ kind: 'glue'; database: string }>
+  | Readonly<{
+      kind: 'rest';
+      uri: string;
+      warehouse: string | undefined;
+      /** Levels of the one namespace every table goes into; undefined: the source database. */
+      namespace: readonly string[] | undefined;
+      auth:
+        | Readonly<{ kind: 'none' }>
+        | Readonly<{ kind: 'sigv4'; signingName: string; region: string | undefined }>
+        | Readonly<{ kind: 'bearer'; token: string }>
+        | Readonly<{ kind: 'oauth'; clientId: string; clientSecret: string; scope: string; tokenUri: string | undefined }>;
+    }>;
 
 export type Config = Readonly<{
   sourceId: string;
@@ -269,6 +320,7 @@ export type Config = Readonly<{
     leaseMs: number;
     glueDatabase: string | undefined;
     deletes: 'position' | 'equality';
+    catalog: IcebergCatalogConfig;
   }>;
 }>;
 
@@ -288,6 +340,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     lines.push(
       `  SLUICE_MYSQL_SERVER_PUBLIC_KEY: is used only with SLUICE_MYSQL_TLS=off (over TLS the server reads the password inside TLS, never RSA-encrypted, so the key protects nothing there): unset it and use SLUICE_MYSQL_TLS=verify, whose certificate check protects the password, or keep it with SLUICE_MYSQL_TLS=off`,
     );
+  lines.push(...catalogProblems(present));
   if (!result.success || lines.length) {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
   }
@@ -332,7 +385,70 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseMs: e.SLUICE_ICEBERG_LEASE_SECONDS * 1000,
       glueDatabase: e.SLUICE_GLUE_DATABASE,
       deletes: e.SLUICE_ICEBERG_DELETES,
+      catalog: icebergCatalog(e),
     }),
+  });
+}
+
+const REST_SETTINGS = [
+  'SLUICE_ICEBERG_REST_URI',
+  'SLUICE_ICEBERG_REST_WAREHOUSE',
+  'SLUICE_ICEBERG_REST_NAMESPACE',
+  'SLUICE_ICEBERG_REST_SIGNING_NAME',
+  'SLUICE_ICEBERG_REST_SIGNING_REGION',
+  'SLUICE_ICEBERG_REST_TOKEN',
+  'SLUICE_ICEBERG_REST_CREDENTIAL',
+  'SLUICE_ICEBERG_REST_OAUTH_URI',
+] as const;
+
+/** The catalog settings that contradict each other or are missing, one line each. */
+function catalogProblems(env: Record<string, string | undefined>): string[] {
+  const kind = env.SLUICE_ICEBERG_CATALOG ?? (env.SLUICE_GLUE_DATABASE ? 'glue' : 'file');
+  const problems: string[] = [];
+  if (kind === 'glue' && !env.SLUICE_GLUE_DATABASE)
+    problems.push('  SLUICE_GLUE_DATABASE: is required with SLUICE_ICEBERG_CATALOG=glue (the Glue database the tables go into)');
+  if (kind !== 'glue' && env.SLUICE_ICEBERG_CATALOG && env.SLUICE_GLUE_DATABASE)
+    problems.push(`  SLUICE_GLUE_DATABASE: is set but SLUICE_ICEBERG_CATALOG=${kind}: unset one of them`);
+  if (kind === 'rest') {
+    if (!env.SLUICE_ICEBERG_REST_URI)
+      problems.push(
+        '  SLUICE_ICEBERG_REST_URI: is required with SLUICE_ICEBERG_CATALOG=rest (the catalog URI before /v1, e.g. https://s3tables.us-east-1.amazonaws.com/iceberg)',
+      );
+    const auths = ['SLUICE_ICEBERG_REST_SIGNING_NAME', 'SLUICE_ICEBERG_REST_TOKEN', 'SLUICE_ICEBERG_REST_CREDENTIAL'].filter((v) => env[v]);
+    if (auths.length > 1) problems.push(`  ${auths.join(', ')}: choose one way to authenticate to the REST catalog (SigV4, a token or client credentials)`);
+  } else {
+    const stray = REST_SETTINGS.filter((v) => env[v]);
+    if (stray.length) problems.push(`  ${stray.join(', ')}: only used with SLUICE_ICEBERG_CATALOG=rest (it is ${kind}): set that, or unset these`);
+  }
+  return problems;
+}
+
+function icebergCatalog(e: z.infer<typeof schema>): IcebergCatalogConfig {
+  const kind = e.SLUICE_ICEBERG_CATALOG ?? (e.SLUICE_GLUE_DATABASE ? 'glue' : 'file');
+  if (kind === 'file') return Object.freeze({ kind });
+  // catalogProblems has made sure what each kind needs is there.
+  if (kind === 'glue') return Object.freeze({ kind, database: e.SLUICE_GLUE_DATABASE ?? '' });
+  const credential = e.SLUICE_ICEBERG_REST_CREDENTIAL;
+  const split = credential?.indexOf(':') ?? -1;
+  const auth = e.SLUICE_ICEBERG_REST_SIGNING_NAME
+    ? { kind: 'sigv4' as const, signingName: e.SLUICE_ICEBERG_REST_SIGNING_NAME, region: e.SLUICE_ICEBERG_REST_SIGNING_REGION }
+    : e.SLUICE_ICEBERG_REST_TOKEN
+      ? { kind: 'bearer' as const, token: e.SLUICE_ICEBERG_REST_TOKEN }
+      : credential
+        ? {
+            kind: 'oauth' as const,
+            clientId: credential.slice(0, split),
+            clientSecret: credential.slice(split + 1),
+            scope: e.SLUICE_ICEBERG_REST_SCOPE,
+            tokenUri: e.SLUICE_ICEBERG_REST_OAUTH_URI,
+          }
+        : { kind: 'none' as const };
+  return Object.freeze({
+    kind,
+    uri: e.SLUICE_ICEBERG_REST_URI ?? '',
+    warehouse: e.SLUICE_ICEBERG_REST_WAREHOUSE,
+    namespace: e.SLUICE_ICEBERG_REST_NAMESPACE?.split('.'),
+    auth: Object.freeze(auth),
   });
 }
 

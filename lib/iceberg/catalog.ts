@@ -14,6 +14,7 @@ import type { Config } from '../config/config.ts';
 import type { TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { TableMetadata } from './metadata.ts';
+import { fetchTransport, type RestAuth, restCatalog } from './rest.ts';
 import type { ObjectStore } from './store.ts';
 import { publish, versionOf } from './table.ts';
 
@@ -137,12 +138,33 @@ export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore
 }
 
 /**
- * The catalogs configuration asks for: the file catalog, and Glue when `SLUICE_GLUE_DATABASE` is set
- * (its client from the same environment as the others: AWS_ENDPOINT_URL_GLUE / AWS_ENDPOINT_URL).
+ * The catalogs configuration asks for: the file catalog always, then Glue (`SLUICE_GLUE_DATABASE`,
+ * its client from AWS_ENDPOINT_URL_GLUE / AWS_ENDPOINT_URL) or an Iceberg REST catalog
+ * (`SLUICE_ICEBERG_CATALOG=rest`, SigV4 credentials and region from the same AWS configuration as
+ * the other clients).
  */
 export function configuredCatalog(config: Config, store: ObjectStore, env: Env = process.env): IcebergCatalog & { destroy(): void } {
-  const database = config.iceberg.glueDatabase;
-  if (!database) return { ...fileCatalog(store), destroy() {} };
-  const glue = new GlueClient({ ...sdkSettings(env, 'GLUE'), maxAttempts: 5 });
-  return { ...catalogs(fileCatalog(store), glueCatalog(glue, database, store)), destroy: () => glue.destroy() };
+  const chosen = config.iceberg.catalog;
+  if (chosen.kind === 'file') return { ...fileCatalog(store), destroy() {} };
+  if (chosen.kind === 'glue') {
+    const glue = new GlueClient({ ...sdkSettings(env, 'GLUE'), maxAttempts: 5 });
+    return { ...catalogs(fileCatalog(store), glueCatalog(glue, chosen.database, store)), destroy: () => glue.destroy() };
+  }
+  const { auth, destroy } = restAuth(chosen.auth, env);
+  const namespace = chosen.namespace;
+  const rest = restCatalog(fetchTransport(chosen.uri, auth), store, {
+    ...(chosen.warehouse ? { warehouse: chosen.warehouse } : {}),
+    nameOf: (table) => (namespace ? { namespace, name: glueTableName(table) } : { namespace: [table.db], name: table.table }),
+  });
+  return { ...catalogs(fileCatalog(store), rest), destroy };
+}
+
+type RestAuthConfig = Extract<Config['iceberg']['catalog'], { kind: 'rest' }>['auth'];
+
+/** The REST catalog's authentication; SigV4's credentials and region come from the SDK's own chains (env, profile, the Lambda role). */
+function restAuth(auth: RestAuthConfig, env: Env): { auth: RestAuth; destroy(): void } {
+  if (auth.kind !== 'sigv4') return { auth, destroy() {} };
+  const aws = new GlueClient(sdkSettings(env, 'GLUE'));
+  const region = auth.region ?? (() => aws.config.region());
+  return { auth: { kind: 'sigv4', signingName: auth.signingName, region, credentials: () => aws.config.credentials() }, destroy: () => aws.destroy() };
 }

@@ -1,0 +1,302 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
+import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
+import { catalogs, configuredCatalog, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog.ts';
+import { type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
+import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
+import { fetchTransport, type RestTransport, restCatalog } from '../../lib/iceberg/rest.ts';
+import { type ObjectStore, s3ObjectStore } from '../../lib/iceberg/store.ts';
+import { silentLog } from '../../lib/log.ts';
+import { committedVersion, icebergRowsAt, mysqlText } from '../support/iceberg-merge.ts';
+import { type TestSource, testSource } from '../support/source.ts';
+import { compare, mariadbTable } from './canonical.ts';
+import { ensureRestCatalog, type RunningRestCatalog, startRestCatalog } from './rest-catalog.ts';
+import { ensureTools, type Tools } from './tools.ts';
+
+/*
+ * `npm run test:engines`, the REST catalog part: the merge publishing through Apache Iceberg's own
+ * REST catalog server (RESTCatalogServer, a JDBC catalog on SQLite, S3FileIO on the emulator; see
+ * rest-catalog.ts), with a crash at each step of a merge — before the DynamoDB commit, after it,
+ * inside the catalog publish (before its commit request, and after it with the answer lost), after
+ * the publish before the ledger is cleared — each followed by the next merge: the catalog's table
+ * gains exactly one snapshot per merge, the same ids as sluice's own metadata, and reads as MariaDB.
+ * Then Spark and PyIceberg read the table through the catalog, cell by cell against MariaDB.
+ */
+
+const exec = promisify(execFile);
+
+/** Where a merge is made to crash: the commit protocol's points, or inside the REST publish. */
+type Crash = FaultPoint | 'catalog-before-commit' | 'catalog-answer-lost';
+
+let server: RunningRestCatalog;
+let tools: Tools;
+let source: TestSource;
+let store: ObjectStore;
+let crash: Crash | undefined;
+const crashes: string[] = [];
+const scratch = mkdtempSync(join(tmpdir(), 'sluice-rest-'));
+
+/** The catalog's table requests, failing once where `crash` says: the request never sent, or sent and its answer lost. */
+function crashingTransport(inner: RestTransport): RestTransport {
+  return {
+    async request(method, path, body) {
+      const commit = method === 'POST' && (/\/tables\/[^/]+$/.test(path) || path.endsWith('/register'));
+      if (commit && crash === 'catalog-before-commit') {
+        crash = undefined;
+        crashes.push(`${method} ${path} not sent`);
+        throw new InjectedFault('injected crash before the catalog commit');
+      }
+      const answer = await inner.request(method, path, body);
+      if (commit && crash === 'catalog-answer-lost') {
+        crash = undefined;
+        crashes.push(`${method} ${path} answered ${answer.status}, answer lost`);
+        throw new InjectedFault('injected crash after the catalog commit, its answer lost');
+      }
+      return answer;
+    },
+  };
+}
+
+async function mergeWith(catalog: IcebergCatalog, options: { crash?: Crash; clock?: () => number; table?: string } = {}): Promise<MergeResult> {
+  crash = options.crash;
+  const point = options.crash && !options.crash.startsWith('catalog-') ? (options.crash as FaultPoint) : undefined;
+  const { clients, config } = source;
+  return runIcebergMerge(
+    {
+      config,
+      s3: clients.s3,
+      store: clients.store,
+      snapshots: clients.snapshots,
+      merges: clients.merges,
+      log: silentLog,
+      catalog,
+      ...(point ? { faults: crashAt(point) } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
+    },
+    { tables: [{ db: source.db, table: options.table ?? 't' }], owner: 'test-merge' },
+  );
+}
+
+/** The catalog's view of a table (GET loadTable). */
+async function loaded(table = 't'): Promise<{ 'metadata-location': string; metadata: TableMetadata }> {
+  const response = await fetch(`${server.uri}/v1/namespaces/${encodeURIComponent(source.db)}/tables/${table}`);
+  expect(response.status, `${source.db}.${table} in the REST catalog`).toBe(200);
+  return (await response.json()) as { 'metadata-location': string; metadata: TableMetadata };
+}
+
+beforeAll(async () => {
+  const [{ classpath, installSeconds }, installed] = await Promise.all([ensureRestCatalog(), ensureTools()]);
+  tools = installed;
+  console.log(`rest: Iceberg's REST catalog server ${installSeconds ? `installed in ${installSeconds.toFixed(0)} s` : 'already installed'}`);
+  server = await startRestCatalog({
+    classpath,
+    dir: join(scratch, 'catalog'),
+    warehouse: `s3://${process.env.SLUICE_BUCKET}/rest-warehouse`,
+    s3: {
+      endpoint: process.env.AWS_ENDPOINT_URL_S3 as string,
+      region: process.env.AWS_REGION as string,
+      accessKeyId: process.env.AWS_ACCESS_KEY_ID as string,
+      secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY as string,
+    },
+  });
+  source = await testSource('rest', { SLUICE_ICEBERG_CATALOG: 'rest', SLUICE_ICEBERG_REST_URI: server.uri });
+  store = s3ObjectStore(source.clients.s3, source.config.bucket);
+}, 1_800_000);
+
+afterAll(async () => {
+  await source?.[Symbol.asyncDispose]();
+  await server?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("Iceberg's REST catalog server (npm run test:engines)", () => {
+  it('merges through it exactly once with a crash at each step: one catalog snapshot per merge, sluice ids, MariaDB rows', async () => {
+    // The configured client (SLUICE_ICEBERG_CATALOG=rest) for the merges that do not crash; the
+    // same client over a crashing transport for those that do.
+    const configured = configuredCatalog(source.config, store);
+    const crashing = catalogs(
+      fileCatalog(store),
+      restCatalog(crashingTransport(fetchTransport(server.uri, { kind: 'none' })), store, { nameOf: (t) => ({ namespace: [t.db], name: t.table }) }),
+    );
+    const sql = (text: string) => source.sql(`USE \`${source.db}\`; ${text}`);
+    await source.capture();
+    await sql("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20), n BIGINT); INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)");
+    await source.capture();
+
+    let snapshots = 0;
+    let id = 10;
+    const rounds: { crash: Crash; change: string }[] = [
+      // The first merge registers the table; its answer lost, the next merge finds it registered.
+      { crash: 'catalog-answer-lost', change: '' },
+      { crash: 'after-staging', change: "UPDATE t SET name = 'uno' WHERE id = 1; DELETE FROM t WHERE id = 2" },
+      { crash: 'after-commit', change: "INSERT INTO t VALUES (ID, 'new', ID)" },
+      { crash: 'catalog-before-commit', change: "ALTER TABLE t ADD COLUMN note VARCHAR(10); INSERT INTO t VALUES (ID, 'noted', ID, 'x')" },
+      { crash: 'catalog-answer-lost', change: "UPDATE t SET note = 'y', n = n + 1 WHERE id = 1; INSERT INTO t VALUES (ID, 'more', ID, NULL)" },
+      { crash: 'before-clear', change: "DELETE FROM t WHERE id = 3; INSERT INTO t VALUES (ID, 'last', ID, 'z')" },
+    ];
+    for (const round of rounds) {
+      if (round.change) {
+        await sql(round.change.replaceAll('ID', String(id++)));
+        await source.capture();
+      }
+      const failed = await mergeWith(round.crash.startsWith('catalog-') ? crashing : configured, { crash: round.crash });
+      expect(failed.tables[0]?.status, `${round.crash}: the crashed merge`).toBe('failed');
+      expect(failed.tables[0]?.error, `${round.crash}: the crash`).toBeInstanceOf(InjectedFault);
+      const redo = await mergeWith(configured);
+      expect(['merged', 'up-to-date'], `${round.crash}: the next merge (${redo.tables[0]?.reason ?? ''})`).toContain(redo.tables[0]?.status);
+
+      const sluice = (await committedVersion(source, 't'))?.metadata as TableMetadata;
+      const { metadata, 'metadata-location': location } = await loaded();
+      snapshots += 1;
+      expect(
+        metadata.snapshots.map((s) => s['snapshot-id']),
+        `${round.crash}: the catalog's snapshots are sluice's`,
+      ).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
+      expect(metadata.snapshots, `${round.crash}: one snapshot per merge`).toHaveLength(snapshots);
+      expect(metadata.refs?.main?.['snapshot-id'], `${round.crash}: main`).toBe(sluice['current-snapshot-id']);
+      expect(metadata['table-uuid']).toBe(sluice['table-uuid']);
+      expect(metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id'])?.fields.map((f) => f.name)).toEqual(
+        sluice.schemas.find((s) => s['schema-id'] === sluice['current-schema-id'])?.fields.map((f) => f.name),
+      );
+      expect(await icebergRowsAt(store, metadata), `${round.crash}: the catalog's table (DuckDB) vs MariaDB`).toEqual(await mysqlText(source, 't'));
+      // After the registration the catalog writes its own metadata files; sluice's chain stays its own.
+      if (snapshots > 1) expect(location).not.toMatch(/\/v\d+\.metadata\.json$/);
+    }
+    expect(crashes).toHaveLength(3);
+
+    // An expiry (two days later): the catalog drops the snapshots sluice expired, before their files go.
+    const later = Date.now() + 48 * 3600 * 1000;
+    const expired = await mergeWith(configured, { clock: () => later });
+    expect(expired.tables[0]).toMatchObject({ status: 'merged' });
+    expect(expired.tables[0]?.expiredSnapshots).toBeGreaterThan(0);
+    const sluice = (await committedVersion(source, 't'))?.metadata as TableMetadata;
+    const { metadata } = await loaded();
+    expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
+    expect(metadata.snapshots.length).toBeLessThan(snapshots);
+    expect(await icebergRowsAt(store, metadata), 'after expiry: the catalog table (DuckDB) vs MariaDB').toEqual(await mysqlText(source, 't'));
+    configured.destroy();
+  });
+
+  it("refuses to publish over another writer's snapshot (ICEBERG_CATALOG_CONFLICT, catalog untouched); dropping the catalog table lets the next merge register it again", async () => {
+    const configured = configuredCatalog(source.config, store);
+    const { metadata } = await loaded();
+    const current = metadata.snapshots.find((s) => s['snapshot-id'] === metadata['current-snapshot-id']);
+    if (!current) throw new Error('no current snapshot');
+    // Another writer's commit: a snapshot of the same files that sluice's history does not have.
+    const foreign = { ...current, 'snapshot-id': 4242, 'parent-snapshot-id': current['snapshot-id'], 'sequence-number': metadata['last-sequence-number'] + 1 };
+    const path = `${server.uri}/v1/namespaces/${encodeURIComponent(source.db)}/tables/t`;
+    const committed = await fetch(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        requirements: [],
+        updates: [
+          { action: 'add-snapshot', snapshot: foreign },
+          { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': 4242 },
+        ],
+      }),
+    });
+    expect(committed.status, await committed.clone().text()).toBe(200);
+    await source.sql(`USE \`${source.db}\`; INSERT INTO t VALUES (900, 'after', 900, NULL)`);
+    await source.capture();
+    const refused = await mergeWith(configured);
+    expect(refused.tables[0]?.status).toBe('failed');
+    expect((refused.tables[0]?.error as SluiceError | undefined)?.code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
+    expect(refused.tables[0]?.reason).toMatch(/is at snapshot 4242, which is not in sluice's history/);
+    expect((await loaded()).metadata.refs?.main?.['snapshot-id']).toBe(4242);
+    // The runbook's way out: drop the catalog's table; the next merge's roll-forward registers sluice's.
+    expect((await fetch(path, { method: 'DELETE' })).status).toBe(204);
+    const again = await mergeWith(configured);
+    expect(['merged', 'up-to-date']).toContain(again.tables[0]?.status);
+    const sluice = (await committedVersion(source, 't'))?.metadata as TableMetadata;
+    const back = (await loaded()).metadata;
+    expect(back.snapshots.map((s) => s['snapshot-id'])).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
+    expect(await icebergRowsAt(store, back)).toEqual(await mysqlText(source, 't'));
+    configured.destroy();
+  });
+
+  it("a catalog without register, configured after the table evolved: created with no columns, then given sluice's schema (field ids 1 and 3 kept) and every snapshot", async () => {
+    const noRegister: RestTransport = {
+      request: (method, path, body) =>
+        path.endsWith('/register') ? Promise.resolve({ status: 501, body: { error: { message: 'no register' } } }) : inner.request(method, path, body),
+    };
+    const inner = fetchTransport(server.uri, { kind: 'none' });
+    const creating = catalogs(fileCatalog(store), restCatalog(noRegister, store, { nameOf: (t) => ({ namespace: [t.db], name: t.table }) }));
+    await source.capture();
+    await source.sql(`USE \`${source.db}\`; CREATE TABLE c (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO c VALUES (1, 'a'), (2, 'b')`);
+    await source.capture();
+    // Merged before the catalog is configured (file catalog only), then evolved: its field ids are 1 and 3.
+    expect((await mergeWith(fileCatalog(store), { table: 'c' })).tables[0]).toMatchObject({ status: 'merged' });
+    const rounds = [
+      'ALTER TABLE c ADD COLUMN w INT; ALTER TABLE c DROP COLUMN v; INSERT INTO c VALUES (3, 30)',
+      'UPDATE c SET w = 20 WHERE id = 2; INSERT INTO c VALUES (4, 40)',
+    ];
+    for (const change of rounds) {
+      await source.sql(`USE \`${source.db}\`; ${change}`);
+      await source.capture();
+      expect((await mergeWith(creating, { table: 'c' })).tables[0]).toMatchObject({ status: 'merged' });
+      const sluice = (await committedVersion(source, 'c'))?.metadata as TableMetadata;
+      const { metadata } = await loaded('c');
+      expect(metadata.properties['sluice.table-uuid']).toBe(sluice['table-uuid']);
+      expect(metadata['table-uuid']).not.toBe(sluice['table-uuid']);
+      expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
+      const fields = (m: TableMetadata) => m.schemas.find((s) => s['schema-id'] === m['current-schema-id'])?.fields.map((f) => [f.id, f.name]);
+      expect(fields(metadata)).toEqual(fields(sluice));
+      expect(fields(metadata)).toEqual([
+        [1, 'id'],
+        [3, 'w'],
+      ]);
+      expect(await icebergRowsAt(store, metadata), 'the created table (DuckDB) vs MariaDB').toEqual(await mysqlText(source, 'c'));
+    }
+  });
+
+  it('Spark (Iceberg Java) and PyIceberg read the table through the REST catalog as MariaDB has it', async () => {
+    const tables = [];
+    for (const name of ['t', 'c']) {
+      const version = await committedVersion(source, name);
+      if (!version) throw new Error(`no Iceberg table ${name}: the merge tests did not run`);
+      const expected = await mariadbTable(source, name, version.metadata);
+      tables.push({ id: `rest/${name}`, name, expected, metadata: store.uri(version.metadataKey) });
+    }
+    const input = join(scratch, 'input.json');
+    writeFileSync(
+      input,
+      JSON.stringify({
+        s3: {
+          endpoint: process.env.AWS_ENDPOINT_URL_S3,
+          region: process.env.AWS_REGION,
+          accessKeyId: process.env.AWS_ACCESS_KEY_ID,
+          secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY,
+        },
+        jars: tools.classpath,
+        scratch,
+        judgeOutput: join(scratch, 'judge.json'),
+        rest: { uri: server.uri },
+        tables: tables.map((t) => ({ id: t.id, metadata: t.metadata, columns: t.expected.columns, rest: { namespace: source.db, name: t.name } })),
+      }),
+    );
+    for (const script of ['read_spark.py', 'read_pyiceberg.py']) {
+      const output = join(scratch, `${script}.json`);
+      try {
+        await exec(tools.python, [resolve('test/engines', script), input, output], { cwd: resolve('test/engines'), maxBuffer: 64 * 1024 * 1024 });
+      } catch (error) {
+        throw new Error(`${script} failed: ${(error as { stderr?: string }).stderr?.split('\n').slice(-30).join('\n') ?? error}`);
+      }
+      const read = (JSON.parse(readFileSync(output, 'utf8')) as { tables: Record<string, { rows?: (string | null)[][]; error?: string }> }).tables;
+      for (const { id, expected } of tables) {
+        expect(read[id]?.error, `${script} ${id}: its error`).toBeUndefined();
+        const comparison = compare(expected, read[id]?.rows ?? []);
+        console.log(
+          `rest: ${script} ${id} through the REST catalog: ${comparison.engineRows} rows vs MariaDB ${comparison.mariadbRows}, ${comparison.cells} cells`,
+        );
+        expect(comparison.differences, `${script} ${id}: differences from MariaDB`).toEqual([]);
+        expect(comparison.engineRows).toBe(expected.rows.length);
+      }
+    }
+  });
+});
