@@ -570,7 +570,14 @@ function dataFile(path: string, file: NewFile): DataFileRecord {
   };
 }
 
-async function putMetadata(store: ObjectStore, location: string, version: number, tag: string, metadata: TableMetadata, written: string[]): Promise<TableVersion> {
+async function putMetadata(
+  store: ObjectStore,
+  location: string,
+  version: number,
+  tag: string,
+  metadata: TableMetadata,
+  written: string[],
+): Promise<TableVersion> {
   const key = metadataKey(location, version, tag);
   await store.put(key, `${JSON.stringify(metadata, null, 1)}\n`);
   written.push(key);
@@ -1004,10 +1011,7 @@ export async function stageExpiry(deps: IcebergDeps, current: TableVersion, opti
     snapshots: retained,
     // The log may only hold snapshots that still exist, and only after the oldest retained one.
     'snapshot-log': metadata['snapshot-log'].filter((e) => keep.has(e['snapshot-id']) && e['timestamp-ms'] >= oldest),
-    'metadata-log': [
-      ...metadata['metadata-log'],
-      { 'metadata-file': store.uri(current.metadataKey), 'timestamp-ms': metadata['last-updated-ms'] },
-    ].slice(-20),
+    'metadata-log': [...metadata['metadata-log'], { 'metadata-file': store.uri(current.metadataKey), 'timestamp-ms': metadata['last-updated-ms'] }].slice(-20),
   };
   const location = store.keyOf(metadata.location);
   const logged = new Set(next['metadata-log'].map((e) => store.keyOf(e['metadata-file'])));

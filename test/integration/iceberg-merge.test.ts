@@ -399,7 +399,7 @@ describe('Iceberg merge (real stack)', () => {
     await expectEqual(source, ['t']);
   });
 
-  it("a run that lost its lease cannot land a write on the committed version; a late version-hint.text is put right by the next run", async () => {
+  it('a run that lost its lease cannot land a write on the committed version; a late version-hint.text is put right by the next run', async () => {
     await using source = await testSource('icelate', { SLUICE_STARTUP: 'latest' });
     await source.capture();
     await source.sql(`USE \`${source.db}\`; ${SETUP.slice(0, 2).join('; ')}`);
