@@ -492,10 +492,11 @@ class MergeRun {
     const seq = `m${pad(state.mergeSeq + 1)}_`;
     for (const prefix of [`${location}/data/${seq}`, `${location}/metadata/${seq}`, `${location}/metadata/snap-${seq}`])
       for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
-    for await (const key of listKeys(this.deps.s3, this.config.bucket, `${location}/metadata/v`)) {
-      const version = metadataVersion(key);
-      if (version !== undefined && version > committed) keys.push(key);
-    }
+    for (const prefix of [`${location}/metadata/v`, `${location}/metadata/0`])
+      for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) {
+        const version = metadataVersion(key);
+        if (version !== undefined && version > committed) keys.push(key);
+      }
     if (!keys.length) return;
     this.deps.log.info('deleting Iceberg files of a merge attempt that did not commit', { location, merge: state.mergeSeq + 1, objects: keys.length });
     await this.store.delete(keys);

@@ -36,7 +36,7 @@ export type { ObjectStore } from './store.ts';
  * The Iceberg file-format layer: it turns a table's change set into the files of one new Iceberg
  * snapshot and the next `vN.metadata.json`, and nothing more. It never makes a version current:
  *
- *   stage*()  writes data/delete files, manifests, the manifest list and v<N>-<tag>.metadata.json
+ *   stage*()  writes data/delete files, manifests, the manifest list and <N>-<uuid>.metadata.json
  *             under names fixed by (table location, caller's tag, N = previous version + 1): a redo
  *             after a crash rewrites the same keys, nothing reads them until they are committed, and
  *             a run that lost its lease never writes a key another run stages or commits;
@@ -142,12 +142,22 @@ const paths = (location: string, tag: string) => ({
   manifest: (suffix: string) => `${location}/metadata/${tag}-m-${suffix}.avro`,
   manifestList: `${location}/metadata/snap-${tag}.avro`,
 });
-/** A staged version's metadata (`tag`: the run's), or the copy file-catalog readers find (none). */
-export const metadataKey = (location: string, version: number, tag?: string) => `${location}/metadata/v${version}${tag ? `-${tag}` : ''}.metadata.json`;
-/** N of a `v<N>.metadata.json` or `v<N>-<tag>.metadata.json` key, or undefined. */
+/**
+ * A version's metadata as the run with `tag` staged it, `metadata/<N:5>-<uuid>.metadata.json`:
+ * Iceberg's own naming, which Trino and the catalogs parse (and which they want directly under
+ * `metadata/`), the uuid a version-8 one from the tag, so a catalog's own metadata files beside it
+ * (random or time-based uuids, versions 4 and 7) are never taken for sluice's. Without `tag`: its
+ * copy for file-catalog readers, `metadata/v<N>.metadata.json`.
+ */
+export const metadataKey = (location: string, version: number, tag?: string) =>
+  tag
+    ? `${location}/metadata/${String(version).padStart(5, '0')}-${stableUuid('sluice-metadata', tag)}.metadata.json`
+    : `${location}/metadata/v${version}.metadata.json`;
+/** N of a key `metadataKey` makes, or undefined for any other. */
 export const metadataVersion = (key: string) => {
-  const version = Number(/\/v(\d+)(?:-[^/]+)?\.metadata\.json$/.exec(key)?.[1]);
-  return Number.isInteger(version) ? version : undefined;
+  const match = /\/metadata\/(?:v(\d+)|(\d{5,})-[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.metadata\.json$/.exec(key);
+  const version = Number(match?.[1] ?? match?.[2]);
+  return match && Number.isInteger(version) ? version : undefined;
 };
 export const versionHintKey = (location: string) => `${location}/metadata/version-hint.text`;
 const bucketSuffix = (bucket: number) => `b${String(bucket).padStart(4, '0')}`;

@@ -1,4 +1,4 @@
-// Iceberg's Java library as the judge: every vN.metadata.json of every table parsed by
+// Iceberg's Java library as the judge: every metadata file sluice wrote, of every table, parsed by
 // TableMetadataParser, every snapshot's manifest list and every manifest read by ManifestFiles
 // (each entry's sequence numbers, partition, metrics and bounds touched; bounds decoded by
 // Conversions), and the point query planned by the library's own scan. In package
@@ -25,7 +25,8 @@ import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.JsonUtil;
 
 public class SluiceJudge {
-  private static final Pattern VERSION = Pattern.compile("/v(\\d+)\\.metadata\\.json$");
+  /** sluice's metadata files: as staged (metadata/<N>-<version-8 uuid>) and the copies published for file-catalog readers (metadata/v<N>). */
+  private static final Pattern VERSION = Pattern.compile("/metadata/(v\\d+|\\d{5,}-[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\\.metadata\\.json$");
 
   public static void main(String[] args) throws Exception {
     run(args[0], args[1]);
@@ -67,7 +68,7 @@ public class SluiceJudge {
   }
 
   static void judge(S3FileIO io, String current, Map<String, Object> result, List<String> errors) {
-    String dir = current.substring(0, current.lastIndexOf('/') + 1);
+    String dir = current.substring(0, current.lastIndexOf("/metadata/") + "/metadata/".length());
     List<String> versions = new ArrayList<>();
     for (FileInfo info : io.listPrefix(dir)) if (VERSION.matcher(info.location()).find()) versions.add(info.location());
     if (!versions.contains(current)) errors.add(current + ": not listed under " + dir);

@@ -227,7 +227,9 @@ describe('Iceberg merge (real stack)', () => {
     expect(lines[0]).toMatch(/^change log committed to commit \d+/);
     expect(lines.slice(1).sort()).toEqual([
       expect.stringMatching(
-        new RegExp(`^merged  ${source.db}\\.log: rewrite, 3 rows written, 0 deletes → s3://.*/iceberg/${source.db}/log/metadata/v1-[^/]+\\.metadata\\.json$`),
+        new RegExp(
+          `^merged  ${source.db}\\.log: rewrite, 3 rows written, 0 deletes → s3://.*/iceberg/${source.db}/log/metadata/00001-[0-9a-f-]+\\.metadata\\.json$`,
+        ),
       ),
       expect.stringMatching(new RegExp(`^merged  ${source.db}\\.t: rewrite, 4 rows written, 0 deletes → s3://`)),
     ]);
@@ -464,9 +466,9 @@ describe('Iceberg merge (real stack)', () => {
       const metadata = (await source.keys(`${icebergLocation(source.config.prefix, { db: source.db, table: 't' })}/metadata/`)).filter((k) =>
         k.endsWith('.metadata.json'),
       );
-      // Each version once as the run staged it (v<N>-<tag>) and once as published for file-catalog readers (v<N>).
+      // Each version once as the run staged it (<N>-<uuid>) and once as published for file-catalog readers (v<N>).
       const versions = Array.from({ length: after?.version ?? 0 }, (_, i) => i + 1);
-      expect(metadata.filter((k) => /\/v\d+-[^/]+\.metadata\.json$/.test(k)).map((k) => Number(/\/v(\d+)-/.exec(k)?.[1]))).toEqual(versions);
+      expect(metadata.filter((k) => /\/metadata\/\d{5}-/.test(k)).map((k) => Number(/\/(\d+)-[^/]+$/.exec(k)?.[1]))).toEqual(versions);
       expect(metadata.filter((k) => /\/v\d+\.metadata\.json$/.test(k))).toHaveLength(versions.length);
       for (const key of planted) expect(await source.keys(key)).toEqual([]);
       expect((await source.clients.merges.get(source.config.sourceId, { db: source.db, table: 't' }))?.pending).toBeUndefined();

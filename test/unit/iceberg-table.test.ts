@@ -47,7 +47,10 @@ describe('Iceberg staging (in-memory store)', () => {
       { upserts: [row(1, 'a'), row(2, 'b'), row(3, 'c')], deletes: [] },
       { tag: 'm1', timestampMs: 1000 },
     );
-    expect(v1.version.metadataKey).toBe('p/iceberg/shop/items/metadata/v1-m1.metadata.json');
+    // Iceberg's own naming (<N:5>-<uuid>), which Trino parses, directly under metadata/ (Trino wants it there).
+    expect(v1.version.metadataKey).toMatch(
+      /^p\/iceberg\/shop\/items\/metadata\/00001-[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.metadata\.json$/,
+    );
     expect(v1.stats).toMatchObject({ rowsWritten: 3, dataFiles: 1, deleteFiles: 0 });
     expect(store.objects.has('p/iceberg/shop/items/metadata/version-hint.text')).toBe(false); // staged, not published
     await publish(store, v1.version);
@@ -73,7 +76,7 @@ describe('Iceberg staging (in-memory store)', () => {
       [1, 'append'],
       [2, 'overwrite'],
     ]);
-    expect(metadata['metadata-log'].map((e) => e['metadata-file'])).toEqual(['s3://bucket/p/iceberg/shop/items/metadata/v1-m1.metadata.json']);
+    expect(metadata['metadata-log'].map((e) => e['metadata-file'])).toEqual([`s3://bucket/${v1.version.metadataKey}`]);
     const list = readAvroFile<ManifestFile>(store.objects.get('p/iceberg/shop/items/metadata/snap-m2.avro') as Uint8Array);
     expect(list.records.map((m) => [m.content, m.sequence_number, m.added_files_count])).toEqual([
       [0, 1, 1],
