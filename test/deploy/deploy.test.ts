@@ -27,6 +27,7 @@ import {
   ListObjectVersionsCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import mysql from 'mysql2/promise';
@@ -67,6 +68,11 @@ const GAPS = {
   EphemeralStorage: "moto's CloudFormation ignores a function's ephemeral storage size (the Iceberg function's 4096 MB)",
 } as const;
 
+/** The same for the deploy with the optional features on. */
+const OPTION_GAPS = {
+  'AWS::Logs::LogGroup KmsKeyId': "moto's CloudFormation ignores a log group's KMS key (kmsKeyArn)",
+} as const;
+
 const { endpoint, mysqlUrl, mysqlAdminUrl, home } = inject('deployEnv');
 const region = 'us-east-1';
 const STACK = 'sluice-local';
@@ -81,24 +87,31 @@ const sqs = new SQSClient(settings);
 const sns = new SNSClient(settings);
 const cloudwatch = new CloudWatchClient(settings);
 const logs = new CloudWatchLogsClient(settings);
+const secrets = new SecretsManagerClient(settings);
 
-/** Runs `npx sls <command> --stage local` with the emulator as every AWS endpoint. */
-async function sls(command: 'deploy' | 'remove'): Promise<string> {
-  const { stdout, stderr } = await promisify(execFile)('npx', ['sls', command, '--stage', 'local'], {
-    env: {
-      ...process.env,
-      AWS_ENDPOINT_URL: endpoint,
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
-      AWS_REGION: region,
-      SLS_TELEMETRY_DISABLED: '1',
-      // The local stage's MySQL: the suite's private MariaDB.
-      SLUICE_MYSQL_URL: mysqlUrl,
-    },
-    timeout: 300_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  return `${stdout}${stderr}`;
+/** Runs `npx sls <command> --stage local` with the emulator as every AWS endpoint; a failure carries osls's output. */
+async function sls(command: 'deploy' | 'remove', params: string[] = []): Promise<string> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)('npx', ['sls', command, '--stage', 'local', ...params.map((p) => `--param=${p}`)], {
+      env: {
+        ...process.env,
+        AWS_ENDPOINT_URL: endpoint,
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_REGION: region,
+        SLS_TELEMETRY_DISABLED: '1',
+        // The local stage's MySQL: the suite's private MariaDB.
+        SLUICE_MYSQL_URL: mysqlUrl,
+      },
+      timeout: 300_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return `${stdout}${stderr}`;
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    const output = `${e.stdout ?? ''}${e.stderr ?? ''}`.trim().split('\n').slice(-30).join('\n');
+    throw new Error(`npx sls ${command} --stage local failed (emulator log: ${join(home, 'moto.log')}):\n${output || e.message}`);
+  }
 }
 
 const detected: Record<string, string> = {};
@@ -164,14 +177,13 @@ function allows(policy: Awaited<ReturnType<typeof statements>>, action: string, 
   return hit ? { condition: hit.Condition } : false;
 }
 
-describe('serverless deploy --stage local into the AWS emulator', () => {
-  beforeAll(async () => {
-    mkdirSync(home, { recursive: true });
-  });
-  afterAll(() => {
-    writeFileSync(join(home, 'report.json'), `${JSON.stringify({ notEmulated: detected, seconds }, null, 2)}\n`);
-  });
+// What could not be checked, with the reason, and how long each step took: .sluice/deploy/report.json.
+afterAll(() => {
+  mkdirSync(home, { recursive: true });
+  writeFileSync(join(home, 'report.json'), `${JSON.stringify({ notEmulated: detected, seconds }, null, 2)}\n`);
+});
 
+describe('serverless deploy --stage local into the AWS emulator', () => {
   it('deploys the whole stack', async () => {
     await timed('deploy', () => sls('deploy'));
     const stack = (await cfn.send(new DescribeStacksCommand({ StackName: STACK }))).Stacks?.[0];
@@ -463,5 +475,101 @@ describe('serverless remove --stage local', () => {
     await expect(sqs.send(new GetQueueAttributesCommand({ QueueUrl: outputs.FailedInvocationsQueueUrl }))).rejects.toThrow();
     for (const id of ['PollerRole', 'SnapshotRole', 'IcebergRole'])
       await expect(iam.send(new GetRoleCommand({ RoleName: physical[id] })), id).rejects.toThrow();
+  });
+});
+
+describe('serverless deploy --stage local with the optional features on (VPC and its endpoints, a secret, KMS keys)', () => {
+  it('creates the VPC endpoints, puts the capturing functions in the VPC and lets them read the secret through its key', async () => {
+    // The network and keys a user already has: made in the emulator by a stack of their own.
+    await cfn.send(
+      new CreateStackCommand({
+        StackName: 'sluice-network',
+        TemplateBody: JSON.stringify({
+          Resources: {
+            Vpc: { Type: 'AWS::EC2::VPC', Properties: { CidrBlock: '10.9.0.0/16' } },
+            SubnetA: { Type: 'AWS::EC2::Subnet', Properties: { VpcId: { Ref: 'Vpc' }, CidrBlock: '10.9.1.0/24' } },
+            SubnetB: { Type: 'AWS::EC2::Subnet', Properties: { VpcId: { Ref: 'Vpc' }, CidrBlock: '10.9.2.0/24' } },
+            Routes: { Type: 'AWS::EC2::RouteTable', Properties: { VpcId: { Ref: 'Vpc' } } },
+            Functions: { Type: 'AWS::EC2::SecurityGroup', Properties: { GroupDescription: 'the sluice functions', VpcId: { Ref: 'Vpc' } } },
+            Key: { Type: 'AWS::KMS::Key', Properties: { KeyPolicy: { Version: '2012-10-17', Statement: [] } } },
+            // A probe: does the emulator apply a log group's KMS key?
+            ProbeLogs: { Type: 'AWS::Logs::LogGroup', Properties: { LogGroupName: 'sluice-probe', KmsKeyId: { 'Fn::GetAtt': ['Key', 'Arn'] } } },
+          },
+          Outputs: Object.fromEntries(
+            [
+              ['Vpc', { Ref: 'Vpc' }],
+              ['SubnetA', { Ref: 'SubnetA' }],
+              ['SubnetB', { Ref: 'SubnetB' }],
+              ['Routes', { Ref: 'Routes' }],
+              ['Functions', { 'Fn::GetAtt': ['Functions', 'GroupId'] }],
+              ['Key', { 'Fn::GetAtt': ['Key', 'Arn'] }],
+            ].map(([name, value]) => [name, { Value: value }]),
+          ),
+        }),
+      }),
+    );
+    const net = Object.fromEntries(
+      ((await cfn.send(new DescribeStacksCommand({ StackName: 'sluice-network' }))).Stacks?.[0]?.Outputs ?? []).map((o) => [
+        o.OutputKey,
+        o.OutputValue as string,
+      ]),
+    );
+    const secret = (
+      await secrets.send(
+        new CreateSecretCommand({ Name: 'sluice/local', SecretString: JSON.stringify({ username: 'sluice', password: 'x', host: '127.0.0.1', port: 3306 }) }),
+      )
+    ).ARN as string;
+    // The runbook's first-deploy parameters, with the emulator's network.
+    await timed('deploy with every option', () =>
+      sls('deploy', [
+        `mysqlSecretArn=${secret}`,
+        `mysqlSecretKmsKeyArn=${net.Key}`,
+        `kmsKeyArn=${net.Key}`,
+        `subnetIds=${net.SubnetA},${net.SubnetB}`,
+        `securityGroupIds=${net.Functions}`,
+        `vpcId=${net.Vpc}`,
+        `routeTableIds=${net.Routes}`,
+        'vpcEndpoints=s3,dynamodb,secretsmanager,lambda',
+      ]),
+    );
+    expect(['CREATE_COMPLETE', 'UPDATE_COMPLETE']).toContain((await cfn.send(new DescribeStacksCommand({ StackName: STACK }))).Stacks?.[0]?.StackStatus);
+    const resources = (await cfn.send(new ListStackResourcesCommand({ StackName: STACK }))).StackResourceSummaries ?? [];
+    const created = new Set(resources.map((r) => r.LogicalResourceId));
+    for (const id of ['S3GatewayEndpoint', 'DynamoDbGatewayEndpoint', 'SecretsManagerEndpoint', 'LambdaEndpoint', 'VpcEndpointSecurityGroup'])
+      expect(created, id).toContain(id);
+    const [poller, snapshot, iceberg] = await Promise.all([functionConfig('poller'), functionConfig('snapshot'), functionConfig('iceberg')]);
+    for (const f of [poller, snapshot]) {
+      expect(f.VpcConfig?.SubnetIds?.slice().sort()).toEqual([net.SubnetA, net.SubnetB].sort());
+      expect(f.VpcConfig?.SecurityGroupIds).toEqual([net.Functions]);
+    }
+    // The Iceberg merge never talks to MySQL: outside the VPC.
+    expect(iceberg.VpcConfig?.SubnetIds ?? []).toEqual([]);
+    physical = Object.fromEntries(resources.filter((r) => r.LogicalResourceId).map((r) => [r.LogicalResourceId, r.PhysicalResourceId]));
+    for (const role of ['PollerRole', 'SnapshotRole']) {
+      const policy = await statements(role);
+      expect(allows(policy, 'secretsmanager:GetSecretValue', secret), role).toBeTruthy();
+      expect(allows(policy, 'kms:Decrypt', net.Key as string), role).toEqual({
+        condition: { StringEquals: { 'kms:ViaService': `secretsmanager.${region}.amazonaws.com` } },
+      });
+    }
+    expect(allows(await statements('IcebergRole'), 'secretsmanager:GetSecretValue', secret)).toBe(false);
+    const topic = await sns.send(
+      new GetTopicAttributesCommand({
+        TopicArn: (await cfn.send(new DescribeStacksCommand({ StackName: STACK }))).Stacks?.[0]?.Outputs?.find((o) => o.OutputKey === 'AlarmTopicArn')
+          ?.OutputValue,
+      }),
+    );
+    expect(topic.Attributes?.KmsMasterKeyId).toBe(net.Key);
+    const optionGaps: Record<string, string> = {};
+    const probe = (await logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: 'sluice-probe' }))).logGroups?.[0];
+    if (probe?.kmsKeyId === net.Key) {
+      const groups = (await logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: `/aws/lambda/${STACK}-` }))).logGroups ?? [];
+      expect(groups.map((g) => g.kmsKeyId)).toEqual([net.Key, net.Key, net.Key]);
+    } else optionGaps['AWS::Logs::LogGroup KmsKeyId'] = OPTION_GAPS['AWS::Logs::LogGroup KmsKeyId'];
+    Object.assign(detected, optionGaps);
+    expect(optionGaps).toEqual(OPTION_GAPS);
+
+    await timed('remove with every option', () => sls('remove'));
+    await expect(cfn.send(new DescribeStacksCommand({ StackName: STACK }))).rejects.toThrow(/does not exist/);
   });
 });
