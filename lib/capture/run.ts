@@ -219,11 +219,12 @@ async function openCatalog(
     catalog.put({ version: dropped, seq: at, position, origin: 'server', ddl: { kind: 'exclude' } }, false);
     opening.events.push({ table: { db: version.db, table: version.table }, op: 't', kind: 'exclude', version: dropped, seq: at, position });
   }
-  // Databases the old filters ruled out have no recorded charset: the server's now, as for their tables.
+  // Databases the old filters ruled out have no recorded charset, or one from before they were ruled
+  // out (their ALTERs since were not recorded): the server's now, as for their tables.
   const relevant = databaseFilter(config);
   const before$ = catalog.filter ? databaseFilter({ include: catalog.filter.include.map((r) => new RegExp(r)) }) : undefined;
   for (const [db, collation] of await databaseCollations(conn))
-    if (relevant(db) && before$ && !before$(db) && catalog.databaseCollation(db) === undefined) catalog.setDatabaseCollation(db, collation);
+    if (relevant(db) && before$ && !before$(db) && catalog.databaseCollation(db) !== collation) catalog.setDatabaseCollation(db, collation);
   catalog.setFilter(filter);
   return { catalog, opening };
 }

@@ -484,7 +484,8 @@ export function databaseFilter(config: Pick<Config, 'include'>): (db: string) =>
 
 /** The text every match of a pattern starts with: its literal characters up to the first operator. */
 function literalPrefix(pattern: string): string {
-  if (pattern.includes('|')) return '';
+  // An alternation, or a `)` that may close the `^(?:…)$` around the pattern, can make any start possible.
+  if (/[|)]/.test(pattern.replace(/\\./g, ''))) return '';
   let prefix = '';
   for (let i = 0; i < pattern.length; ) {
     const escaped = pattern[i] === '\\';

@@ -47,6 +47,23 @@ describe('capture (real MariaDB, DynamoDB Local, S3 emulator)', () => {
     expect(events.map((e) => `${e.op} ${e.op === 't' ? e.ddl?.kind : JSON.stringify(e.after)}`)).toEqual(['t create', 'c {"id":1,"v":"é"}']);
   });
 
+  it("a database the filters rule out and take back gets the server's charset again, not the one recorded before", async () => {
+    await using source = await testSource('rounddb');
+    const other = await source.database('_r', 'CHARACTER SET utf8mb4');
+    await source.capture();
+    await source.sql(`ALTER DATABASE \`${other}\` CHARACTER SET latin1`);
+    await source.capture(); // recorded: latin1
+    const narrow = source.configWith({ SLUICE_INCLUDE: `${source.db}\\..*` });
+    await source.capture({ config: narrow });
+    await source.sql(`ALTER DATABASE \`${other}\` CHARACTER SET utf8mb4`);
+    await source.capture({ config: narrow }); // ruled out: not recorded
+    await source.capture(); // taken back: utf8mb4, as the server says
+    await source.sql(`CREATE TABLE \`${other}\`.t (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO \`${other}\`.t VALUES (1, 'é')`);
+    await source.capture();
+    const events = (await source.events()).filter((e) => e.db === other);
+    expect(events.map((e) => `${e.op} ${e.op === 't' ? e.ddl?.kind : JSON.stringify(e.after)}`)).toEqual(['t create', 'c {"id":1,"v":"é"}']);
+  });
+
   it('captures inserts, updates and deletes across tables, in order, exactly once', async () => {
     await using source = await testSource('crud');
     await source.sql(TABLES);
