@@ -11,7 +11,7 @@ import type { ObjectStore } from './store.ts';
  * An Iceberg REST catalog (open-api/rest-catalog-open-api.yaml in apache/iceberg): Polaris, Nessie,
  * Lakekeeper, the Glue Data Catalog's and S3 Tables' endpoints (SigV4), Iceberg's own fixture.
  *
- * The merge keeps writing its own metadata chain (`vN.metadata.json`, the one the ledger names and
+ * The merge keeps writing its own metadata chain (`<N>-<uuid>.metadata.json`, the one the ledger names and
  * the next merge builds on); the catalog keeps its own metadata files, which name sluice's manifest
  * lists, manifests and data files as they are. Publishing a committed version is a diff: load the
  * catalog's table, and send what sluice's committed metadata has that the catalog's lacks (schemas,
@@ -125,7 +125,8 @@ export function fetchTransport(uri: string, auth: RestAuth, fetcher: typeof fetc
       }
       let response: Response;
       try {
-        response = await fetcher(url, { method, headers, ...(text !== undefined ? { body: text } : {}) });
+        // A catalog that hangs must not hold the table (its lease renewed) until the function times out.
+        response = await fetcher(url, { method, headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), ...(text !== undefined ? { body: text } : {}) });
       } catch (error) {
         throw new SluiceError(
           ErrorCode.ICEBERG_CATALOG_REQUEST,
@@ -175,6 +176,8 @@ function errorText(body: unknown): string {
 
 /** Statuses after which a commit's outcome is unknown (the spec's CommitStateUnknown): load the table again and see. */
 const UNKNOWN = new Set([500, 502, 503, 504]);
+/** How long one catalog request may take. */
+const REQUEST_TIMEOUT_MS = 30_000;
 /** Statuses a catalog without `register` answers it with. */
 const NO_REGISTER = new Set([400, 404, 405, 406, 501]);
 
@@ -293,7 +296,11 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
 /** The property a created (not registered) table carries sluice's table uuid in. */
 const SLUICE_UUID = 'sluice.table-uuid';
 
-/** A schema without its id, keys sorted: two schemas with the same fields are the same schema to a catalog, however it orders its JSON. */
+/**
+ * A schema without its id, keys sorted and type names without blanks: two schemas with the same
+ * fields are the same schema to a catalog, however it orders its JSON or spells a type (Java writes
+ * `decimal(20, 0)` where sluice writes `decimal(20,0)`).
+ */
 function shape(schema: IcebergSchema): string {
   const sorted = (value: unknown): unknown =>
     Array.isArray(value)
@@ -303,7 +310,7 @@ function shape(schema: IcebergSchema): string {
             Object.entries(value)
               .filter(([, v]) => v !== undefined && v !== null)
               .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-              .map(([k, v]) => [k, sorted(v)]),
+              .map(([k, v]) => [k, k === 'type' && typeof v === 'string' ? v.replace(/\s+/g, '') : sorted(v)]),
           )
         : value;
   const fields = schema.fields.map((f) => sorted({ ...f, required: Boolean(f.required) }));

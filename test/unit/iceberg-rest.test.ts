@@ -299,6 +299,22 @@ describe('the Iceberg REST catalog client', () => {
     expect(commit?.updates.map((u) => u.action)).toEqual(['add-snapshot', 'set-snapshot-ref']);
   });
 
+  it('knows a schema whose types the catalog spells with blanks, as Java writes decimal(20, 0) (no add-schema)', () => {
+    const columns = [field(1, 'id'), { id: 2, name: 'amount', required: false, type: 'decimal(20,0)' }];
+    const target = { ...metadata([snapshot(10, undefined, 1), snapshot(20, 10, 2)]), schemas: [schema(0, columns)] };
+    const java = {
+      ...metadata([snapshot(10, undefined, 1)]),
+      schemas: [
+        schema(
+          0,
+          columns.map((c) => ({ ...c, type: c.type.replace(',', ', ') })),
+        ),
+      ],
+    };
+    const commit = catalogCommit(java as TableMetadata, target as TableMetadata, 'shop.orders');
+    expect(commit?.updates.map((u) => u.action)).toEqual(['add-snapshot', 'set-snapshot-ref']);
+  });
+
   it('diffs nothing for the same metadata and refuses a main outside its history', () => {
     const m = metadata([snapshot(10, undefined, 1)]);
     expect(catalogCommit(m, m, 'shop.orders')).toBeUndefined();
