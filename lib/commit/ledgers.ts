@@ -61,7 +61,7 @@ export function chunkLedger(
 
 /**
  * The Iceberg merge's, for one table: a commit moves the merge offset (commit sequence, cut
- * position, merged snapshot jobs) and makes the staged `vN.metadata.json` the table's current one in
+ * position, merged snapshot jobs) and makes the staged `<N>-<uuid>.metadata.json` the table's current one in
  * the same write. Settling publishes it (version-hint.text, the catalog) and deletes what an expiry
  * freed; `publish` must be idempotent, as a roll-forward may run it again.
  */

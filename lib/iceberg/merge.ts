@@ -492,7 +492,15 @@ class MergeRun {
     const seq = `m${pad(state.mergeSeq + 1)}_`;
     for (const prefix of [`${location}/data/${seq}`, `${location}/metadata/${seq}`, `${location}/metadata/snap-${seq}`])
       for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
-    for (const prefix of [`${location}/metadata/v`, `${location}/metadata/0`])
+    // An attempt stages the next few versions (a merge, then maybe a compaction and an expiry).
+    const staged = Array.from(
+      { length: 10 },
+      (_, i) =>
+        `${location}/metadata/${String(committed + 1 + i)
+          .padStart(5, '0')
+          .slice(0, -1)}`,
+    );
+    for (const prefix of new Set([`${location}/metadata/v`, ...staged]))
       for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) {
         const version = metadataVersion(key);
         if (version !== undefined && version > committed) keys.push(key);

@@ -12,7 +12,7 @@ export interface Snapshot {
   readonly 'schema-id': number;
 }
 
-/** Iceberg table metadata, format version 2 (`vN.metadata.json`). */
+/** Iceberg table metadata, format version 2 (`<N>-<uuid>.metadata.json`, and its `vN.metadata.json` copy). */
 export interface TableMetadata {
   readonly 'format-version': 2;
   readonly 'table-uuid': string;
@@ -37,7 +37,7 @@ export interface TableMetadata {
 
 /** A committed (or staged) version of a table: its metadata and where that metadata file lives. */
 export interface TableVersion {
-  /** Object key of `metadata/vN.metadata.json`. */
+  /** Object key of the metadata file (`metadataKey` in table.ts). */
   readonly metadataKey: string;
   readonly version: number;
   readonly metadata: TableMetadata;

@@ -34,7 +34,7 @@ export type { ObjectStore } from './store.ts';
 
 /*
  * The Iceberg file-format layer: it turns a table's change set into the files of one new Iceberg
- * snapshot and the next `vN.metadata.json`, and nothing more. It never makes a version current:
+ * snapshot and the next metadata file, and nothing more. It never makes a version current:
  *
  *   stage*()  writes data/delete files, manifests, the manifest list and <N>-<uuid>.metadata.json
  *             under names fixed by (table location, caller's tag, N = previous version + 1): a redo
@@ -163,10 +163,10 @@ export const versionHintKey = (location: string) => `${location}/metadata/versio
 const bucketSuffix = (bucket: number) => `b${String(bucket).padStart(4, '0')}`;
 const rangeSuffix = (range: number) => `r${String(range).padStart(4, '0')}`;
 
-/** N of a `.../v<N>.metadata.json` key. */
+/** N of a metadata key `metadataKey` makes (either form). */
 export function versionOf(key: string): number {
   const version = metadataVersion(key);
-  if (version === undefined) throw new AssertionError(`${key} is not a v<N>.metadata.json file`);
+  if (version === undefined) throw new AssertionError(`${key} is not a metadata file sluice names`);
   return version;
 }
 
@@ -1025,10 +1025,12 @@ export async function stageExpiry(deps: IcebergDeps, current: TableVersion, opti
   };
   const location = store.keyOf(metadata.location);
   const logged = new Set(next['metadata-log'].map((e) => store.keyOf(e['metadata-file'])));
+  const loggedVersions = new Set([...logged].map(metadataVersion));
   for await (const key of store.list(`${location}/metadata/`)) {
-    // Copies publish made of older versions go too (the expiry's own version is published before these deletes).
+    // A version's published copy goes with it, once the version has left the log: a reader that
+    // read an older version-hint.text a moment ago still finds the copy it names.
     const version = metadataVersion(key);
-    if (version !== undefined && version <= current.version && !logged.has(key)) unreferenced.add(key);
+    if (version !== undefined && version <= current.version && !logged.has(key) && !loggedVersions.has(version)) unreferenced.add(key);
   }
   const written: string[] = [];
   const version = await putMetadata(store, location, current.version + 1, options.tag, next, written);

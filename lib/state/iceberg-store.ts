@@ -28,7 +28,7 @@ export interface MergeState {
   readonly schemaVersion?: number;
   /** The table was dropped, renamed away or excluded: its Iceberg table is empty. */
   readonly gone: boolean;
-  /** The committed `vN.metadata.json` (object key); absent before the first merge. */
+  /** The committed metadata file (object key); absent before the first merge. */
   readonly metadataKey?: string;
   /** The one before it (catalogs record it as `previous_metadata_location`). */
   readonly previousMetadataKey?: string;
