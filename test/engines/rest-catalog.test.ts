@@ -125,7 +125,7 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
     );
     const sql = (text: string) => source.sql(`USE \`${source.db}\`; ${text}`);
     await source.capture();
-    await sql("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20), n BIGINT); INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)");
+    await sql("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20), n DECIMAL(20,0)); INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)");
     await source.capture();
 
     let snapshots = 0;
