@@ -14,10 +14,11 @@ import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
 import { type Manifest, readManifest } from '../format/manifest.ts';
 import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
-import { type ChangeStep, changeSet, lines, stepLines } from '../materialize/changes.ts';
+import { type ChangeStep, changeSet, stepLines } from '../materialize/changes.ts';
 import { downloadObjects, loadEventsSql } from '../materialize/events.ts';
 import type { TableHistory } from '../materialize/history.ts';
-import { materializeRule } from '../materialize/rule.ts';
+import { sqlString } from '../materialize/projection.ts';
+import { materializeRule, planRule } from '../materialize/rule.ts';
 import { tableHistory } from '../materialize/table.ts';
 import { manifestKey, pad, tablePath } from '../sink/s3/keys.ts';
 import { listFolders, listKeys } from '../sink/s3/objects.ts';
@@ -437,6 +438,21 @@ class MergeRun {
       summary: { 'sluice.commit-seq': String(cut.commitSeq) },
       deletes: this.config.iceberg.deletes,
     });
+    const rewrite = async (events: string, prefix: string, recreate: boolean) => {
+      const rule = await materializeRule(duck, history, events, prefix);
+      // The rows leave DuckDB as a file: streaming a million row texts through JavaScript cost more than the Parquet writing.
+      const path = join(work, `${prefix}-rows.jsonl`);
+      await duck.run(
+        `COPY (SELECT row FROM ${rule.state}, range(${rule.state}.n)) TO ${sqlString(path)} (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER E'\\x01')`,
+      );
+      const from = recreate ? undefined : state.schemaVersion;
+      const to = rule.version.version;
+      const rows = { path, lines: rule.rows };
+      const staged = await stageReplace(deps, current, spec(history, location, to, from, recreate && current !== undefined), rows, options(''));
+      return { version: staged.version, schemaVersion: to, gone: false, mode: rule.rows ? 'rewrite' : 'empty', stats: [staged] } as StagedMerge;
+    };
+    // A first load needs no change set (nothing to apply it to): the rule alone, unless the table is gone already.
+    if (!current && !state.gone && !(await planRule(duck, history, 'e_ev')).gone) return await rewrite('e_ev', 'r', false);
     const changes = await changeSet(duck, history, 'e_ev', { version: state.schemaVersion ?? null }, 'e');
     const reset = changes.steps.find((s): s is Extract<ChangeStep, { kind: 'reset' }> => s.kind === 'reset');
     const to = changes.version.version;
@@ -447,13 +463,6 @@ class MergeRun {
       const staged = await stageTruncate(deps, current, spec(history, location, state.schemaVersion ?? to, undefined), options(''));
       return { version: staged.version, schemaVersion: state.schemaVersion, gone: true, mode: 'empty', stats: [staged] };
     }
-    const rewrite = async (events: string, prefix: string, recreate: boolean) => {
-      const rule = await materializeRule(duck, history, events, prefix);
-      const rows = lines(duck, `SELECT row FROM ${rule.state}, range(${rule.state}.n)`);
-      const from = recreate ? undefined : state.schemaVersion;
-      const staged = await stageReplace(deps, current, spec(history, location, to, from, recreate && current !== undefined), rows, options(''));
-      return { version: staged.version, schemaVersion: to, gone: false, mode: rule.rows ? 'rewrite' : 'empty', stats: [staged] } as StagedMerge;
-    };
     // After a reset nothing before it counts: these events alone give the table. A new table under
     // the name (create, rename-in, include) shares no column identity with the old one.
     if (reset || !current || state.gone)

@@ -859,16 +859,33 @@ async function stageKeyless(
 }
 
 /**
+ * Rows already in a JSON Lines file (one row text per line) and how many: a caller holding them in
+ * DuckDB writes them with `COPY` rather than streaming each through JavaScript (docs/PERFORMANCE.md).
+ */
+export interface SpooledRows {
+  readonly path: string;
+  readonly lines: number;
+}
+
+const isSpooled = (rows: Lines | SpooledRows): rows is SpooledRows => typeof (rows as SpooledRows).path === 'string';
+
+/**
  * Stages a version whose rows are exactly `rows` (a rebuild from the change log, a re-snapshot,
  * or — with no rows — a truncate). Every data file is rewritten, so column types may change in
  * ways Iceberg cannot promote: such a column gets a new field id.
  */
-export async function stageReplace(deps: IcebergDeps, current: TableVersion | undefined, spec: TableSpec, rows: Lines, options: StageOptions): Promise<Staged> {
+export async function stageReplace(
+  deps: IcebergDeps,
+  current: TableVersion | undefined,
+  spec: TableSpec,
+  rows: Lines | SpooledRows,
+  options: StageOptions,
+): Promise<Staged> {
   const prepared = prepare(deps, current, spec, options, true);
   await using ws = await Workspace.open(deps.workDir);
   const writer = new SnapshotWriter(deps, prepared, spec, options);
   const schema = prepared.evolution.schema;
-  const spooled = await ws.spool('rows', rows);
+  const spooled = isSpooled(rows) ? rows : await ws.spool('rows', rows);
   const nulled = await ws.loadJson('up', spooled.path, prepared.fields);
   const ids = spec.key.length ? prepared.keyIds : schema.fields.map((f) => f.id);
   if (spec.key.length) {
