@@ -22,10 +22,22 @@ import { materializeRule, planRule } from '../materialize/rule.ts';
 import { tableHistory } from '../materialize/table.ts';
 import { manifestKey, pad, tablePath } from '../sink/s3/keys.ts';
 import { listFolders, listKeys } from '../sink/s3/objects.ts';
-import type { MergeAdvance, MergeState, MergeStore } from '../state/iceberg-store.ts';
+import type { RewriteBuckets } from '../state/iceberg-buckets.ts';
+import type { MergeAdvance, MergeState, MergeStore, RewriteRecord } from '../state/iceberg-store.ts';
 import { jobCovers, type SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
 import { fileCatalog, type IcebergCatalog } from './catalog.ts';
+import {
+  bucketCount,
+  deleteUnrecorded,
+  doneBuckets,
+  planKey,
+  type RewriteDeps,
+  type RewriteEvent,
+  type RewritePlan,
+  readPlan,
+  writeBuckets,
+} from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
 import { capturedTables } from './status.ts';
 import { fenced, type ObjectStore, s3ObjectStore } from './store.ts';
@@ -34,6 +46,7 @@ import {
   type DeleteMode,
   loadVersion,
   type Staged,
+  stageBuckets,
   stageChanges,
   stageCompaction,
   stageExpiry,
@@ -101,6 +114,10 @@ export interface MergeDeps {
   readonly faults?: Faults;
   /** Parent folder for scratch files (DuckDB, downloads); the OS temp folder by default. */
   readonly workDir?: string;
+  /** The buckets of first loads split across invocations (lib/iceberg/rewrite.ts); without it a first load is written whole. */
+  readonly buckets?: RewriteBuckets;
+  /** Starts a rewrite worker invocation (SLUICE_ICEBERG_WORKERS > 1): the Lambda Invoke API, or an in-process stand-in. */
+  readonly invoke?: (event: RewriteEvent) => Promise<void>;
 }
 
 export interface MergeOptions {
@@ -115,6 +132,8 @@ export interface MergeOptions {
    * `SLUICE_ICEBERG_LEASE_SECONDS`); 0 (the schedule's choice): report it busy, the next tick merges it.
    */
   readonly waitForLeaseMs?: number;
+  /** A rewrite split into buckets writes at most this many here, leaving the rest to the next run (tests). */
+  readonly maxBuckets?: number;
 }
 
 /** What a merge did to one table. */
@@ -277,14 +296,19 @@ class MergeRun {
   /** The table's objects in binlog commits (from, to], and its newest shape there. */
   async binlogObjects(table: TableRef, from: number, to: number) {
     const keys: string[] = [];
+    let events = 0;
     let shape: Manifest['tables'][number] | undefined;
     for (let n = from + 1; n <= to; n++) {
       const manifest = await this.manifest(n);
       if (!manifest) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${pad(n)} of a committed commit is missing`);
-      for (const o of manifest.objects) if (sameTable(o, table)) keys.push(o.key);
+      for (const o of manifest.objects)
+        if (sameTable(o, table)) {
+          keys.push(o.key);
+          events += o.events;
+        }
       shape = manifest.tables.find((t) => sameTable(t, table)) ?? shape;
     }
-    return { keys, shape };
+    return { keys, shape, events };
   }
 
   /**
@@ -300,6 +324,7 @@ class MergeRun {
     const keys: string[] = [];
     const complete: string[] = [];
     const waiting: string[] = [];
+    let events = 0;
     for (const id of await listFolders(this.deps.s3, this.config.bucket, root)) {
       if (skip.has(id) || (only && !only.has(id))) continue;
       const job = await this.deps.snapshots.job(this.config.sourceId, id);
@@ -307,6 +332,7 @@ class MergeRun {
       const pages: string[] = [];
       for await (const key of listKeys(this.deps.s3, this.config.bucket, `${root}${id}/${tablePath(table)}/`)) pages.push(key);
       const objects: string[] = [];
+      let count = 0;
       let all = true;
       for (const key of pages.sort()) {
         const text = await this.text(key);
@@ -317,16 +343,21 @@ class MergeRun {
           all = false;
           break;
         }
-        for (const o of manifest.objects) if (sameTable(o, table)) objects.push(o.key);
+        for (const o of manifest.objects)
+          if (sameTable(o, table)) {
+            objects.push(o.key);
+            count += o.events;
+          }
       }
       // A done job without pages of this table never gets any: complete, so it is not listed again.
       if (!all) waiting.push(id);
       else {
         keys.push(...objects);
+        events += count;
         complete.push(id);
       }
     }
-    return { keys, complete, waiting };
+    return { keys, complete, waiting, events };
   }
 
   /** Steps 0–3 for one table. */
@@ -363,6 +394,8 @@ class MergeRun {
       const ledger = mergeLedger(merges, this.owner, this.clock, (s) => this.settle(s));
       if (state.pending) log.info('publishing an Iceberg commit a crashed merge left behind', { table: formatTableRef(table), metadata: state.metadataKey });
       state = await rollForward(this.ctx, ledger, state);
+      // A rewrite in progress fixed its cut: it is finished before anything else is merged.
+      if (state.rewrite) return await this.continueRewrite(table, state, ledger);
       // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
       if (state.commitSeq > cut.commitSeq || (state.position && comparePositions(state.position, cut.position) > 0))
         return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
@@ -392,6 +425,10 @@ class MergeRun {
         if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
         return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
       }
+      if (!state.metadataKey && !state.gone && this.deps.buckets) {
+        const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape }, binlog.events + pages.events, moved());
+        if (split) return split;
+      }
       const duck = await Duck.open(work);
       try {
         const history = await tableHistory(
@@ -413,6 +450,105 @@ class MergeRun {
       rmSync(work, { recursive: true, force: true });
       await merges.release(config.sourceId, table, this.owner);
     }
+  }
+
+  /** What lib/iceberg/rewrite.ts needs of this run. */
+  private rewriteDeps(buckets: RewriteBuckets): RewriteDeps {
+    const { config, s3, merges, log, faults, workDir, invoke } = this.deps;
+    return { config, s3, merges, buckets, log, clock: this.clock, faults, workDir, invoke };
+  }
+
+  /**
+   * A first load too large for one invocation (or any, with workers): records a rewrite split into
+   * buckets and works on it; undefined when the load is written whole.
+   */
+  async planRewrite(
+    table: TableRef,
+    state: MergeState,
+    ledger: ReturnType<typeof mergeLedger>,
+    plan: RewritePlan,
+    events: number,
+    advance: MergeAdvance,
+  ): Promise<TableMergeResult | undefined> {
+    const { config } = this.deps;
+    const history = await tableHistory(
+      { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+      { table, keys: [...plan.keys], shape: plan.shape },
+    );
+    if (!history) return undefined;
+    const count = bucketCount(config, events, history);
+    if (count <= 1) return undefined;
+    const location = icebergLocation(config.prefix, table);
+    const tag = this.tagFor(state);
+    await this.discardUncommitted(location, state, 0);
+    const rewrite: RewriteRecord = { tag, plan: planKey(location, tag), buckets: count, timestampMs: this.clock(), advance };
+    await this.store.put(rewrite.plan, JSON.stringify(plan));
+    const started = await this.deps.merges.startRewrite(
+      { sourceId: config.sourceId, owner: this.owner, expectVersion: state.version, now: this.clock() },
+      state,
+      rewrite,
+    );
+    this.deps.log.info('Iceberg first load split into buckets', { table: formatTableRef(table), buckets: count, events, workers: config.iceberg.workers });
+    return this.continueRewrite(table, started, ledger);
+  }
+
+  /** Writes buckets of the rewrite in progress (with the workers it invokes) and, once every one is done, commits them as one snapshot. */
+  async continueRewrite(table: TableRef, state: MergeState, ledger: ReturnType<typeof mergeLedger>): Promise<TableMergeResult> {
+    const { config, log } = this.deps;
+    const rewrite = state.rewrite as RewriteRecord;
+    const buckets = this.deps.buckets;
+    if (!buckets) throw new SluiceError(ErrorCode.ASSERTION, `${formatTableRef(table)} has a rewrite in progress but this run has no bucket store`);
+    const deps = this.rewriteDeps(buckets);
+    if (this.deps.invoke)
+      for (let w = 1; w < Math.min(config.iceberg.workers, rewrite.buckets); w++) await this.deps.invoke({ rewrite: { db: table.db, table: table.table } });
+    const max = this.options.maxBuckets ?? Number.POSITIVE_INFINITY;
+    const outOfTime = () => this.options.budgetMs !== undefined && this.clock() - this.started >= this.options.budgetMs;
+    let total = 0;
+    for (;;) {
+      this.checkLease();
+      const { written, open } = await writeBuckets(deps, table, rewrite, this.owner, (w) => total + w < max && (total + w === 0 || !outOfTime()));
+      total += written;
+      if (!open) break;
+      if (total >= max || outOfTime())
+        return {
+          table,
+          status: 'busy',
+          mode: 'rewrite',
+          reason: `rewrite in progress (${open} of ${rewrite.buckets} buckets left); the next run continues it`,
+        };
+      await new Promise((resolve) => setTimeout(resolve, 500)); // others hold the rest
+    }
+    const records = await doneBuckets(deps, table, rewrite);
+    if (!records) throw new SluiceError(ErrorCode.ASSERTION, `a bucket of the rewrite ${rewrite.tag} of ${formatTableRef(table)} is not done after all were`);
+    const location = icebergLocation(config.prefix, table);
+    const stray = await deleteUnrecorded(deps, this.store, location, rewrite, records);
+    if (stray) log.info('deleted files of rewrite bucket attempts that did not record', { table: formatTableRef(table), objects: stray });
+    const gone = records.every((r) => r.gone);
+    if (!gone && records.some((r) => r.gone))
+      throw new SluiceError(ErrorCode.ASSERTION, `buckets of the rewrite ${rewrite.tag} disagree on whether the table is gone`);
+    const to = records[0]?.to as number;
+    let staged: StagedMerge = { version: undefined, schemaVersion: to, gone: true, mode: 'empty', stats: [] };
+    if (!gone) {
+      const plan = await readPlan(this.store, rewrite);
+      const history = await tableHistory(
+        { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+        { table, keys: [...plan.keys], shape: plan.shape },
+      );
+      if (!history) throw new SluiceError(ErrorCode.MATERIALIZE_HISTORY, `${formatTableRef(table)} has events but no schema history`);
+      const version = await stageBuckets(
+        { store: this.store },
+        undefined,
+        spec(history, location, to, undefined),
+        records.map((r) => r.staged),
+        { tag: rewrite.tag, timestampMs: rewrite.timestampMs, summary: { 'sluice.commit-seq': String(rewrite.advance.commitSeq) } },
+      );
+      staged = { version: version.version, schemaVersion: to, gone: false, mode: version.stats.rowsWritten ? 'rewrite' : 'empty', stats: [version] };
+    }
+    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone });
+    // The rewrite's own records, named by nobody once committed.
+    await buckets.remove(config.sourceId, table, rewrite.tag, rewrite.buckets).catch(() => {});
+    await this.store.delete([rewrite.plan]).catch(() => {});
+    return result;
   }
 
   /** The Iceberg side of step 2: the new version(s), chained from the committed one. */
