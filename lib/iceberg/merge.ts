@@ -526,7 +526,7 @@ class MergeRun {
     const gone = records.every((r) => r.gone);
     if (!gone && records.some((r) => r.gone))
       throw new SluiceError(ErrorCode.ASSERTION, `buckets of the rewrite ${rewrite.tag} disagree on whether the table is gone`);
-    const to = records[0]?.to as number;
+    const to = Math.max(...records.map((r) => r.to));
     let staged: StagedMerge = { version: undefined, schemaVersion: to, gone: true, mode: 'empty', stats: [] };
     if (!gone) {
       const plan = await readPlan(this.store, rewrite);
@@ -538,7 +538,8 @@ class MergeRun {
       const version = await stageBuckets(
         { store: this.store },
         undefined,
-        spec(history, location, to, undefined),
+        // As each bucket was staged: the newest version's schema (every version has its columns, `bucketCount`).
+        spec(history, location, history.latest.version, undefined),
         records.map((r) => r.staged),
         { tag: rewrite.tag, timestampMs: rewrite.timestampMs, summary: { 'sluice.commit-seq': String(rewrite.advance.commitSeq) } },
       );

@@ -25,8 +25,7 @@ import { type BucketFiles, stageBucket } from './table.ts';
  * A first load split into buckets, so that a table too large for one invocation is written by
  * several, in turn or at once, and still committed as ONE snapshot.
  *
- * The merge that finds a first load of more than SLUICE_ICEBERG_BUCKET_ROWS events (or, with
- * SLUICE_ICEBERG_WORKERS > 1, any first load of a bucketable table) writes a plan — the change-log
+ * The merge that finds a first load of more than SLUICE_ICEBERG_BUCKET_ROWS events writes a plan — the change-log
  * objects up to its cut — and records a rewrite on the table's ledger item (tag, plan, bucket
  * count, and the advance its commit will write) in one fenced write. From then on the cut is fixed:
  * every merge of the table continues that rewrite until it commits, and nothing else commits.
@@ -53,7 +52,7 @@ import { type BucketFiles, stageBucket } from './table.ts';
 interface BucketRecord {
   /** The table is gone at the cut (dropped, renamed away): the rewrite commits an empty table. */
   readonly gone: boolean;
-  /** The schema version the rows are in. */
+  /** The schema version the bucket's events end in (the table's, at the cut, is the greatest of the buckets'). */
   readonly to: number;
   readonly staged: BucketFiles;
 }
@@ -89,13 +88,13 @@ export const planKey = (location: string, tag: string) => `${location}/metadata/
 const bucketTag = (tag: string, n: number, attempt: string) => `${tag}-k${String(n).padStart(4, '0')}-${attempt}`;
 
 /**
- * How many buckets a first load of `events` change-log events is split into; 1: written whole, as
- * before. Only keyed tables whose every schema version has the same columns and key are split: a
+ * How many buckets a first load of `events` change-log events is split into (at least one per
+ * worker); 1: written whole, as before. Only keyed tables whose every schema version has the same columns and key are split: a
  * key's events then render its key identically, and every bucket's rows are in one version.
  */
 export function bucketCount(config: Config, events: number, history: TableHistory): number {
   const { workers, bucketRows } = config.iceberg;
-  if (events <= bucketRows && workers <= 1) return 1;
+  if (events <= bucketRows) return 1;
   const latest = history.latest;
   if (!latest.key?.length) return 1;
   const shape = (n: number) => JSON.stringify([history.version(n).key, history.version(n).columns.map((c) => [c.name, c.type])]);
@@ -208,7 +207,7 @@ async function writeBucket(
         timestampMs: rewrite.timestampMs,
       },
     );
-    return { gone: false, to: history.latest.version, staged };
+    return { gone: false, to, staged };
   } finally {
     duck.closeSync();
     instance.closeSync();
