@@ -77,6 +77,9 @@ import {
  *      write moves the ledger to (N, X) and makes the staged metadata current; settling publishes it
  *      (version-hint.text, the Glue catalog) and deletes what an expiry freed; then clears.
  *
+ * A first load too large for one invocation is staged in buckets by several (lib/iceberg/rewrite.ts)
+ * and committed by the same step 3, once, from the cut its rewrite recorded.
+ *
  * Exactly once. The events merged are always a prefix, in seq order, of the table's events: those
  * before X. Binlog events before X are in commits ≤ N (the source's state says so), in order; every
  * event not yet captured belongs to a transaction whose first event ends after X, so its seq sorts
@@ -459,7 +462,7 @@ class MergeRun {
   }
 
   /**
-   * A first load too large for one invocation (or any, with workers): records a rewrite split into
+   * A first load of more than SLUICE_ICEBERG_BUCKET_ROWS events: records a rewrite split into
    * buckets and works on it; undefined when the load is written whole.
    */
   async planRewrite(
