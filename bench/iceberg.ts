@@ -11,6 +11,9 @@
  *
  * Tables: ICEBERG_ROWS (default 1000000) rows; ICEBERG_10M=1 adds a 10,000,000-row table (several
  * minutes here). Keys: sequential (BIGINT 1..N) and random (UUID-like text). ICEBERG_CHANGED (0.01).
+ *
+ * Then first loads through the merge itself (bench/iceberg-load.ts): rows/s at each size, and at the
+ * largest the wall time split across 1, 2 and 4 workers (ICEBERG_LOADS=0 skips them).
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,13 +22,15 @@ import { join } from 'node:path';
 import type { Column } from '../lib/format/types.ts';
 import { type ObjectStore, s3ObjectStore } from '../lib/iceberg/store.ts';
 import { type DeleteMode, type Staged, stageChanges, stageReplace, type TableSpec, type TableVersion } from '../lib/iceberg/table.ts';
+import { firstLoads } from './iceberg-load.ts';
 import { benchStack, machine, table } from './support.ts';
 
 const SIZES = [Number(process.env.ICEBERG_ROWS ?? 1_000_000), ...(process.env.ICEBERG_10M === '1' ? [10_000_000] : [])];
 const CHANGED = Number(process.env.ICEBERG_CHANGED ?? 0.01);
 const MODES: DeleteMode[] = ['position', 'equality'];
 
-const { stack, config, clients } = await benchStack();
+const bench = await benchStack();
+const { stack, config, clients } = bench;
 const base = s3ObjectStore(clients.s3, config.bucket);
 const work = mkdtempSync(join(tmpdir(), 'bench-iceberg-'));
 
@@ -162,11 +167,23 @@ for (const size of SIZES) {
   }
 }
 rmSync(work, { recursive: true, force: true });
+const loads = process.env.ICEBERG_LOADS === '0' ? [] : await firstLoads(bench, SIZES, [1, 2, 4]);
 
 console.log(`\nbench:iceberg on ${machine().replace(/, median of \d+ runs$/, ', one run each')}`);
 console.log(
   `Staged through the Iceberg layer directly (stageReplace for the base, stageChanges for the ${(CHANGED * 100).toFixed(1)}%: 80% updated, 10% deleted, 10% as many inserted), S3 emulator; no capture, no change log. Total ${((Date.now() - started) / 1000).toFixed(0)} s.\n`,
 );
 console.log(table(['rows', 'keys', 'step', 'wall s', 'read', 'written', 'data files', 'GET', 'PUT', 'LIST'], rows));
+if (loads.length) {
+  console.log(
+    `\nFirst loads through the merge (snapshot pages and 1,000 updates in the change log → runIcebergMerge), workers in process on ${machine().replace(/, median of \d+ runs$/, '')}:\n`,
+  );
+  console.log(
+    table(
+      ['rows', 'load', 'wall s', 'rows/s'],
+      loads.map((l) => [l.rows, l.how, l.seconds.toFixed(1), Math.round(l.rows / l.seconds)]),
+    ),
+  );
+}
 await stack[Symbol.asyncDispose]();
 process.exit(0);

@@ -1,9 +1,11 @@
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import { createClients } from '../lib/aws.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { formatTableRef } from '../lib/core/table-ref.ts';
 import { configuredCatalog } from '../lib/iceberg/catalog.ts';
 import { runIcebergMerge } from '../lib/iceberg/merge.ts';
+import { type RewriteEvent, runRewriteWorker } from '../lib/iceberg/rewrite.ts';
 import { s3ObjectStore } from '../lib/iceberg/store.ts';
 import { createLogger } from '../lib/log.ts';
 import { lambdaMetrics, recordError, recordInvocation } from '../lib/ops/lambda-metrics.ts';
@@ -13,13 +15,33 @@ const clients = createClients(config);
 const logger = createLogger();
 const metrics = lambdaMetrics(config.sourceId);
 const catalog = configuredCatalog(config, s3ObjectStore(clients.s3, config.bucket));
+const lambda = new LambdaClient({});
 /** No table is started in the last minutes of an invocation: one table's merge must fit in what is left. */
 const TABLE_MARGIN_MS = 5 * 60 * 1000;
 
-/** Scheduled Iceberg merge: every table up to the source's committed position; fails (alarm) if any table failed. */
-export const handler = async (_event: unknown, context: Context) => {
+/** Scheduled Iceberg merge: every table up to the source's committed position; fails (alarm) if any table failed. A `rewrite` event is a worker writing a first load's buckets. */
+export async function handler(event: RewriteEvent, context: Context): Promise<{ written: number; open: number }>;
+export async function handler(event: unknown, context: Context): Promise<{ table: string; status: string; mode?: string; reason?: string }[]>;
+export async function handler(input: unknown, context: Context): Promise<unknown> {
+  const event = input as Partial<RewriteEvent> | undefined;
   logger.addContext(context);
-  const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, merges: clients.merges, log: logger, catalog };
+  // Workers run in this same function, asynchronously (as the snapshot function's do).
+  const invoke = async (next: RewriteEvent) => {
+    await lambda.send(new InvokeCommand({ FunctionName: context.functionName, InvocationType: 'Event', Payload: JSON.stringify(next) }));
+  };
+  const deps = {
+    config,
+    s3: clients.s3,
+    store: clients.store,
+    snapshots: clients.snapshots,
+    merges: clients.merges,
+    buckets: clients.buckets,
+    log: logger,
+    catalog,
+    invoke,
+  };
+  if (event?.rewrite)
+    return runRewriteWorker(deps, event.rewrite, { owner: context.awsRequestId, budgetMs: Math.max(0, context.getRemainingTimeInMillis() - TABLE_MARGIN_MS) });
   let failure: unknown;
   let counted = false;
   try {
@@ -46,4 +68,4 @@ export const handler = async (_event: unknown, context: Context) => {
     recordInvocation(metrics, 'iceberg', failure);
     metrics.publishStoredMetrics();
   }
-};
+}

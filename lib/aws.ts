@@ -5,6 +5,7 @@ import { ErrorCode, SluiceError } from './errors.ts';
 import { profileClient } from './profile.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
+import { DynamoDbRewriteBuckets } from './state/iceberg-buckets.ts';
 import { DynamoDbMergeStore } from './state/iceberg-store.ts';
 
 /** The environment the SDK reads its settings from (process.env, unless a caller passes its own). */
@@ -43,6 +44,7 @@ export function createClients(config: Config, env: Env = process.env) {
     store: new DynamoDbStateStore(dynamo, config.stateTable),
     snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable),
     merges: new DynamoDbMergeStore(dynamo, config.stateTable),
+    buckets: new DynamoDbRewriteBuckets(dynamo, config.stateTable),
   };
 }
 
@@ -82,7 +84,10 @@ function nameMissingResources(s3: S3Client, dynamo: DynamoDBClient): void {
 }
 
 /** Creates the bucket and state table if missing (local and dev use; serverless.yml owns them in AWS). */
-export async function initResources(config: Config, clients: Omit<ReturnType<typeof createClients>, 'merges'>): Promise<{ bucket: 'exists' | 'created' }> {
+export async function initResources(
+  config: Config,
+  clients: Omit<ReturnType<typeof createClients>, 'merges' | 'buckets'>,
+): Promise<{ bucket: 'exists' | 'created' }> {
   await ensureStateTable(clients.dynamo, config.stateTable);
   try {
     await clients.s3.send(new HeadBucketCommand({ Bucket: config.bucket }));

@@ -508,6 +508,7 @@ function commands(cli: Cli): Command {
           store: clients.store,
           snapshots: clients.snapshots,
           merges: clients.merges,
+          buckets: clients.buckets,
           log: createLogger('WARN', env),
           catalog,
         };

@@ -10,7 +10,11 @@ export type FaultPoint =
   /** Some but not all staging objects copied to their final keys. */
   | 'mid-rename'
   /** All copies done (Iceberg: the version published), staging not yet deleted, pending not yet cleared. */
-  | 'before-clear';
+  | 'before-clear'
+  /** Iceberg rewrite: a bucket's files written, the bucket not yet recorded done. */
+  | 'bucket-staged'
+  /** Iceberg rewrite: a bucket recorded done, its lease not yet released. */
+  | 'bucket-recorded';
 
 export interface Faults {
   /** May throw (a crash) or wait (a stall, e.g. until the lease expires). */

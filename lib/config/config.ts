@@ -228,6 +228,10 @@ const schema = z.object({
   SLUICE_ICEBERG_LEASE_SECONDS: positiveInt(30),
   /** How a keyed table's merge deletes replaced rows: position deletes (every engine reads them) or equality deletes (cheaper to write; not PyIceberg, not Snowflake). */
   SLUICE_ICEBERG_DELETES: z.enum(['position', 'equality']).default('position'),
+  /** Invocations a first load is written by at once (the merge and workers it invokes); 1: the merge alone. */
+  SLUICE_ICEBERG_WORKERS: positiveInt(1),
+  /** A first load of more change-log events than this is split into buckets of about this many rows, each written (and redone after a crash) on its own, committed as one snapshot. */
+  SLUICE_ICEBERG_BUCKET_ROWS: positiveInt(4_000_000),
   /** Register and update each Iceberg table in this Glue database (AWS); empty: the file catalog only (version-hint.text). */
   SLUICE_GLUE_DATABASE: z
     .string()
@@ -321,6 +325,8 @@ export type Config = Readonly<{
     glueDatabase: string | undefined;
     deletes: 'position' | 'equality';
     catalog: IcebergCatalogConfig;
+    workers: number;
+    bucketRows: number;
   }>;
 }>;
 
@@ -386,6 +392,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       glueDatabase: e.SLUICE_GLUE_DATABASE,
       deletes: e.SLUICE_ICEBERG_DELETES,
       catalog: icebergCatalog(e),
+      workers: e.SLUICE_ICEBERG_WORKERS,
+      bucketRows: e.SLUICE_ICEBERG_BUCKET_ROWS,
     }),
   });
 }

@@ -14,17 +14,30 @@ import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
 import { type Manifest, readManifest } from '../format/manifest.ts';
 import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
-import { type ChangeStep, changeSet, lines, stepLines } from '../materialize/changes.ts';
+import { type ChangeStep, changeSet, stepLines } from '../materialize/changes.ts';
 import { downloadObjects, loadEventsSql } from '../materialize/events.ts';
 import type { TableHistory } from '../materialize/history.ts';
-import { materializeRule } from '../materialize/rule.ts';
+import { sqlString } from '../materialize/projection.ts';
+import { materializeRule, planRule } from '../materialize/rule.ts';
 import { tableHistory } from '../materialize/table.ts';
 import { manifestKey, pad, tablePath } from '../sink/s3/keys.ts';
 import { listFolders, listKeys } from '../sink/s3/objects.ts';
-import type { MergeAdvance, MergeState, MergeStore } from '../state/iceberg-store.ts';
+import type { RewriteBuckets } from '../state/iceberg-buckets.ts';
+import type { MergeAdvance, MergeState, MergeStore, RewriteRecord } from '../state/iceberg-store.ts';
 import { jobCovers, type SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
 import { fileCatalog, type IcebergCatalog } from './catalog.ts';
+import {
+  bucketCount,
+  deleteUnrecorded,
+  doneBuckets,
+  planKey,
+  type RewriteDeps,
+  type RewriteEvent,
+  type RewritePlan,
+  readPlan,
+  writeBuckets,
+} from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
 import { capturedTables } from './status.ts';
 import { fenced, type ObjectStore, s3ObjectStore } from './store.ts';
@@ -36,6 +49,7 @@ import {
   metadataVersion,
   publish,
   type Staged,
+  stageBuckets,
   stageChanges,
   stageCompaction,
   stageExpiry,
@@ -66,6 +80,9 @@ import {
  *   3. commits through the commit protocol (lib/commit/protocol.ts, `commitInPlace`): ONE fenced
  *      write moves the ledger to (N, X) and makes the staged metadata current; settling publishes it
  *      (version-hint.text, the Glue catalog) and deletes what an expiry freed; then clears.
+ *
+ * A first load too large for one invocation is staged in buckets by several (lib/iceberg/rewrite.ts)
+ * and committed by the same step 3, once, from the cut its rewrite recorded.
  *
  * Exactly once. The events merged are always a prefix, in seq order, of the table's events: those
  * before X. Binlog events before X are in commits ≤ N (the source's state says so), in order; every
@@ -104,6 +121,10 @@ export interface MergeDeps {
   readonly faults?: Faults;
   /** Parent folder for scratch files (DuckDB, downloads); the OS temp folder by default. */
   readonly workDir?: string;
+  /** The buckets of first loads split across invocations (lib/iceberg/rewrite.ts); without it a first load is written whole. */
+  readonly buckets?: RewriteBuckets;
+  /** Starts a rewrite worker invocation (SLUICE_ICEBERG_WORKERS > 1): the Lambda Invoke API, or an in-process stand-in. */
+  readonly invoke?: (event: RewriteEvent) => Promise<void>;
 }
 
 export interface MergeOptions {
@@ -118,6 +139,8 @@ export interface MergeOptions {
    * `SLUICE_ICEBERG_LEASE_SECONDS`); 0 (the schedule's choice): report it busy, the next tick merges it.
    */
   readonly waitForLeaseMs?: number;
+  /** A rewrite split into buckets writes at most this many here, leaving the rest to the next run (tests). */
+  readonly maxBuckets?: number;
 }
 
 /** What a merge did to one table. */
@@ -280,14 +303,19 @@ class MergeRun {
   /** The table's objects in binlog commits (from, to], and its newest shape there. */
   async binlogObjects(table: TableRef, from: number, to: number) {
     const keys: string[] = [];
+    let events = 0;
     let shape: Manifest['tables'][number] | undefined;
     for (let n = from + 1; n <= to; n++) {
       const manifest = await this.manifest(n);
       if (!manifest) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${pad(n)} of a committed commit is missing`);
-      for (const o of manifest.objects) if (sameTable(o, table)) keys.push(o.key);
+      for (const o of manifest.objects)
+        if (sameTable(o, table)) {
+          keys.push(o.key);
+          events += o.events;
+        }
       shape = manifest.tables.find((t) => sameTable(t, table)) ?? shape;
     }
-    return { keys, shape };
+    return { keys, shape, events };
   }
 
   /**
@@ -303,6 +331,7 @@ class MergeRun {
     const keys: string[] = [];
     const complete: string[] = [];
     const waiting: string[] = [];
+    let events = 0;
     for (const id of await listFolders(this.deps.s3, this.config.bucket, root)) {
       if (skip.has(id) || (only && !only.has(id))) continue;
       const job = await this.deps.snapshots.job(this.config.sourceId, id);
@@ -310,6 +339,7 @@ class MergeRun {
       const pages: string[] = [];
       for await (const key of listKeys(this.deps.s3, this.config.bucket, `${root}${id}/${tablePath(table)}/`)) pages.push(key);
       const objects: string[] = [];
+      let count = 0;
       let all = true;
       for (const key of pages.sort()) {
         const text = await this.text(key);
@@ -320,16 +350,21 @@ class MergeRun {
           all = false;
           break;
         }
-        for (const o of manifest.objects) if (sameTable(o, table)) objects.push(o.key);
+        for (const o of manifest.objects)
+          if (sameTable(o, table)) {
+            objects.push(o.key);
+            count += o.events;
+          }
       }
       // A done job without pages of this table never gets any: complete, so it is not listed again.
       if (!all) waiting.push(id);
       else {
         keys.push(...objects);
+        events += count;
         complete.push(id);
       }
     }
-    return { keys, complete, waiting };
+    return { keys, complete, waiting, events };
   }
 
   /** Steps 0–3 for one table. */
@@ -368,6 +403,8 @@ class MergeRun {
       state = await rollForward(this.ctx, ledger, state);
       // A late write of a run that lost its lease can have moved version-hint.text back: put it right.
       if (state.metadataKey) await publish(this.store, { metadataKey: state.metadataKey, version: versionOf(state.metadataKey) }, true);
+      // A rewrite in progress fixed its cut: it is finished before anything else is merged.
+      if (state.rewrite) return await this.continueRewrite(table, state, ledger);
       // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
       if (state.commitSeq > cut.commitSeq || (state.position && comparePositions(state.position, cut.position) > 0))
         return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
@@ -397,6 +434,10 @@ class MergeRun {
         if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
         return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
       }
+      if (!state.metadataKey && !state.gone && this.deps.buckets) {
+        const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape }, binlog.events + pages.events, moved());
+        if (split) return split;
+      }
       const duck = await Duck.open(work);
       try {
         const history = await tableHistory(
@@ -418,6 +459,106 @@ class MergeRun {
       rmSync(work, { recursive: true, force: true });
       await merges.release(config.sourceId, table, this.owner);
     }
+  }
+
+  /** What lib/iceberg/rewrite.ts needs of this run. */
+  private rewriteDeps(buckets: RewriteBuckets): RewriteDeps {
+    const { config, s3, merges, log, faults, workDir, invoke } = this.deps;
+    return { config, s3, merges, buckets, log, clock: this.clock, faults, workDir, invoke };
+  }
+
+  /**
+   * A first load of more than SLUICE_ICEBERG_BUCKET_ROWS events: records a rewrite split into
+   * buckets and works on it; undefined when the load is written whole.
+   */
+  async planRewrite(
+    table: TableRef,
+    state: MergeState,
+    ledger: ReturnType<typeof mergeLedger>,
+    plan: RewritePlan,
+    events: number,
+    advance: MergeAdvance,
+  ): Promise<TableMergeResult | undefined> {
+    const { config } = this.deps;
+    const history = await tableHistory(
+      { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+      { table, keys: [...plan.keys], shape: plan.shape },
+    );
+    if (!history) return undefined;
+    const count = bucketCount(config, events, history);
+    if (count <= 1) return undefined;
+    const location = icebergLocation(config.prefix, table);
+    const tag = this.tagFor(state);
+    await this.discardUncommitted(location, state, 0);
+    const rewrite: RewriteRecord = { tag, plan: planKey(location, tag), buckets: count, timestampMs: this.clock(), advance };
+    await this.store.put(rewrite.plan, JSON.stringify(plan));
+    const started = await this.deps.merges.startRewrite(
+      { sourceId: config.sourceId, owner: this.owner, expectVersion: state.version, now: this.clock() },
+      state,
+      rewrite,
+    );
+    this.deps.log.info('Iceberg first load split into buckets', { table: formatTableRef(table), buckets: count, events, workers: config.iceberg.workers });
+    return this.continueRewrite(table, started, ledger);
+  }
+
+  /** Writes buckets of the rewrite in progress (with the workers it invokes) and, once every one is done, commits them as one snapshot. */
+  async continueRewrite(table: TableRef, state: MergeState, ledger: ReturnType<typeof mergeLedger>): Promise<TableMergeResult> {
+    const { config, log } = this.deps;
+    const rewrite = state.rewrite as RewriteRecord;
+    const buckets = this.deps.buckets;
+    if (!buckets) throw new SluiceError(ErrorCode.ASSERTION, `${formatTableRef(table)} has a rewrite in progress but this run has no bucket store`);
+    const deps = this.rewriteDeps(buckets);
+    if (this.deps.invoke)
+      for (let w = 1; w < Math.min(config.iceberg.workers, rewrite.buckets); w++) await this.deps.invoke({ rewrite: { db: table.db, table: table.table } });
+    const max = this.options.maxBuckets ?? Number.POSITIVE_INFINITY;
+    const outOfTime = () => this.options.budgetMs !== undefined && this.clock() - this.started >= this.options.budgetMs;
+    let total = 0;
+    for (;;) {
+      this.checkLease();
+      const { written, open } = await writeBuckets(deps, table, rewrite, this.owner, (w) => total + w < max && (total + w === 0 || !outOfTime()));
+      total += written;
+      if (!open) break;
+      if (total >= max || outOfTime())
+        return {
+          table,
+          status: 'busy',
+          mode: 'rewrite',
+          reason: `rewrite in progress (${open} of ${rewrite.buckets} buckets left); the next run continues it`,
+        };
+      await new Promise((resolve) => setTimeout(resolve, 500)); // others hold the rest
+    }
+    const records = await doneBuckets(deps, table, rewrite);
+    if (!records) throw new SluiceError(ErrorCode.ASSERTION, `a bucket of the rewrite ${rewrite.tag} of ${formatTableRef(table)} is not done after all were`);
+    const location = icebergLocation(config.prefix, table);
+    const stray = await deleteUnrecorded(deps, this.store, location, rewrite, records);
+    if (stray) log.info('deleted files of rewrite bucket attempts that did not record', { table: formatTableRef(table), objects: stray });
+    const gone = records.every((r) => r.gone);
+    if (!gone && records.some((r) => r.gone))
+      throw new SluiceError(ErrorCode.ASSERTION, `buckets of the rewrite ${rewrite.tag} disagree on whether the table is gone`);
+    const to = Math.max(...records.map((r) => r.to));
+    let staged: StagedMerge = { version: undefined, schemaVersion: to, gone: true, mode: 'empty', stats: [] };
+    if (!gone) {
+      const plan = await readPlan(this.store, rewrite);
+      const history = await tableHistory(
+        { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+        { table, keys: [...plan.keys], shape: plan.shape },
+      );
+      if (!history) throw new SluiceError(ErrorCode.MATERIALIZE_HISTORY, `${formatTableRef(table)} has events but no schema history`);
+      const version = await stageBuckets(
+        { store: this.store },
+        undefined,
+        // As each bucket was staged: the newest version's schema (every version has its columns, `bucketCount`).
+        spec(history, location, history.latest.version, undefined),
+        records.map((r) => r.staged),
+        { tag: rewrite.tag, timestampMs: rewrite.timestampMs, summary: { 'sluice.commit-seq': String(rewrite.advance.commitSeq) } },
+      );
+      staged = { version: version.version, schemaVersion: to, gone: false, mode: version.stats.rowsWritten ? 'rewrite' : 'empty', stats: [version] };
+    }
+    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone });
+    // The rewrite's own records, named by nobody once committed.
+    await buckets.remove(config.sourceId, table, rewrite.tag, rewrite.buckets).catch(() => {});
+    await this.store.delete([rewrite.plan]).catch(() => {});
+    return result;
   }
 
   /** The Iceberg side of step 2: the new version(s), chained from the committed one. */
@@ -443,6 +584,21 @@ class MergeRun {
       summary: { 'sluice.commit-seq': String(cut.commitSeq) },
       deletes: this.config.iceberg.deletes,
     });
+    const rewrite = async (events: string, prefix: string, recreate: boolean) => {
+      const rule = await materializeRule(duck, history, events, prefix);
+      // The rows leave DuckDB as a file: streaming a million row texts through JavaScript cost more than the Parquet writing.
+      const path = join(work, `${prefix}-rows.jsonl`);
+      await duck.run(
+        `COPY (SELECT row FROM ${rule.state}, range(${rule.state}.n)) TO ${sqlString(path)} (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER E'\\x01')`,
+      );
+      const from = recreate ? undefined : state.schemaVersion;
+      const to = rule.version.version;
+      const rows = { path, lines: rule.rows };
+      const staged = await stageReplace(deps, current, spec(history, location, to, from, recreate && current !== undefined), rows, options(''));
+      return { version: staged.version, schemaVersion: to, gone: false, mode: rule.rows ? 'rewrite' : 'empty', stats: [staged] } as StagedMerge;
+    };
+    // A first load needs no change set (nothing to apply it to): the rule alone, unless the table is gone already.
+    if (!current && !state.gone && !(await planRule(duck, history, 'e_ev')).gone) return await rewrite('e_ev', 'r', false);
     const changes = await changeSet(duck, history, 'e_ev', { version: state.schemaVersion ?? null }, 'e');
     const reset = changes.steps.find((s): s is Extract<ChangeStep, { kind: 'reset' }> => s.kind === 'reset');
     const to = changes.version.version;
@@ -453,13 +609,6 @@ class MergeRun {
       const staged = await stageTruncate(deps, current, spec(history, location, state.schemaVersion ?? to, undefined), options(''));
       return { version: staged.version, schemaVersion: state.schemaVersion, gone: true, mode: 'empty', stats: [staged] };
     }
-    const rewrite = async (events: string, prefix: string, recreate: boolean) => {
-      const rule = await materializeRule(duck, history, events, prefix);
-      const rows = lines(duck, `SELECT row FROM ${rule.state}, range(${rule.state}.n)`);
-      const from = recreate ? undefined : state.schemaVersion;
-      const staged = await stageReplace(deps, current, spec(history, location, to, from, recreate && current !== undefined), rows, options(''));
-      return { version: staged.version, schemaVersion: to, gone: false, mode: rule.rows ? 'rewrite' : 'empty', stats: [staged] } as StagedMerge;
-    };
     // After a reset nothing before it counts: these events alone give the table. A new table under
     // the name (create, rename-in, include) shares no column identity with the old one.
     if (reset || !current || state.gone)

@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { sqlString } from './projection.ts';
+import { ROW_OPS } from './rule.ts';
 
 /**
  * One table's event objects on local disk, and how the rule reads them into DuckDB.
@@ -56,13 +57,30 @@ export async function longestLine(file: string): Promise<number> {
 
 const MiB = 1024 * 1024;
 
+/** Of a table's row events, those whose key hashes to bucket `index` of `count` (control events are in every bucket). */
+export interface EventBucket {
+  readonly index: number;
+  readonly count: number;
+}
+
+/**
+ * The bucket's condition on a line: row events by a hash of the text from `,"key":` to the first
+ * `,"before":` after it (a function of the key's values alone — the raw text cannot occur inside a
+ * JSON string, and the header before it is the table's), control events always.
+ */
+function bucketCondition(bucket: EventBucket): string {
+  const key = `substr(line, strpos(line, ',"key":'), strpos(line, ',"before":') - strpos(line, ',"key":'))`;
+  // MD5, not DuckDB's hash(): the same in every DuckDB version a worker may run.
+  return `(op NOT IN ${ROW_OPS} OR md5_number(${key}) % ${bucket.count} = ${bucket.index})`;
+}
+
 /**
  * `CREATE TABLE <name>` of the events in `files`: seq, op, v (the `schema` field; NULL in format-v1
  * lines), kind (`ddl.kind` of markers), and the row images `b` (before) and `a` (after) as the
  * exact text of the line. The images are cut at the top-level members that follow them: row
  * values are scalars, so `,"before":{`, `,"after":{` and `,"source":{` occur once, at top level.
  */
-export function loadEventsSql(name: string, files: EventFiles): string {
+export function loadEventsSql(name: string, files: EventFiles, bucket?: EventBucket): string {
   if (!files.glob) return `CREATE OR REPLACE TABLE ${name} (seq VARCHAR, op VARCHAR, v INTEGER, kind VARCHAR, b VARCHAR, a VARCHAR)`;
   const maxLine = Math.max(2 * MiB, files.longestLine + 1024);
   const buffer = Math.max(32 * MiB, maxLine + MiB);
@@ -79,6 +97,6 @@ FROM (
       delim = E'\\x01', quote = '', escape = '', compression = 'gzip', max_line_size = ${maxLine}, buffer_size = ${buffer})
   )
 )
-WHERE CASE WHEN seq IS NULL OR op IS NULL OR ps = 0 OR pa > ps OR pb > ps OR (pa > 0 AND pb > pa)
+WHERE ${bucket ? `${bucketCondition(bucket)} AND ` : ''}CASE WHEN seq IS NULL OR op IS NULL OR ps = 0 OR pa > ps OR pb > ps OR (pa > 0 AND pb > pa)
   THEN error('sluice: an event line is not laid out as sluice writes it: ' || left(line, 200)) ELSE true END`;
 }

@@ -40,6 +40,21 @@ export interface MergeState {
   /** The last merge of the table that failed, for `sluice status`; cleared by its next commit. */
   readonly error?: RecordedError;
   readonly updatedAt?: number;
+  /** A first load split into buckets, in progress (lib/iceberg/rewrite.ts); the commit that adds them removes it. */
+  readonly rewrite?: RewriteRecord;
+}
+
+/** A rewrite's fixed part: what its buckets read, how its files are named, and what its one commit writes. */
+export interface RewriteRecord {
+  /** Names its files (`m<merge seq>_<attempt>`) and its bucket items. */
+  readonly tag: string;
+  /** Object key of the plan: the change-log objects every bucket reads. */
+  readonly plan: string;
+  readonly buckets: number;
+  /** The snapshot's timestamp: a redo of the final staging writes the same bytes. */
+  readonly timestampMs: number;
+  /** What the commit moves the ledger to (the cut as it was when the rewrite started). */
+  readonly advance: MergeAdvance;
 }
 
 /** What one merge commit writes. */
@@ -61,6 +76,8 @@ export interface MergeStore {
   acquire(sourceId: string, table: TableRef, owner: string, expiresAt: number, now: number): Promise<MergeState>;
   /** Moves the ledger and records the new metadata in one write, refused while a commit is pending; with `pending`, counts one more Iceberg commit. */
   commit(fence: Fence, state: MergeState, advance: MergeAdvance, pending: PendingCommit | undefined): Promise<MergeState>;
+  /** Records a rewrite split into buckets, refused while a commit is pending or another rewrite is in progress. */
+  startRewrite(fence: Fence, state: MergeState, rewrite: RewriteRecord): Promise<MergeState>;
   /** Removes the pending record (and the cleanup list) once the version is published. */
   clearPending(fence: Fence, state: MergeState): Promise<MergeState>;
   /** Extends the lease its live holder `owner` has, without bumping the version (the holder's fence stays valid); LeaseLostError if it is gone. */
@@ -90,6 +107,7 @@ function toState(sourceId: string, table: TableRef, item: Item): MergeState {
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
     error: item.error as RecordedError | undefined,
     updatedAt: item.updated_at as number | undefined,
+    rewrite: item.rewrite as RewriteRecord | undefined,
   };
 }
 
@@ -127,10 +145,12 @@ export class DynamoDbMergeStore implements MergeStore {
         ...(advance.cleanup ? ['#cleanup = :cleanup'] : []),
         ...(pending ? ['#pending = :pending', '#mseq = if_not_exists(#mseq, :zero) + :one'] : []),
       ],
-      remove: ['#error', ...(advance.cleanup ? [] : ['#cleanup'])],
+      // A commit always ends a rewrite in progress: the rewrite's own commit is the only one made while it is.
+      remove: ['#error', '#rewrite', ...(advance.cleanup ? [] : ['#cleanup'])],
       condition: 'attribute_not_exists(#pending)',
       names: {
         '#error': 'error',
+        '#rewrite': 'rewrite',
         '#db': 'db',
         '#tbl': 'table',
         '#cseq': 'commit_seq',
@@ -157,6 +177,17 @@ export class DynamoDbMergeStore implements MergeStore {
         ...(advance.cleanup ? { ':cleanup': advance.cleanup } : {}),
         ...(pending ? { ':pending': pending, ':zero': 0 } : {}),
       },
+    });
+    return toState(fence.sourceId, state.table, item);
+  }
+
+  async startRewrite(fence: Fence, state: MergeState, rewrite: RewriteRecord): Promise<MergeState> {
+    const item = await fencedUpdate(this.client, this.tableName, key(fence.sourceId, state.table), `Iceberg merge of ${tablePath(state.table)}`, fence, {
+      set: ['#rewrite = :rewrite'],
+      remove: [],
+      condition: 'attribute_not_exists(#pending) AND attribute_not_exists(#rewrite)',
+      names: { '#rewrite': 'rewrite', '#pending': 'pending' },
+      values: { ':rewrite': rewrite },
     });
     return toState(fence.sourceId, state.table, item);
   }

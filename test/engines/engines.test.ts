@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { committedVersion, icebirdRows } from '../support/iceberg-merge.ts';
+import { committedVersion, icebirdRows, inProcessWorkers, merge } from '../support/iceberg-merge.ts';
 import { testSource } from '../support/source.ts';
 import { type CanonicalTable, type Comparison, compare, mariadbTable } from './canonical.ts';
 import { ensureTools, type Tools } from './tools.ts';
@@ -98,6 +98,7 @@ beforeAll(async () => {
       (await icebirdRows(source, 'ubig')).map((r) => String(r.id)),
     );
   }
+  await prepareSplitLoad();
   const dir = mkdtempSync(join(tmpdir(), 'sluice-engines-'));
   const input = join(dir, 'input.json');
   writeFileSync(
@@ -133,6 +134,39 @@ beforeAll(async () => {
     `engines: ${prepared.length} tables read by ${[...outputs.values()].map((o) => o.version).join(', ')} (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
 }, 1_800_000);
+
+/**
+ * A first load split into buckets (lib/iceberg/rewrite.ts), written by the merge and two workers
+ * in process and committed once: `split/split`, read by every engine like the workload's tables.
+ */
+async function prepareSplitLoad() {
+  await using source = await testSource('engsplit', { SLUICE_STARTUP: 'initial', SLUICE_ICEBERG_BUCKET_ROWS: '2500', SLUICE_ICEBERG_WORKERS: '3' });
+  await source.sql(
+    "CREATE TABLE split (id BIGINT PRIMARY KEY, name VARCHAR(20), amount DECIMAL(12,2), at DATETIME); INSERT INTO split SELECT seq, CONCAT('n', seq), seq / 7, '2026-01-01' - INTERVAL seq MINUTE FROM seq_1_to_10000",
+  );
+  await source.capture();
+  if (!(await source.snapshot()).complete) throw new Error('split: the snapshot did not finish');
+  await source.sql(
+    "UPDATE split SET name = 'changed' WHERE id % 9 = 0; DELETE FROM split WHERE id % 31 = 0; INSERT INTO split VALUES (10001, NULL, NULL, NULL)",
+  );
+  await source.capture();
+  const workers = inProcessWorkers(source);
+  const merged = await merge(source, { invoke: workers.invoke });
+  await workers.settled();
+  const version = await committedVersion(source, 'split');
+  if (merged.tables[0]?.status !== 'merged' || !version) throw new Error(`split: ${merged.tables[0]?.status} ${merged.tables[0]?.reason ?? ''}`);
+  if (version.metadata.snapshots.length !== 1) throw new Error(`split: ${version.metadata.snapshots.length} snapshots after one split load`);
+  console.log(
+    `engines: split first load: ${version.metadata.snapshots[0]?.summary['total-data-files']} data files in one snapshot, ${workers.started()} workers`,
+  );
+  prepared.push({
+    id: 'split/split',
+    mode: 'position',
+    table: 'split',
+    metadata: `s3://${source.config.bucket}/${version.metadataKey}`,
+    expected: await mariadbTable(source, 'split', version.metadata),
+  });
+}
 
 /** One engine's comparison of every table, printed, and the differences (first few per table). */
 function report(name: string): string[] {

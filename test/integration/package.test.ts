@@ -10,7 +10,7 @@ import { crashAt } from '../../lib/commit/faults.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { tlsOptions } from '../../lib/source/mysql/tls.ts';
 import { emittedMetricNames, graphedMetricNames } from '../support/emitted-metrics.ts';
-import { merge } from '../support/iceberg-merge.ts';
+import { inProcessWorkers, merge } from '../support/iceberg-merge.ts';
 import { testSource } from '../support/source.ts';
 
 interface Resource {
@@ -517,6 +517,24 @@ describe('serverless package (osls 3, offline)', () => {
         'dynamodb:UpdateItem',
       ]),
     );
+    expect(accesses.filter((a) => !allowed(dev, 'IcebergRole', a))).toEqual([]);
+  });
+
+  it('allows every S3 and DynamoDB request of a first load split into buckets, with workers and a crashed bucket', async () => {
+    await using source = await testSource('iamsplit', { SLUICE_ICEBERG_BUCKET_ROWS: '2', SLUICE_ICEBERG_WORKERS: '2' });
+    await source.capture();
+    await source.sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')");
+    await source.capture();
+    const accesses: Access[] = [];
+    recordAccesses(source.clients.s3, source.config.prefix, () => accesses);
+    recordAccesses(source.clients.dynamo, source.config.prefix, () => accesses);
+    const workers = inProcessWorkers(source);
+    expect((await merge(source, { faults: crashAt('bucket-staged'), maxBuckets: 1 })).tables[0]?.status).toBe('failed');
+    expect((await merge(source, { invoke: workers.invoke })).tables[0]?.status).toBe('merged');
+    await workers.settled();
+    expect(workers.started()).toBeGreaterThan(0);
+    // The committed rewrite's bucket items are deleted.
+    expect(accesses.map((a) => a.action)).toContain('dynamodb:DeleteItem');
     expect(accesses.filter((a) => !allowed(dev, 'IcebergRole', a))).toEqual([]);
   });
 

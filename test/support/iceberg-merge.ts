@@ -5,6 +5,7 @@ import type { Faults } from '../../lib/commit/faults.ts';
 import type { Config } from '../../lib/config/config.ts';
 import { icebergLocation, type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
+import { type RewriteEvent, runRewriteWorker } from '../../lib/iceberg/rewrite.ts';
 import { type ObjectStore, s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion, type TableVersion } from '../../lib/iceberg/table.ts';
 import { silentLog } from '../../lib/log.ts';
@@ -14,7 +15,17 @@ import { quoted, type TestSource } from './source.ts';
 /** Runs the Iceberg merge for a test source (every table, or `tables` by name in its database). */
 export function merge(
   source: TestSource,
-  options: { faults?: Faults; tables?: string[]; owner?: string; config?: Config; clock?: () => number } = {},
+  options: {
+    faults?: Faults;
+    tables?: string[];
+    owner?: string;
+    config?: Config;
+    clock?: () => number;
+    /** Rewrite buckets written by this run at most (the rest left to the next). */
+    maxBuckets?: number;
+    /** Stands in for the Lambda Invoke API: a rewrite worker started by the merge. */
+    invoke?: (event: RewriteEvent) => Promise<void>;
+  } = {},
 ): Promise<MergeResult> {
   const { clients } = source;
   const config = options.config ?? source.config;
@@ -25,12 +36,42 @@ export function merge(
       store: clients.store,
       snapshots: clients.snapshots,
       merges: clients.merges,
+      buckets: clients.buckets,
       log: silentLog,
       faults: options.faults,
       clock: options.clock,
+      invoke: options.invoke,
     },
-    { tables: options.tables?.map((table) => ({ db: source.db, table })), owner: options.owner ?? 'test-merge' },
+    { tables: options.tables?.map((table) => ({ db: source.db, table })), owner: options.owner ?? 'test-merge', maxBuckets: options.maxBuckets },
   );
+}
+
+/**
+ * In-process rewrite workers, as the Lambda Invoke API would start them (asynchronously, each with
+ * its own owner): `invoke` for `merge`, and `settled()` to wait for every worker started so far.
+ */
+export function inProcessWorkers(source: TestSource, options: { config?: Config; faults?: Faults } = {}) {
+  const running: Promise<unknown>[] = [];
+  let n = 0;
+  const deps = () => ({
+    config: options.config ?? source.config,
+    s3: source.clients.s3,
+    merges: source.clients.merges,
+    buckets: source.clients.buckets,
+    log: silentLog,
+    faults: options.faults,
+    invoke,
+  });
+  const invoke = async (event: RewriteEvent) => {
+    running.push(runRewriteWorker(deps(), event.rewrite, { owner: `worker-${n++}`, budgetMs: 120_000 }).catch((error: Error) => error));
+  };
+  return {
+    invoke,
+    started: () => n,
+    async settled() {
+      return Promise.all(running);
+    },
+  };
 }
 
 /** The table's committed Iceberg version, by the merge ledger; undefined before its first merge. */

@@ -1,0 +1,255 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { type Faults, noFaults } from '../commit/faults.ts';
+import type { Config } from '../config/config.ts';
+import { formatTableRef, type TableRef } from '../core/table-ref.ts';
+import { AssertionError, LeaseLostError } from '../errors.ts';
+import type { ManifestTable } from '../format/manifest.ts';
+import type { Log } from '../log.ts';
+import { downloadObjects, loadEventsSql } from '../materialize/events.ts';
+import type { TableHistory } from '../materialize/history.ts';
+import { sqlString } from '../materialize/projection.ts';
+import { materializeRule } from '../materialize/rule.ts';
+import { tableHistory } from '../materialize/table.ts';
+import { listKeys } from '../sink/s3/objects.ts';
+import type { BucketState, RewriteBuckets } from '../state/iceberg-buckets.ts';
+import type { MergeStore, RewriteRecord } from '../state/iceberg-store.ts';
+import { type ObjectStore, s3ObjectStore } from './store.ts';
+import { type BucketFiles, stageBucket } from './table.ts';
+
+/*
+ * A first load split into buckets, so that a table too large for one invocation is written by
+ * several, in turn or at once, and still committed as ONE snapshot.
+ *
+ * The merge that finds a first load of more than SLUICE_ICEBERG_BUCKET_ROWS events writes a plan — the change-log
+ * objects up to its cut — and records a rewrite on the table's ledger item (tag, plan, bucket
+ * count, and the advance its commit will write) in one fenced write. From then on the cut is fixed:
+ * every merge of the table continues that rewrite until it commits, and nothing else commits.
+ *
+ * Bucket n holds the rows whose key hashes to n (lib/materialize/events.ts, `EventBucket`): every
+ * event of a key is in one bucket, control events in all, so the materialization rule over a
+ * bucket's events gives exactly that bucket's rows of the table. A bucket is written by whoever
+ * leases its item (lib/state/iceberg-buckets.ts) — the merge or a worker it invoked — as range
+ * files named by the rewrite's tag, the bucket and the writer's attempt; the bucket is done in the
+ * write that records those files, fenced by its lease. The rewrite commits through the merge's
+ * usual commit (one fenced ledger write; the publish after it), listing every recorded bucket's
+ * files in one snapshot; that write also removes the rewrite.
+ *
+ * Exactly once. Readers only see committed metadata, and the only metadata naming bucket files is
+ * the final one, staged from the recorded buckets after all are done. A crash while a bucket is
+ * written leaves it not done: the next writer redoes it under a new attempt name (the lost
+ * attempt's files are named by nobody and are deleted before the commit). A crash after the
+ * record leaves it done: nobody writes it again. A crash before the commit stages the same keys
+ * and bytes again (the tag and timestamp are the ledger's); after it, the roll-forward publishes.
+ * The events are those of the fixed plan, so a bucket redone reads what its first attempt read.
+ */
+
+/** Bucket items store this (JSON). */
+interface BucketRecord {
+  /** The table is gone at the cut (dropped, renamed away): the rewrite commits an empty table. */
+  readonly gone: boolean;
+  /** The schema version the bucket's events end in (the table's, at the cut, is the greatest of the buckets'). */
+  readonly to: number;
+  readonly staged: BucketFiles;
+}
+
+/** What the buckets read: the change-log objects up to the rewrite's cut, and the table's newest shape there. */
+export interface RewritePlan {
+  readonly keys: readonly string[];
+  readonly shape: ManifestTable | undefined;
+}
+
+export interface RewriteDeps {
+  readonly config: Config;
+  readonly s3: S3Client;
+  readonly merges: MergeStore;
+  readonly buckets: RewriteBuckets;
+  readonly log: Log;
+  readonly clock?: () => number;
+  readonly faults?: Faults;
+  readonly workDir?: string;
+  /** Starts a worker invocation for the table's rewrite (the Lambda Invoke API; in-process in tests). */
+  readonly invoke?: (event: RewriteEvent) => Promise<void>;
+}
+
+/** What a rewrite worker is invoked with. */
+export interface RewriteEvent {
+  readonly rewrite: { readonly db: string; readonly table: string };
+}
+
+/** The object key of a rewrite's plan. */
+export const planKey = (location: string, tag: string) => `${location}/metadata/${tag}-rewrite.json`;
+
+/** Bucket file names: the rewrite's tag, the bucket and the writing attempt. */
+const bucketTag = (tag: string, n: number, attempt: string) => `${tag}-k${String(n).padStart(4, '0')}-${attempt}`;
+
+/**
+ * How many buckets a first load of `events` change-log events is split into (at least one per
+ * worker); 1: written whole, as before. Only keyed tables whose every schema version has the same columns and key are split: a
+ * key's events then render its key identically, and every bucket's rows are in one version.
+ */
+export function bucketCount(config: Config, events: number, history: TableHistory): number {
+  const { workers, bucketRows } = config.iceberg;
+  if (events <= bucketRows) return 1;
+  const latest = history.latest;
+  if (!latest.key?.length) return 1;
+  const shape = (n: number) => JSON.stringify([history.version(n).key, history.version(n).columns.map((c) => [c.name, c.type])]);
+  if (history.numbers().some((n) => shape(n) !== shape(latest.version))) return 1;
+  return Math.max(workers, Math.ceil(events / bucketRows));
+}
+
+/** The rewrite's plan as its merge wrote it. */
+export async function readPlan(store: ObjectStore, rewrite: RewriteRecord): Promise<RewritePlan> {
+  const body = await store.get(rewrite.plan);
+  if (!body) throw new AssertionError(`the plan ${rewrite.plan} of a rewrite in progress is missing`);
+  return JSON.parse(new TextDecoder().decode(body)) as RewritePlan;
+}
+
+/**
+ * Writes the rewrite's buckets that are not done and not leased by a live writer, one at a time,
+ * while `more()` allows (at least one is tried). Returns how many it wrote and how many are still
+ * not done (others' in flight, or left for later).
+ */
+export async function writeBuckets(
+  deps: RewriteDeps,
+  table: TableRef,
+  rewrite: RewriteRecord,
+  owner: string,
+  more: (written: number) => boolean,
+): Promise<{ written: number; open: number }> {
+  const { config, buckets, log } = deps;
+  const clock = deps.clock ?? Date.now;
+  const store = s3ObjectStore(deps.s3, config.bucket);
+  const plan = await readPlan(store, rewrite);
+  let written = 0;
+  let open = 0;
+  for (let n = 0; n < rewrite.buckets; n++) {
+    const current = await buckets.get(config.sourceId, table, rewrite.tag, n);
+    if (current?.files) continue;
+    if (!more(written)) {
+      open++;
+      continue;
+    }
+    let claimed: BucketState;
+    try {
+      claimed = await buckets.claim(config.sourceId, table, rewrite.tag, n, owner, clock() + config.iceberg.leaseMs, clock());
+    } catch (error) {
+      if (!(error instanceof LeaseLostError)) throw error;
+      open++; // another writer has it, or recorded it meanwhile
+      if ((await buckets.get(config.sourceId, table, rewrite.tag, n))?.files) open--;
+      continue;
+    }
+    const renewal = setInterval(() => {
+      buckets
+        .renew(config.sourceId, table, rewrite.tag, n, owner, clock() + config.iceberg.leaseMs, clock())
+        .catch((error: Error) => log.warn('could not renew a rewrite bucket lease', { table: formatTableRef(table), bucket: n, error }));
+    }, config.iceberg.leaseMs / 4);
+    renewal.unref();
+    try {
+      const record = await writeBucket(deps, store, table, rewrite, plan, n);
+      await (deps.faults ?? noFaults).hit('bucket-staged');
+      await buckets.record(config.sourceId, table, rewrite.tag, claimed, owner, JSON.stringify(record), clock());
+      await (deps.faults ?? noFaults).hit('bucket-recorded');
+      written++;
+      log.info('Iceberg rewrite bucket written', { table: formatTableRef(table), bucket: n, of: rewrite.buckets, rows: record.staged.rows });
+    } finally {
+      clearInterval(renewal);
+      await buckets.release(config.sourceId, table, rewrite.tag, n, owner);
+    }
+  }
+  return { written, open };
+}
+
+/** Bucket n: its events, the rule over them, its rows as range files. */
+async function writeBucket(
+  deps: RewriteDeps,
+  store: ObjectStore,
+  table: TableRef,
+  rewrite: RewriteRecord,
+  plan: RewritePlan,
+  n: number,
+): Promise<BucketRecord> {
+  const { config } = deps;
+  const { icebergLocation, spec } = await import('./merge.ts');
+  const work = mkdtempSync(join(deps.workDir ?? tmpdir(), 'sluice-bucket-'));
+  const instance = await DuckDBInstance.create(join(work, 'bucket.duckdb'), { temp_directory: join(work, 'spill') });
+  const duck = await instance.connect();
+  try {
+    const history = await tableHistory(
+      { s3: deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+      { table, keys: [...plan.keys], shape: plan.shape },
+    );
+    if (!history) throw new AssertionError(`${formatTableRef(table)} has events but no schema history`);
+    const dir = join(work, 'events');
+    mkdirSync(dir, { recursive: true });
+    const files = await downloadObjects(deps.s3, config.bucket, plan.keys, dir);
+    await duck.run(loadEventsSql('e_ev', files, { index: n, count: rewrite.buckets }));
+    const rule = await materializeRule(duck, history, 'e_ev', 'r');
+    const to = rule.version.version;
+    if (rule.gone) return { gone: true, to, staged: { rows: 0, nulled: {}, files: [] } };
+    const path = join(work, 'rows.jsonl');
+    await duck.run(
+      `COPY (SELECT row FROM ${rule.state}, range(${rule.state}.n)) TO ${sqlString(path)} (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER E'\\x01')`,
+    );
+    const location = icebergLocation(config.prefix, table);
+    // Every bucket is staged against the schema of the newest version (all versions have its columns: `bucketCount`).
+    const staged = await stageBucket(
+      { store, workDir: work },
+      undefined,
+      spec(history, location, history.latest.version, undefined),
+      { path, lines: rule.rows },
+      {
+        tag: bucketTag(rewrite.tag, n, randomBytes(3).toString('hex')),
+        timestampMs: rewrite.timestampMs,
+      },
+    );
+    return { gone: false, to, staged };
+  } finally {
+    duck.closeSync();
+    instance.closeSync();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Every bucket's record once all are done; undefined while one is not. */
+export async function doneBuckets(deps: RewriteDeps, table: TableRef, rewrite: RewriteRecord): Promise<BucketRecord[] | undefined> {
+  const records: BucketRecord[] = [];
+  for (let n = 0; n < rewrite.buckets; n++) {
+    const bucket = await deps.buckets.get(deps.config.sourceId, table, rewrite.tag, n);
+    if (!bucket?.files) return undefined;
+    records.push(JSON.parse(bucket.files) as BucketRecord);
+  }
+  return records;
+}
+
+/** Deletes data files of the rewrite that no recorded bucket names (attempts that crashed or lost their lease). */
+export async function deleteUnrecorded(deps: RewriteDeps, store: ObjectStore, location: string, rewrite: RewriteRecord, records: readonly BucketRecord[]) {
+  const named = new Set(records.flatMap((r) => r.staged.files.map((f) => f.key)));
+  const stray: string[] = [];
+  for await (const key of listKeys(deps.s3, deps.config.bucket, `${location}/data/${rewrite.tag}-k`)) if (!named.has(key)) stray.push(key);
+  if (stray.length) await store.delete(stray);
+  return stray.length;
+}
+
+/**
+ * A worker invocation: writes the table's rewrite buckets until none is left to take or its time
+ * (`budgetMs`) is nearly up; then, if it stopped for time with buckets left, it invokes itself again.
+ */
+export async function runRewriteWorker(deps: RewriteDeps, table: TableRef, options: { owner?: string; budgetMs: number }) {
+  const clock = deps.clock ?? Date.now;
+  const started = clock();
+  const state = await deps.merges.get(deps.config.sourceId, table);
+  if (!state?.rewrite) return { written: 0, open: 0 };
+  const owner = options.owner ?? `rewrite-${randomBytes(4).toString('hex')}`;
+  let stoppedForTime = false;
+  const result = await writeBuckets(deps, table, state.rewrite, owner, () => {
+    stoppedForTime = clock() - started >= options.budgetMs;
+    return !stoppedForTime;
+  });
+  if (stoppedForTime && result.open && deps.invoke) await deps.invoke({ rewrite: { db: table.db, table: table.table } });
+  return result;
+}
