@@ -554,7 +554,9 @@ class MergeRun {
       );
       staged = { version: version.version, schemaVersion: to, gone: false, mode: version.stats.rowsWritten ? 'rewrite' : 'empty', stats: [version] };
     }
-    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone });
+    // Never a compaction here: it would rewrite in this one invocation the whole table the buckets
+    // split (a table of more than compactFiles buckets has that many files at least).
+    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone }, false);
     // The rewrite's own records, named by nobody once committed.
     await buckets.remove(config.sourceId, table, rewrite.tag, rewrite.buckets).catch(() => {});
     await this.store.delete([rewrite.plan]).catch(() => {});
@@ -697,7 +699,7 @@ class MergeRun {
    * other than the current one is older than the retention. `beforeStaging` runs once, before the
    * first file is staged.
    */
-  async housekeeping(location: string, version: TableVersion, tag: string, beforeStaging?: () => Promise<void>) {
+  async housekeeping(location: string, version: TableVersion, tag: string, beforeStaging?: () => Promise<void>, compact = true) {
     const { compactFiles, retentionMs, keepSnapshots } = this.config.iceberg;
     const deps = { store: this.store };
     const now = this.clock();
@@ -712,7 +714,7 @@ class MergeRun {
     const files = Number(snapshot?.summary['total-data-files'] ?? 0) + Number(snapshot?.summary['total-delete-files'] ?? 0);
     // A compacted table holds one file per bucket of DEFAULT_ROWS_PER_FILE rows: count files beyond those.
     const buckets = Math.ceil(Number(snapshot?.summary['total-records'] ?? 0) / DEFAULT_ROWS_PER_FILE);
-    if (files > compactFiles + buckets) {
+    if (compact && files > compactFiles + buckets) {
       await prepare();
       result = (await stageCompaction(deps, result, { tag: `${tag}-c`, timestampMs: now })).version;
       compacted = true;
@@ -733,10 +735,11 @@ class MergeRun {
     ledger: ReturnType<typeof mergeLedger>,
     staged: StagedMerge,
     advance: MergeAdvance,
+    compact = true,
   ): Promise<TableMergeResult> {
     const tag = this.tagFor(state);
     const location = icebergLocation(this.config.prefix, table);
-    const kept = staged.version ? await this.housekeeping(location, staged.version, tag) : undefined;
+    const kept = staged.version ? await this.housekeeping(location, staged.version, tag, undefined, compact) : undefined;
     const metadataKey = kept?.version.metadataKey ?? state.metadataKey;
     const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup });
     const result: TableMergeResult = {
