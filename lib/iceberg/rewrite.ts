@@ -246,8 +246,9 @@ export async function runRewriteWorker(deps: RewriteDeps, table: TableRef, optio
   if (!state?.rewrite) return { written: 0, open: 0 };
   const owner = options.owner ?? `rewrite-${randomBytes(4).toString('hex')}`;
   let stoppedForTime = false;
-  const result = await writeBuckets(deps, table, state.rewrite, owner, () => {
-    stoppedForTime = clock() - started >= options.budgetMs;
+  // At least one bucket is tried whatever the budget: a worker that wrote nothing never invokes another.
+  const result = await writeBuckets(deps, table, state.rewrite, owner, (written) => {
+    stoppedForTime = written > 0 && clock() - started >= options.budgetMs;
     return !stoppedForTime;
   });
   if (stoppedForTime && result.open && deps.invoke) await deps.invoke({ rewrite: { db: table.db, table: table.table } });
