@@ -6,6 +6,11 @@
  * would start them. Each timed load starts from a fresh merge ledger (its files of the earlier
  * load are discarded as an uncommitted attempt's).
  */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { createClients } from '../lib/aws.ts';
 import { runCapture } from '../lib/capture/run.ts';
@@ -16,7 +21,10 @@ import { adminConnection } from '../lib/local/stack.ts';
 import { silentLog } from '../lib/log.ts';
 import { tablePath } from '../lib/sink/s3/keys.ts';
 import { runSnapshotWorker } from '../lib/snapshot/worker.ts';
+import { sparkTools } from '../test/engines/tools.ts';
 import type { benchStack } from './support.ts';
+
+const run = promisify(execFile);
 
 export interface LoadFigure {
   readonly rows: number;
@@ -24,8 +32,25 @@ export interface LoadFigure {
   readonly seconds: number;
 }
 
-/** First loads of `sizes` rows (whole), and at the largest, split with each of `workers`. */
-export async function firstLoads(bench: Awaited<ReturnType<typeof benchStack>>, sizes: readonly number[], workers: readonly number[]): Promise<LoadFigure[]> {
+/** The largest load's table as Spark and MariaDB see it (ICEBERG_SPARK=1): count, sums and an order-free row digest. */
+export interface SparkCheck {
+  readonly rows: number;
+  readonly equal: boolean;
+  readonly spark: Record<string, string>;
+  readonly mariadb: Record<string, string>;
+  readonly seconds: number;
+}
+
+/**
+ * First loads of `sizes` rows (whole), and at the largest, split with each of `workers`; with `spark`,
+ * the table the largest split load committed is then read by Spark and compared with MariaDB.
+ */
+export async function firstLoads(
+  bench: Awaited<ReturnType<typeof benchStack>>,
+  sizes: readonly number[],
+  workers: readonly number[],
+  spark = false,
+): Promise<{ figures: LoadFigure[]; spark?: SparkCheck }> {
   const { stack, env } = bench;
   const conn = await adminConnection(stack);
   await conn.query('CREATE DATABASE IF NOT EXISTS bench_iceberg');
@@ -42,6 +67,7 @@ export async function firstLoads(bench: Awaited<ReturnType<typeof benchStack>>, 
         FROM bench_iceberg.seq_${from}_to_${Math.min(from + 999_999, size)}`);
   }
   const figures: LoadFigure[] = [];
+  let largest: { name: string; metadataKey: string } | undefined;
   for (const size of sizes) {
     const name = `t${size}`;
     const sourceId = `bench-load-${size}-${Date.now()}`;
@@ -70,12 +96,44 @@ export async function firstLoads(bench: Awaited<ReturnType<typeof benchStack>>, 
       const t = result.tables[0];
       if (t?.status !== 'merged' || t.rowsWritten !== size) throw new Error(`${size} rows, ${how}: ${t?.status} ${t?.reason ?? ''} (${t?.rowsWritten} rows)`);
       figures.push({ rows: size, how, seconds });
+      if (t.metadataKey) largest = { name, metadataKey: t.metadataKey };
     };
     await load('whole', { workers: 1, bucketRows: Number.MAX_SAFE_INTEGER });
     if (size === Math.max(...sizes))
       for (const w of workers)
         await load(`${w} worker${w === 1 ? '' : 's'}, ${Math.max(w, Math.ceil(size / config.iceberg.bucketRows))} buckets`, { workers: w });
   }
+  const check = spark && largest ? await sparkCheck(bench, conn, largest.name, largest.metadataKey) : undefined;
   await conn.end();
-  return figures;
+  return { figures, ...(check ? { spark: check } : {}) };
+}
+
+/** Spark (test/engines/spark_digest.py) against MariaDB by the same row formula; integers compared as integers. */
+async function sparkCheck(bench: Awaited<ReturnType<typeof benchStack>>, conn: Awaited<ReturnType<typeof adminConnection>>, name: string, metadataKey: string) {
+  const { python, jars } = await sparkTools();
+  const scratch = mkdtempSync(join(tmpdir(), 'bench-spark-'));
+  const input = join(scratch, 'input.json');
+  const env = bench.env;
+  writeFileSync(
+    input,
+    JSON.stringify({
+      s3: { endpoint: env.AWS_ENDPOINT_URL_S3, region: env.AWS_REGION, accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY },
+      jars,
+      scratch,
+      metadata: `s3://${bench.config.bucket}/${metadataKey}`,
+    }),
+  );
+  console.error(`reading ${name} with Spark…`);
+  const began = process.hrtime.bigint();
+  const { stdout } = await run(python, ['test/engines/spark_digest.py', input], { maxBuffer: 16 * 1024 * 1024, timeout: 30 * 60_000 });
+  const seconds = Number(process.hrtime.bigint() - began) / 1e9;
+  rmSync(scratch, { recursive: true, force: true });
+  const spark = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, string>;
+  const [[row]] = (await conn.query(`SELECT COUNT(*) AS \`rows\`, COUNT(DISTINCT id) AS ids, SUM(id) AS id_sum, SUM(qty) AS qty_sum, SUM(amount) AS amount_sum,
+      SUM(CRC32(CONCAT_WS('|', id, name, amount, qty, DATE_FORMAT(created, '%Y-%m-%d %H:%i:%s')))) AS digest FROM bench_iceberg.${name}`)) as unknown as [
+    [Record<string, string | number>],
+  ];
+  const mariadb = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, String(v)]));
+  const same = (k: string) => (k === 'amount_sum' ? spark[k] === mariadb[k] : BigInt(spark[k] ?? -1) === BigInt(mariadb[k] ?? -2));
+  return { rows: Number(mariadb.rows), equal: Object.keys(mariadb).every(same), spark, mariadb, seconds };
 }

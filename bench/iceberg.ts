@@ -13,7 +13,8 @@
  * minutes here). Keys: sequential (BIGINT 1..N) and random (UUID-like text). ICEBERG_CHANGED (0.01).
  *
  * Then first loads through the merge itself (bench/iceberg-load.ts): rows/s at each size, and at the
- * largest the wall time split across 1, 2 and 4 workers (ICEBERG_LOADS=0 skips them).
+ * largest the wall time split across 1, 2 and 4 workers (ICEBERG_LOADS=0 skips them); ICEBERG_SPARK=1
+ * then reads the table the 4-worker load committed with Spark and compares it with MariaDB.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -167,7 +168,8 @@ for (const size of SIZES) {
   }
 }
 rmSync(work, { recursive: true, force: true });
-const loads = process.env.ICEBERG_LOADS === '0' ? [] : await firstLoads(bench, SIZES, [1, 2, 4]);
+const { figures: loads, spark } =
+  process.env.ICEBERG_LOADS === '0' ? { figures: [] } : await firstLoads(bench, SIZES, [1, 2, 4], process.env.ICEBERG_SPARK === '1');
 
 console.log(`\nbench:iceberg on ${machine().replace(/, median of \d+ runs$/, ', one run each')}`);
 console.log(
@@ -185,5 +187,20 @@ if (loads.length) {
     ),
   );
 }
+if (spark) {
+  console.log(
+    `\nThe largest split load read by ${spark.spark.version} (${spark.spark.files} data and delete files, ${spark.seconds.toFixed(0)} s with its start): ${spark.rows} rows, ${spark.equal ? 'equal to MariaDB' : 'NOT equal to MariaDB'} (count, distinct keys, column sums, CRC32 digest of every row)`,
+  );
+  console.log(
+    table(
+      ['', ...Object.keys(spark.mariadb)],
+      [
+        ['MariaDB', ...Object.values(spark.mariadb)],
+        ['Spark', ...Object.keys(spark.mariadb).map((k) => spark.spark[k] ?? '')],
+      ],
+    ),
+  );
+  if (!spark.equal) process.exitCode = 1;
+}
 await stack[Symbol.asyncDispose]();
-process.exit(0);
+process.exit(process.exitCode ?? 0);

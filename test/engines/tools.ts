@@ -67,8 +67,8 @@ async function step(registry: string, command: string, args: string[]) {
   }
 }
 
-/** Installs the pinned tooling unless the marker says it is there; compiles the judge. */
-export async function ensureTools(): Promise<Tools> {
+/** Installs the pinned tooling unless the marker says it is there; the seconds it took (0: already there). */
+async function install(): Promise<number> {
   const pins = JSON.stringify(PINS);
   const started = Date.now();
   const installed = existsSync(MARKER) && readFileSync(MARKER, 'utf8') === pins && existsSync(PYTHON) && existsSync(join(TRINO, 'bin', 'launcher'));
@@ -87,10 +87,24 @@ export async function ensureTools(): Promise<Tools> {
     for (const plugin of readdirSync(join(TRINO, 'plugin'))) if (plugin !== 'iceberg') rmSync(join(TRINO, 'plugin', plugin), { recursive: true });
     writeFileSync(MARKER, pins);
   }
-  const installSeconds = installed ? 0 : (Date.now() - started) / 1000;
-  const jars = readdirSync(JARS)
+  return installed ? 0 : (Date.now() - started) / 1000;
+}
+
+const installedJars = () =>
+  readdirSync(JARS)
     .filter((f) => f.endsWith('.jar'))
     .map((f) => join(JARS, f));
+
+/** The Python and the jars Spark needs for Iceberg, installed on first use (no judge: bench:iceberg's Spark read). */
+export async function sparkTools(): Promise<{ python: string; jars: string[] }> {
+  await install();
+  return { python: PYTHON, jars: installedJars() };
+}
+
+/** Installs the pinned tooling unless the marker says it is there; compiles the judge. */
+export async function ensureTools(): Promise<Tools> {
+  const installSeconds = await install();
+  const jars = installedJars();
   rmSync(JUDGE_CLASSES, { recursive: true, force: true });
   await step('the local JDK', 'javac', ['-nowarn', '-cp', jars.join(':'), '-d', JUDGE_CLASSES, resolve('test/engines/SluiceJudge.java')]);
   if (!existsSync(join(JAVA_25, 'bin', 'java')))
