@@ -461,8 +461,13 @@ export function catalogCommit(current: TableMetadata, target: TableMetadata, lab
     updates.push({ action: 'add-snapshot', snapshot: { ...snapshot, 'schema-id': schemaIds.get(snapshot['schema-id']) ?? snapshot['schema-id'] } });
   }
   if (goal !== undefined && goal !== main) updates.push({ action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': goal });
-  // What sluice's expiry removed (its files are deleted once this publish is done).
-  const removed = current.snapshots.map((s) => s['snapshot-id']).filter((id) => !byId.has(id) && id !== goal);
+  // What sluice's expiry removed (its files are deleted once this publish is done): sluice's own
+  // snapshots only, the catalog's main and its ancestors (main is in sluice's history, checked
+  // above, and sluice commits nowhere else) — never a snapshot another writer left on another branch.
+  const own = new Set<number>();
+  const catalogs = new Map(current.snapshots.map((s) => [s['snapshot-id'], s]));
+  for (let id = main; id !== undefined && !own.has(id); id = catalogs.get(id)?.['parent-snapshot-id']) own.add(id);
+  const removed = current.snapshots.map((s) => s['snapshot-id']).filter((id) => own.has(id) && !byId.has(id) && id !== goal);
   if (removed.length) updates.push({ action: 'remove-snapshots', 'snapshot-ids': removed });
   // A table sluice did not register carries sluice's uuid as a property (set at create, or here for one the catalog placed).
   const wanted = current['table-uuid'] === target['table-uuid'] ? target.properties : { ...target.properties, [SLUICE_UUID]: target['table-uuid'] };

@@ -294,6 +294,16 @@ describe('the Iceberg REST catalog client', () => {
     expect(placed.stored()?.snapshots).toEqual([]);
   });
 
+  it("removes only sluice's own snapshots (main and its ancestors), never another writer's on another branch", () => {
+    const current = {
+      ...metadata([snapshot(10, undefined, 1), snapshot(20, 10, 2)]),
+      // Another writer's snapshot, on a branch of its own: not in sluice's history.
+      snapshots: [snapshot(10, undefined, 1), snapshot(20, 10, 2), snapshot(77, 10, 3)],
+    };
+    const commit = catalogCommit(current, metadata([snapshot(30, 20, 4)]), 'shop.orders');
+    expect(commit?.updates.find((u) => u.action === 'remove-snapshots')).toEqual({ action: 'remove-snapshots', 'snapshot-ids': [10, 20] });
+  });
+
   it('knows a schema the catalog serialized in another key order (no add-schema)', () => {
     const target = metadata([snapshot(10, undefined, 1), snapshot(20, 10, 2)]);
     const reordered = {
