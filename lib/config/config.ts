@@ -271,6 +271,8 @@ const schema = z.object({
   SLUICE_ICEBERG_REST_SCOPE: z.string().min(1).default('catalog'),
   /** The OAuth2 token endpoint, when not `<uri>/v1/oauth/tokens`. */
   SLUICE_ICEBERG_REST_OAUTH_URI: z.url({ protocol: /^https?$/ }).optional(),
+  /** Who places a new table's files: sluice (under SLUICE_BUCKET, registered there) or the catalog (its create-table assigns the location: S3 Tables, managed warehouses). */
+  SLUICE_ICEBERG_REST_LOCATION: z.enum(['sluice', 'catalog']).optional(),
 });
 
 /** The Iceberg catalog the merge publishes each table's committed version to (version-hint.text is always written). */
@@ -283,6 +285,8 @@ export type IcebergCatalogConfig =
       warehouse: string | undefined;
       /** Levels of the one namespace every table goes into; undefined: the source database. */
       namespace: readonly string[] | undefined;
+      /** Who places a new table's files (SLUICE_ICEBERG_REST_LOCATION): sluice, under SLUICE_BUCKET, or the catalog. */
+      location: 'sluice' | 'catalog';
       auth:
         | Readonly<{ kind: 'none' }>
         | Readonly<{ kind: 'sigv4'; signingName: string; region: string | undefined }>
@@ -407,6 +411,7 @@ const REST_SETTINGS = [
   'SLUICE_ICEBERG_REST_TOKEN',
   'SLUICE_ICEBERG_REST_CREDENTIAL',
   'SLUICE_ICEBERG_REST_OAUTH_URI',
+  'SLUICE_ICEBERG_REST_LOCATION',
 ] as const;
 
 /** The catalog settings that contradict each other or are missing, one line each. */
@@ -456,6 +461,7 @@ function icebergCatalog(e: z.infer<typeof schema>): IcebergCatalogConfig {
     uri: e.SLUICE_ICEBERG_REST_URI ?? '',
     warehouse: e.SLUICE_ICEBERG_REST_WAREHOUSE,
     namespace: e.SLUICE_ICEBERG_REST_NAMESPACE?.split('.'),
+    location: e.SLUICE_ICEBERG_REST_LOCATION ?? 'sluice',
     auth: Object.freeze(auth),
   });
 }

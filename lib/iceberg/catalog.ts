@@ -25,6 +25,12 @@ import { publish, versionOf } from './table.ts';
  */
 export interface IcebergCatalog {
   publish(table: TableRef, version: { readonly metadataKey: string; readonly previousMetadataKey?: string }): Promise<void>;
+  /**
+   * A catalog that assigns table locations (SLUICE_ICEBERG_REST_LOCATION=catalog): makes sure it has
+   * the table and returns the absolute `s3://` location it placed it at, where the table's files
+   * go. Asked only before a table's first merge stages anything; absent when sluice picks the location.
+   */
+  locate?(table: TableRef): Promise<string>;
 }
 
 /** `version-hint.text` for file-catalog readers (DuckDB, icebird, Spark's Hadoop catalog). */
@@ -38,10 +44,12 @@ export function fileCatalog(store: ObjectStore): IcebergCatalog {
 
 /** Publishes to every catalog in order (the file catalog first). */
 export function catalogs(...all: IcebergCatalog[]): IcebergCatalog {
+  const locating = all.find((c) => c.locate);
   return {
     async publish(table, version) {
       for (const catalog of all) await catalog.publish(table, version);
     },
+    ...(locating?.locate ? { locate: locating.locate.bind(locating) } : {}),
   };
 }
 
@@ -154,6 +162,7 @@ export function configuredCatalog(config: Config, store: ObjectStore, env: Env =
   const namespace = chosen.namespace;
   const rest = restCatalog(fetchTransport(chosen.uri, auth), store, {
     ...(chosen.warehouse ? { warehouse: chosen.warehouse } : {}),
+    location: chosen.location,
     nameOf: (table) => (namespace ? { namespace, name: glueTableName(table) } : { namespace: [table.db], name: table.table }),
   });
   return { ...catalogs(fileCatalog(store), rest), destroy };

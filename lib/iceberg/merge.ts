@@ -40,7 +40,7 @@ import {
 } from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
 import { capturedTables } from './status.ts';
-import { fenced, type ObjectStore, s3ObjectStore } from './store.ts';
+import { deletesInBucketOnly, fenced, type ObjectStore, outsideBucket, s3ObjectStore } from './store.ts';
 import {
   DEFAULT_ROWS_PER_FILE,
   type DeleteMode,
@@ -176,6 +176,17 @@ export interface Cut {
 /** The Iceberg table of a source table: `<prefix>iceberg/<db-seg>/<table-seg>`. */
 export const icebergLocation = (prefix: string, table: TableRef) => `${prefix}iceberg/${tablePath(table)}`;
 
+/**
+ * Where a table's objects go: `home` (sluice's metadata chain, version-hint.text, its bookkeeping
+ * objects: always `icebergLocation` in SLUICE_BUCKET, where the ledger, `sluice status` and
+ * file-catalog readers find them) and `files` (data and delete files, manifests, manifest lists,
+ * and the metadata's `location`: `home`, or the absolute `s3://` location a REST catalog assigned).
+ */
+export interface TableLocation {
+  readonly home: string;
+  readonly files: string;
+}
+
 const sameTable = (a: TableRef, b: TableRef) => a.db === b.db && a.table === b.table;
 
 /** Merges every table (or `options.tables`) up to the source's committed position. */
@@ -205,13 +216,30 @@ class MergeRun {
     this.clock = deps.clock ?? Date.now;
     this.owner = options.owner ?? `merge-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`; // unique: a lease held under it is this run's
     this.started = this.clock();
-    this.store = fenced(s3ObjectStore(deps.s3, deps.config.bucket), () => this.checkLease());
+    // Under a location a catalog assigned, deleting is the catalog's job (S3 Tables allows no client
+    // deletes there; its unreferenced-file removal collects what no snapshot names).
+    const own = deletesInBucketOnly(s3ObjectStore(deps.s3, deps.config.bucket), (keys) =>
+      deps.log.debug("left to the catalog's unreferenced-file removal: objects under its table location sluice does not delete", {
+        objects: keys.length,
+        keys: keys.slice(0, 20),
+      }),
+    );
+    this.store = fenced(own, () => this.checkLease());
     const catalog = deps.catalog ?? fileCatalog(this.store);
+    const locate = catalog.locate?.bind(catalog);
     this.catalog = {
       publish: async (table, version) => {
         this.checkLease();
         await catalog.publish(table, version);
       },
+      ...(locate
+        ? {
+            locate: async (table: TableRef) => {
+              this.checkLease();
+              return await locate(table);
+            },
+          }
+        : {}),
     };
     this.ctx = { s3: deps.s3, bucket: deps.config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock: this.clock };
   }
@@ -223,6 +251,20 @@ class MergeRun {
   /** The names this run's files of the table's next merge take: `m<merge seq>_<attempt>`. */
   tagFor(state: MergeState): string {
     return `m${pad(state.mergeSeq + 1)}_${this.attempt}`;
+  }
+
+  /**
+   * Where the table's objects go (see TableLocation): a table with a committed version keeps the
+   * location its metadata names (no catalog call); a new one goes where the catalog that assigns
+   * locations placed it (creating it there), else under sluice's own.
+   */
+  async locationOf(table: TableRef, current: TableVersion | undefined): Promise<TableLocation> {
+    const home = icebergLocation(this.config.prefix, table);
+    if (current) return { home, files: this.store.keyOf(current.metadata.location) };
+    if (!this.catalog.locate) return { home, files: home };
+    const files = this.store.keyOf(await this.catalog.locate(table));
+    this.deps.log.info('Iceberg table placed by the catalog', { table: formatTableRef(table), location: this.store.uri(files) });
+    return { home, files };
   }
 
   /**
@@ -434,7 +476,8 @@ class MergeRun {
         if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
         return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
       }
-      if (!state.metadataKey && !state.gone && this.deps.buckets) {
+      // A catalog that places tables gets a first load written whole: rewrite buckets are staged under sluice's own location.
+      if (!state.metadataKey && !state.gone && this.deps.buckets && !this.catalog.locate) {
         const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape }, binlog.events + pages.events, moved());
         if (split) return split;
       }
@@ -574,9 +617,9 @@ class MergeRun {
     /** The snapshot jobs merged once this commits: a full rewrite reads exactly their pages. */
     jobs: ReadonlySet<string>,
   ): Promise<StagedMerge> {
-    const location = icebergLocation(this.config.prefix, table);
     const deps = { store: this.store, workDir: work };
     const current = state.metadataKey ? await loadVersion(this.store, state.metadataKey) : undefined;
+    const location = await this.locationOf(table, current);
     const tag = this.tagFor(state);
     await this.discardUncommitted(location, state, current?.version ?? 0);
     const at = this.clock();
@@ -638,11 +681,12 @@ class MergeRun {
    * their commit), and metadata files past the committed version: no committed metadata names them
    * (merge sequences only grow, and the commit is what makes a version current).
    */
-  async discardUncommitted(location: string, state: MergeState, committed: number): Promise<void> {
+  async discardUncommitted(at: string | TableLocation, state: MergeState, committed: number): Promise<void> {
+    const { home: location, files } = typeof at === 'string' ? { home: at, files: at } : at;
     const keys: string[] = [];
     const seq = `m${pad(state.mergeSeq + 1)}_`;
-    for (const prefix of [`${location}/data/${seq}`, `${location}/metadata/${seq}`, `${location}/metadata/snap-${seq}`])
-      for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
+    const named = new Set([location, files].flatMap((l) => [`${l}/data/${seq}`, `${l}/metadata/${seq}`, `${l}/metadata/snap-${seq}`]));
+    for (const prefix of named) for await (const key of this.store.list(prefix)) keys.push(key);
     // An attempt stages the next few versions (a merge, then maybe a compaction and an expiry).
     const staged = Array.from(
       { length: 10 },
@@ -656,9 +700,16 @@ class MergeRun {
         const version = metadataVersion(key);
         if (version !== undefined && version > committed) keys.push(key);
       }
-    if (!keys.length) return;
-    this.deps.log.info('deleting Iceberg files of a merge attempt that did not commit', { location, merge: state.mergeSeq + 1, objects: keys.length });
-    await this.store.delete(keys);
+    const own = keys.filter((k) => !outsideBucket(k));
+    if (own.length < keys.length)
+      this.deps.log.debug("files of a merge attempt that did not commit, left under the catalog's location to its unreferenced-file removal", {
+        location: files,
+        merge: state.mergeSeq + 1,
+        objects: keys.length - own.length,
+      });
+    if (!own.length) return;
+    this.deps.log.info('deleting Iceberg files of a merge attempt that did not commit', { location, merge: state.mergeSeq + 1, objects: own.length });
+    await this.store.delete(own);
   }
 
   /** Rows steps as merge-on-read changes, schema steps as schema evolution; one Iceberg snapshot per rows step. */
@@ -666,7 +717,7 @@ class MergeRun {
     deps: { store: ReturnType<typeof s3ObjectStore>; workDir: string },
     current: TableVersion,
     history: TableHistory,
-    location: string,
+    location: TableLocation,
     from: number,
     steps: readonly ChangeStep[],
     to: number,
@@ -738,8 +789,7 @@ class MergeRun {
     compact = true,
   ): Promise<TableMergeResult> {
     const tag = this.tagFor(state);
-    const location = icebergLocation(this.config.prefix, table);
-    const kept = staged.version ? await this.housekeeping(location, staged.version, tag, undefined, compact) : undefined;
+    const kept = staged.version ? await this.housekeeping(icebergLocation(this.config.prefix, table), staged.version, tag, undefined, compact) : undefined;
     const metadataKey = kept?.version.metadataKey ?? state.metadataKey;
     const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup });
     const result: TableMergeResult = {
@@ -762,10 +812,10 @@ class MergeRun {
   async maintain(table: TableRef, state: MergeState, advance: MergeAdvance): Promise<TableMergeResult | undefined> {
     if (!state.metadataKey) return undefined;
     const tag = this.tagFor(state);
-    const location = icebergLocation(this.config.prefix, table);
     const current = await loadVersion(this.store, state.metadataKey);
+    const location = await this.locationOf(table, current);
     // What an earlier attempt of this maintenance staged is named by its own run: delete it first.
-    const kept = await this.housekeeping(location, current, tag, () => this.discardUncommitted(location, state, current.version));
+    const kept = await this.housekeeping(location.home, current, tag, () => this.discardUncommitted(location, state, current.version));
     if (kept.version === current) return undefined;
     const ledger = mergeLedger(this.deps.merges, this.owner, this.clock, (s) => this.settle(s));
     const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey: kept.version.metadataKey, cleanup: kept.cleanup });
@@ -807,7 +857,8 @@ interface StagedMerge {
  * The Iceberg layer's description of schema version `to`; `from` is the version the Iceberg table is
  * at (sluice column ids say which columns were renamed, or dropped and added again under one name).
  */
-export function spec(history: TableHistory, location: string, to: number, from: number | undefined, recreateAll = false): TableSpec {
+export function spec(history: TableHistory, at: string | TableLocation, to: number, from: number | undefined, recreateAll = false): TableSpec {
+  const location = typeof at === 'string' ? { home: at, files: at } : at;
   const v = history.version(to);
   const columns: Column[] = v.columns.map((c) => ({ name: c.name, kind: c.kind, sqlType: c.type, ...(c.fsp !== undefined ? { fsp: c.fsp } : {}) }));
   const renamed = new Map<string, string>();
@@ -820,7 +871,7 @@ export function spec(history: TableHistory, location: string, to: number, from: 
       else if (!before && old.columns.some((o) => o.name === c.name)) recreated.add(c.name);
     }
   }
-  return { location, columns, key: v.key ?? [], renamed, recreated };
+  return { location: location.home, ...(location.files !== location.home ? { files: location.files } : {}), columns, key: v.key ?? [], renamed, recreated };
 }
 
 /** A scratch DuckDB database for one table's events (spills to disk). */

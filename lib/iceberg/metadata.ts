@@ -132,7 +132,15 @@ export function currentSnapshot(metadata: TableMetadata): Snapshot | undefined {
  */
 export function nextMetadata(
   previous: TableVersion,
-  change: { schema: IcebergSchema; lastColumnId: number; snapshot?: Snapshot; properties?: Record<string, string>; timestampMs: number },
+  change: {
+    /** The absolute location of `previous`'s metadata file (it need not be under the table's `location`). */
+    previousUri?: string;
+    schema: IcebergSchema;
+    lastColumnId: number;
+    snapshot?: Snapshot;
+    properties?: Record<string, string>;
+    timestampMs: number;
+  },
 ): TableMetadata {
   const base = previous.metadata;
   const schemas = base.schemas.some((s) => s['schema-id'] === change.schema['schema-id']) ? base.schemas : [...base.schemas, change.schema];
@@ -143,7 +151,10 @@ export function nextMetadata(
       ? base['metadata-log']
       : [
           ...base['metadata-log'],
-          { 'metadata-file': `${base.location}/${previous.metadataKey.split('/').slice(-2).join('/')}`, 'timestamp-ms': base['last-updated-ms'] },
+          {
+            'metadata-file': change.previousUri ?? `${base.location}/${previous.metadataKey.split('/').slice(-2).join('/')}`,
+            'timestamp-ms': base['last-updated-ms'],
+          },
         ];
   return {
     ...base,

@@ -23,6 +23,17 @@ import type { ObjectStore } from './store.ts';
  * A table the catalog does not have yet is registered from sluice's metadata file (`register`), so
  * every id (fields, schemas, snapshots, the table uuid) is sluice's own. A catalog without register
  * gets `create-table` with no columns, and then the same diff (which adds sluice's schemas, ids kept).
+ *
+ * Where the table's files go. `location: 'sluice'`: under sluice's own location in SLUICE_BUCKET,
+ * which the register or create names. `location: 'catalog'` (S3 Tables, managed Polaris or
+ * Lakekeeper warehouses): the catalog assigns it. Before a table's first merge stages anything,
+ * `locate` creates the table with no location and no columns and hands back the `location` the
+ * catalog chose; the merge writes every data file, delete file, manifest and manifest list under it
+ * and names it as its metadata's `location`, so the first publish is the same diff. Later merges
+ * read the location from sluice's committed metadata and never ask again. The created table does
+ * not carry `sluice.table-uuid` yet (sluice's uuid is fixed by its first commit): an empty table
+ * without it is adopted — the create of an attempt that crashed before its commit — and the first
+ * publish sets it.
  */
 
 /** One HTTP exchange with the catalog: JSON in, status and JSON out (fetch, or a fake in tests). */
@@ -161,7 +172,12 @@ export interface RestCatalogOptions {
   readonly warehouse?: string;
   /** The table's namespace and name in the catalog. */
   readonly nameOf: (table: TableRef) => RestTableName;
+  /** Who chooses a new table's location: sluice (its own under SLUICE_BUCKET, the default) or the catalog (SLUICE_ICEBERG_REST_LOCATION). */
+  readonly location?: RestLocation;
 }
+
+/** SLUICE_ICEBERG_REST_LOCATION: `sluice` writes under its own location and registers it there; `catalog` writes where the catalog's create-table places the table. */
+export type RestLocation = 'sluice' | 'catalog';
 
 interface LoadedTable {
   readonly 'metadata-location'?: string;
@@ -240,6 +256,24 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
     return body as LoadedTable;
   }
 
+  /**
+   * Creates the table with no columns (a catalog assigns fresh field ids at create, which need not
+   * be those of sluice's data files; the diff then adds sluice's schemas, ids kept, and the
+   * snapshots), at `location` or, without one, where the catalog places it. A 409 (someone else
+   * created it first) is left to the next load.
+   */
+  async function createTable(name: RestTableName, location: string | undefined, properties: Record<string, string>): Promise<void> {
+    const created = await transport.request('POST', `${await namespacePath(name.namespace)}/tables`, {
+      name: name.name,
+      ...(location !== undefined ? { location } : {}),
+      schema: { type: 'struct', 'schema-id': 0, fields: [] },
+      'partition-spec': { 'spec-id': 0, fields: [] },
+      'write-order': { 'order-id': 0, fields: [] },
+      properties,
+    });
+    if (created.status !== 200 && created.status !== 409) throw fail(`create table ${name.namespace.join('.')}.${name.name}`, created.status, created.body);
+  }
+
   /** Puts the table into the catalog: registers sluice's metadata file, else creates it; a 409 (someone else did first) is left to the next load. */
   async function create(name: RestTableName, metadataKey: string, metadata: TableMetadata): Promise<void> {
     await ensureNamespace(name.namespace);
@@ -247,21 +281,37 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
     const registered = await transport.request('POST', `${namespace}/register`, { name: name.name, 'metadata-location': store.uri(metadataKey) });
     if (registered.status === 200 || registered.status === 409) return;
     if (!NO_REGISTER.has(registered.status)) throw fail(`register table ${name.namespace.join('.')}.${name.name}`, registered.status, registered.body);
-    // No register: create the table with no columns (a catalog assigns fresh field ids at create,
-    // which need not be those of sluice's data files); the diff then adds sluice's schemas, ids
-    // kept, and the snapshots.
-    const created = await transport.request('POST', `${namespace}/tables`, {
-      name: name.name,
-      location: metadata.location,
-      schema: { type: 'struct', 'schema-id': 0, fields: [] },
-      'partition-spec': { 'spec-id': 0, fields: [] },
-      'write-order': { 'order-id': 0, fields: [] },
-      properties: { ...metadata.properties, [SLUICE_UUID]: metadata['table-uuid'] },
+    await createTable(name, metadata.location, { ...metadata.properties, [SLUICE_UUID]: metadata['table-uuid'] });
+  }
+
+  /** The location the catalog assigned the table, which it creates first when missing (see the header). */
+  async function locate(table: TableRef): Promise<string> {
+    const name = options.nameOf(table);
+    const label = `${name.namespace.join('.')}.${name.name}`;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const loaded = await load(name);
+      if (!loaded) {
+        await ensureNamespace(name.namespace);
+        await createTable(name, undefined, {});
+        continue;
+      }
+      const { metadata } = loaded;
+      adoptable(metadata, label);
+      const location = metadata.location?.replace(/\/+$/, '');
+      if (!location || !/^s3:\/\/[^/]+/.test(location))
+        throw new SluiceError(
+          ErrorCode.ICEBERG_UNSUPPORTED,
+          `the Iceberg REST catalog placed ${label} at ${location || 'no location'}, which is not an s3:// location sluice can write: give the catalog an S3 warehouse, or set SLUICE_ICEBERG_REST_LOCATION=sluice`,
+        );
+      return location;
+    }
+    throw new SluiceError(ErrorCode.ICEBERG_CATALOG_CONFLICT, `the Iceberg REST catalog's table ${label} kept changing while sluice created it`, {
+      retriable: true,
     });
-    if (created.status !== 200 && created.status !== 409) throw fail(`create table ${name.namespace.join('.')}.${name.name}`, created.status, created.body);
   }
 
   return {
+    ...(options.location === 'catalog' ? { locate } : {}),
     async publish(table, version) {
       const name = options.nameOf(table);
       const body = await store.get(version.metadataKey);
@@ -296,6 +346,24 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
 /** The property a created (not registered) table carries sluice's table uuid in. */
 const SLUICE_UUID = 'sluice.table-uuid';
 
+/** A table a catalog created that no sluice commit reached yet: no sluice uuid, no snapshot. */
+const unclaimed = (metadata: TableMetadata) => !metadata.properties?.[SLUICE_UUID] && !metadata.snapshots?.length && mainOf(metadata) === undefined;
+
+/** Throws ICEBERG_CATALOG_CONFLICT unless a table the catalog holds may become a new sluice table (`locate`). */
+function adoptable(metadata: TableMetadata, label: string): void {
+  const other = metadata.properties?.[SLUICE_UUID];
+  if (other)
+    throw new SluiceError(
+      ErrorCode.ICEBERG_CATALOG_CONFLICT,
+      `the Iceberg REST catalog's table ${label} is another sluice table (sluice.table-uuid ${other}) than the one this merge starts: drop it from the catalog, or point sluice at another namespace`,
+    );
+  if (!unclaimed(metadata))
+    throw new SluiceError(
+      ErrorCode.ICEBERG_CATALOG_CONFLICT,
+      `the Iceberg REST catalog's table ${label} has snapshots sluice did not write (${metadata.snapshots.length}): another writer committed to it. Let only sluice write the table, or drop it from the catalog (the next run creates it)`,
+    );
+}
+
 /**
  * A schema without its id, keys sorted and type names without blanks: two schemas with the same
  * fields are the same schema to a catalog, however it orders its JSON or spells a type (Java writes
@@ -329,7 +397,8 @@ export interface CatalogCommit {
  * one sluice writes, or its `main` is not an ancestor of sluice's (another writer committed).
  */
 export function catalogCommit(current: TableMetadata, target: TableMetadata, label: string): CatalogCommit | undefined {
-  const ours = current['table-uuid'] === target['table-uuid'] || current.properties?.[SLUICE_UUID] === target['table-uuid'];
+  // An unclaimed table is the one `locate` created for this table (the location check below holds it to sluice's).
+  const ours = current['table-uuid'] === target['table-uuid'] || current.properties?.[SLUICE_UUID] === target['table-uuid'] || unclaimed(current);
   if (!ours)
     throw new SluiceError(
       ErrorCode.ICEBERG_CATALOG_CONFLICT,
@@ -339,7 +408,7 @@ export function catalogCommit(current: TableMetadata, target: TableMetadata, lab
   if (at !== target.location.replace(/\/+$/, ''))
     throw new SluiceError(
       ErrorCode.ICEBERG_CATALOG_CONFLICT,
-      `the Iceberg REST catalog keeps ${label} at ${at}, not at ${target.location} where sluice writes its files; a catalog that assigns table locations (S3 Tables) is not supported yet (docs/ICEBERG.md "REST catalogs")`,
+      `the Iceberg REST catalog keeps ${label} at ${at}, not at ${target.location} where sluice writes its files: for a catalog that assigns table locations (S3 Tables) set SLUICE_ICEBERG_REST_LOCATION=catalog before the table's first merge; a table sluice already wrote stays where it is, so drop the catalog's table and let the next merge register sluice's (docs/ICEBERG.md "REST catalogs")`,
     );
   const main = mainOf(current);
   const goal = target['current-snapshot-id'] !== undefined && target['current-snapshot-id'] >= 0 ? target['current-snapshot-id'] : undefined;
@@ -392,10 +461,17 @@ export function catalogCommit(current: TableMetadata, target: TableMetadata, lab
     updates.push({ action: 'add-snapshot', snapshot: { ...snapshot, 'schema-id': schemaIds.get(snapshot['schema-id']) ?? snapshot['schema-id'] } });
   }
   if (goal !== undefined && goal !== main) updates.push({ action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': goal });
-  // What sluice's expiry removed (its files are deleted once this publish is done).
-  const removed = current.snapshots.map((s) => s['snapshot-id']).filter((id) => !byId.has(id) && id !== goal);
+  // What sluice's expiry removed (its files are deleted once this publish is done): sluice's own
+  // snapshots only, the catalog's main and its ancestors (main is in sluice's history, checked
+  // above, and sluice commits nowhere else) — never a snapshot another writer left on another branch.
+  const own = new Set<number>();
+  const catalogs = new Map(current.snapshots.map((s) => [s['snapshot-id'], s]));
+  for (let id = main; id !== undefined && !own.has(id); id = catalogs.get(id)?.['parent-snapshot-id']) own.add(id);
+  const removed = current.snapshots.map((s) => s['snapshot-id']).filter((id) => own.has(id) && !byId.has(id) && id !== goal);
   if (removed.length) updates.push({ action: 'remove-snapshots', 'snapshot-ids': removed });
-  const properties = Object.fromEntries(Object.entries(target.properties).filter(([k, v]) => current.properties?.[k] !== v));
+  // A table sluice did not register carries sluice's uuid as a property (set at create, or here for one the catalog placed).
+  const wanted = current['table-uuid'] === target['table-uuid'] ? target.properties : { ...target.properties, [SLUICE_UUID]: target['table-uuid'] };
+  const properties = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => current.properties?.[k] !== v));
   if (Object.keys(properties).length) updates.push({ action: 'set-properties', updates: properties });
   return updates.length ? { requirements, updates } : undefined;
 }

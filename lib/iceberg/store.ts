@@ -5,9 +5,12 @@ import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey
 import { Upload } from '@aws-sdk/lib-storage';
 
 /**
- * The object store the Iceberg layer writes through: keys are relative to one bucket, `uri` turns a
- * key into the absolute location Iceberg metadata must hold (`s3://bucket/key`). Small enough that
- * an in-memory fake is a few lines (below), so the file-format logic is tested without S3.
+ * The object store the Iceberg layer writes through: keys are relative to one bucket (the store's
+ * own, SLUICE_BUCKET), or absolute `s3://bucket/key` locations for objects in another bucket (a
+ * table location an Iceberg REST catalog assigned, e.g. S3 Tables' `s3://<id>--table-s3/`), reached
+ * through the same client. `uri` turns a key into the absolute location Iceberg metadata must hold.
+ * Small enough that an in-memory fake is a few lines (below), so the file-format logic is tested
+ * without S3.
  */
 export interface ObjectStore {
   /** The object's bytes, or undefined when it does not exist. */
@@ -26,24 +29,40 @@ export interface ObjectStore {
   keyOf(uri: string): string;
 }
 
+/** Whether `key` is an absolute `s3://` location outside the store's own bucket (`keyOf` leaves its own bucket's relative). */
+export const outsideBucket = (key: string): boolean => key.startsWith('s3://');
+
+/** Bucket and key of an absolute `s3://bucket/key` location. */
+export function parseS3Uri(uri: string): { bucket: string; key: string } {
+  const match = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(uri);
+  if (!match?.[1]) throw new Error(`${uri} is not an s3://bucket/key location`);
+  return { bucket: match[1], key: match[2] ?? '' };
+}
+
 function uriMapping(bucket: string) {
   const root = `s3://${bucket}/`;
   return {
-    uri: (key: string) => `${root}${key}`,
+    uri: (key: string) => (outsideBucket(key) ? key : `${root}${key}`),
     keyOf(uri: string): string {
-      if (!uri.startsWith(root)) throw new Error(`${uri} is not in bucket ${bucket}`);
-      return uri.slice(root.length);
+      if (uri.startsWith(root)) return uri.slice(root.length);
+      if (outsideBucket(uri)) return uri;
+      throw new Error(`${uri} is not an s3:// location`);
     },
   };
 }
 
 /** The store over S3 (or LocalStack / the local emulator, by endpoint configuration). */
 export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
+  const at = (key: string) => {
+    if (!outsideBucket(key)) return { Bucket: bucket, Key: key };
+    const parsed = parseS3Uri(key);
+    return { Bucket: parsed.bucket, Key: parsed.key };
+  };
   return {
     ...uriMapping(bucket),
     async get(key) {
       try {
-        const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        const object = await s3.send(new GetObjectCommand(at(key)));
         return await object.Body?.transformToByteArray();
       } catch (error) {
         if (error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey') return undefined;
@@ -51,36 +70,62 @@ export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
       }
     },
     async put(key, body) {
-      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+      await s3.send(new PutObjectCommand({ ...at(key), Body: body }));
     },
     async putFile(key, path) {
       // Upload switches to multipart above its part size; single PUTs have size limits (emulators ~11 MiB).
-      await new Upload({ client: s3, params: { Bucket: bucket, Key: key, Body: createReadStream(path) }, partSize: 8 * 1024 * 1024 }).done();
+      await new Upload({ client: s3, params: { ...at(key), Body: createReadStream(path) }, partSize: 8 * 1024 * 1024 }).done();
     },
     async getFile(key, path) {
-      const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const object = await s3.send(new GetObjectCommand(at(key)));
       await pipeline(object.Body as NodeJS.ReadableStream, createWriteStream(path));
     },
     async getRange(key, start, end) {
-      const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, Range: `bytes=${start}-${end - 1}` }));
+      const object = await s3.send(new GetObjectCommand({ ...at(key), Range: `bytes=${start}-${end - 1}` }));
       const bytes = await object.Body?.transformToByteArray();
       if (!bytes || bytes.length !== end - start) throw new Error(`${key}: asked bytes ${start}-${end - 1}, got ${bytes?.length ?? 0} bytes`);
       return bytes;
     },
     async *list(prefix) {
+      const { Bucket, Key: Prefix } = at(prefix);
+      // Keys listed in another bucket come back absolute, as they went in.
+      const named = (key: string) => (Bucket === bucket && !outsideBucket(prefix) ? key : `s3://${Bucket}/${key}`);
       let ContinuationToken: string | undefined;
       do {
-        const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken }));
-        for (const object of page.Contents ?? []) if (object.Key) yield object.Key;
+        const page = await s3.send(new ListObjectsV2Command({ Bucket, Prefix, ContinuationToken }));
+        for (const object of page.Contents ?? []) if (object.Key) yield named(object.Key);
         ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (ContinuationToken);
     },
     async delete(keys) {
-      for (let i = 0; i < keys.length; i += 1000) {
-        const chunk = keys.slice(i, i + 1000);
-        const { Errors } = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }));
-        if (Errors?.length) throw new Error(`could not delete ${Errors.length} objects, first: ${Errors[0]?.Key}: ${Errors[0]?.Message}`);
+      const byBucket = new Map<string, string[]>();
+      for (const key of keys) {
+        const { Bucket, Key } = at(key);
+        byBucket.set(Bucket, [...(byBucket.get(Bucket) ?? []), Key]);
       }
+      for (const [Bucket, all] of byBucket)
+        for (let i = 0; i < all.length; i += 1000) {
+          const chunk = all.slice(i, i + 1000);
+          const { Errors } = await s3.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }));
+          if (Errors?.length) throw new Error(`could not delete ${Errors.length} objects, first: ${Errors[0]?.Key}: ${Errors[0]?.Message}`);
+        }
+    },
+  };
+}
+
+/**
+ * `store` deleting only in its own bucket: objects under a location a catalog assigned are the
+ * catalog's to remove (S3 Tables lets no client delete there; its unreferenced-file removal does),
+ * so their keys are passed to `left` instead.
+ */
+export function deletesInBucketOnly(store: ObjectStore, left: (keys: readonly string[]) => void): ObjectStore {
+  return {
+    ...store,
+    async delete(keys) {
+      const outside = keys.filter(outsideBucket);
+      if (outside.length) left(outside);
+      const inside = outside.length ? keys.filter((k) => !outsideBucket(k)) : keys;
+      if (inside.length) await store.delete(inside);
     },
   };
 }

@@ -61,8 +61,14 @@ export interface IcebergDeps {
 
 /** The source table as it is now. */
 export interface TableSpec {
-  /** Object key prefix of the table (no trailing slash), e.g. `<prefix>iceberg/<db-seg>/<table-seg>` (`tablePath` in lib/sink/s3/keys.ts). */
+  /** Object key prefix of the table (no trailing slash), e.g. `<prefix>iceberg/<db-seg>/<table-seg>` (`tablePath` in lib/sink/s3/keys.ts): where its metadata files go. */
   readonly location: string;
+  /**
+   * Where its data files, delete files, manifests and manifest lists go, and the metadata's
+   * `location`: a key prefix or an absolute `s3://` location (one an Iceberg REST catalog
+   * assigned); `location` when absent.
+   */
+  readonly files?: string;
   readonly columns: readonly Column[];
   /** Key column names; empty for a keyless table (rows are then a multiset, identity = the whole row). */
   readonly key: readonly string[];
@@ -163,6 +169,9 @@ export const versionHintKey = (location: string) => `${location}/metadata/versio
 const bucketSuffix = (bucket: number) => `b${String(bucket).padStart(4, '0')}`;
 const rangeSuffix = (range: number) => `r${String(range).padStart(4, '0')}`;
 
+/** The table location a metadata key `metadataKey` made is under (where the table's metadata files are). */
+export const metadataHome = (key: string) => key.replace(/\/metadata\/[^/]+$/, '');
+
 /** N of a metadata key `metadataKey` makes (either form). */
 export function versionOf(key: string): number {
   const version = metadataVersion(key);
@@ -183,7 +192,7 @@ export async function loadVersion(store: ObjectStore, key: string): Promise<Tabl
  * run's check that no late write of an older run moved it back).
  */
 export async function publish(store: ObjectStore, version: Pick<TableVersion, 'metadataKey' | 'version'>, onlyIfStale = false): Promise<void> {
-  const location = version.metadataKey.replace(/\/metadata\/[^/]+$/, '');
+  const location = metadataHome(version.metadataKey);
   const hint = versionHintKey(location);
   if (onlyIfStale && new TextDecoder().decode((await store.get(hint)) ?? new Uint8Array()) === String(version.version)) return;
   const plain = metadataKey(location, version.version);
@@ -307,7 +316,7 @@ interface Prepared {
 
 function prepare(deps: IcebergDeps, current: TableVersion | undefined, spec: TableSpec, options: StageOptions, allowIncompatible: boolean): Prepared {
   if (!TAG.test(options.tag)) throw new AssertionError(`tag ${JSON.stringify(options.tag)} must be 1-100 letters, digits, _ or -`);
-  const locationUri = deps.store.uri(spec.location);
+  const locationUri = deps.store.uri(spec.files ?? spec.location);
   if (current && current.metadata.location !== locationUri)
     throw new AssertionError(`table metadata ${current.metadataKey} is for ${current.metadata.location}, not ${locationUri}`);
   const evolution = evolveSchema(
@@ -393,7 +402,7 @@ class SnapshotWriter {
   }
 
   private get keys() {
-    return paths(this.spec.location, this.options.tag);
+    return paths(this.spec.files ?? this.spec.location, this.options.tag);
   }
 
   /** Uploads a Parquet file written in the workspace under this commit's name `suffix`. */
@@ -546,6 +555,7 @@ class SnapshotWriter {
       'schema-id': this.prepared.evolution.schema['schema-id'],
     };
     const metadata = nextMetadata(base, {
+      previousUri: this.deps.store.uri(base.metadataKey),
       schema: this.prepared.evolution.schema,
       lastColumnId: this.prepared.evolution.lastColumnId,
       snapshot,
@@ -1055,9 +1065,8 @@ export async function stageCompaction(deps: IcebergDeps, current: TableVersion, 
   const metadata = current.metadata;
   const schema = currentSchema(metadata);
   const keyIds = (metadata.properties[PROPERTY.keyFields] ?? '').split(',').filter(Boolean).map(Number);
-  const location = deps.store.keyOf(metadata.location);
   const columns: Column[] = schema.fields.map((f) => ({ name: f.name, kind: 'string', sqlType: f.type }));
-  const spec: TableSpec = { location, columns, key: [] };
+  const spec: TableSpec = { location: metadataHome(current.metadataKey), files: deps.store.keyOf(metadata.location), columns, key: [] };
   const prepared: Prepared = {
     base: current,
     evolution: { schema, lastColumnId: metadata['last-column-id'], changed: false, added: [], dropped: [], replaced: [] },
@@ -1143,7 +1152,7 @@ export async function stageExpiry(deps: IcebergDeps, current: TableVersion, opti
     'snapshot-log': metadata['snapshot-log'].filter((e) => keep.has(e['snapshot-id']) && e['timestamp-ms'] >= oldest),
     'metadata-log': [...metadata['metadata-log'], { 'metadata-file': store.uri(current.metadataKey), 'timestamp-ms': metadata['last-updated-ms'] }].slice(-20),
   };
-  const location = store.keyOf(metadata.location);
+  const location = metadataHome(current.metadataKey);
   const logged = new Set(next['metadata-log'].map((e) => store.keyOf(e['metadata-file'])));
   const loggedVersions = new Set([...logged].map(metadataVersion));
   for await (const key of store.list(`${location}/metadata/`)) {

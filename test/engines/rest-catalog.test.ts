@@ -3,14 +3,17 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { BucketAlreadyOwnedByYou, CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
+import type { Config } from '../../lib/config/config.ts';
 import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
 import { catalogs, configuredCatalog, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog.ts';
 import { type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
 import { fetchTransport, type RestTransport, restCatalog } from '../../lib/iceberg/rest.ts';
 import { type ObjectStore, s3ObjectStore } from '../../lib/iceberg/store.ts';
+import { loadVersion } from '../../lib/iceberg/table.ts';
 import { silentLog } from '../../lib/log.ts';
 import { committedVersion, icebergRowsAt, mysqlText } from '../support/iceberg-merge.ts';
 import { type TestSource, testSource } from '../support/source.ts';
@@ -26,6 +29,11 @@ import { ensureTools, type Tools } from './tools.ts';
  * the publish before the ledger is cleared — each followed by the next merge: the catalog's table
  * gains exactly one snapshot per merge, the same ids as sluice's own metadata, and reads as MariaDB.
  * Then Spark and PyIceberg read the table through the catalog, cell by cell against MariaDB.
+ *
+ * The catalog's warehouse is a second bucket of the emulator: a table sluice places
+ * (SLUICE_ICEBERG_REST_LOCATION=sluice, the default) is registered at its location in SLUICE_BUCKET,
+ * one the catalog places (=catalog, register answered 501 as S3 Tables has none) gets its files
+ * where the catalog's create-table put it, in the second bucket, and sluice never deletes there.
  */
 
 const exec = promisify(execFile);
@@ -39,6 +47,9 @@ let source: TestSource;
 let store: ObjectStore;
 let crash: Crash | undefined;
 const crashes: string[] = [];
+/** The catalog's warehouse bucket, and every object sluice's S3 client asked to delete in it. */
+const placed = `${process.env.SLUICE_BUCKET}-rest`;
+const placedDeletes: string[] = [];
 const scratch = mkdtempSync(join(tmpdir(), 'sluice-rest-'));
 
 /** The catalog's table requests, failing once where `crash` says: the request never sent, or sent and its answer lost. */
@@ -62,13 +73,16 @@ function crashingTransport(inner: RestTransport): RestTransport {
   };
 }
 
-async function mergeWith(catalog: IcebergCatalog, options: { crash?: Crash; clock?: () => number; table?: string } = {}): Promise<MergeResult> {
+async function mergeWith(
+  catalog: IcebergCatalog,
+  options: { crash?: Crash; clock?: () => number; table?: string; config?: Config } = {},
+): Promise<MergeResult> {
   crash = options.crash;
   const point = options.crash && !options.crash.startsWith('catalog-') ? (options.crash as FaultPoint) : undefined;
-  const { clients, config } = source;
+  const { clients } = source;
   return runIcebergMerge(
     {
-      config,
+      config: options.config ?? source.config,
       s3: clients.s3,
       store: clients.store,
       snapshots: clients.snapshots,
@@ -92,11 +106,19 @@ async function loaded(table = 't'): Promise<{ 'metadata-location': string; metad
 beforeAll(async () => {
   const [{ classpath, installSeconds }, installed] = await Promise.all([ensureRestCatalog(), ensureTools()]);
   tools = installed;
+  const s3 = new S3Client({ forcePathStyle: true });
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: placed }));
+  } catch (error) {
+    if (!(error instanceof BucketAlreadyOwnedByYou) && (error as { name?: string }).name !== 'BucketAlreadyExists') throw error;
+  } finally {
+    s3.destroy();
+  }
   console.log(`rest: Iceberg's REST catalog server ${installSeconds ? `installed in ${installSeconds.toFixed(0)} s` : 'already installed'}`);
   server = await startRestCatalog({
     classpath,
     dir: join(scratch, 'catalog'),
-    warehouse: `s3://${process.env.SLUICE_BUCKET}/rest-warehouse`,
+    warehouse: `s3://${placed}/warehouse`,
     s3: {
       endpoint: process.env.AWS_ENDPOINT_URL_S3 as string,
       region: process.env.AWS_REGION as string,
@@ -106,6 +128,15 @@ beforeAll(async () => {
   });
   source = await testSource('rest', { SLUICE_ICEBERG_CATALOG: 'rest', SLUICE_ICEBERG_REST_URI: server.uri });
   store = s3ObjectStore(source.clients.s3, source.config.bucket);
+  source.clients.s3.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { Bucket?: string; Key?: string; Delete?: { Objects?: { Key?: string }[] } };
+      if (/^DeleteObjects?Command$/.test(context.commandName ?? '') && input.Bucket === placed)
+        placedDeletes.push(...(input.Key ? [input.Key] : (input.Delete?.Objects ?? []).map((o) => o.Key ?? '')));
+      return next(args);
+    },
+    { step: 'initialize', name: 'countPlacedDeletes' },
+  );
 }, 1_800_000);
 
 afterAll(async () => {
@@ -255,9 +286,103 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
     }
   });
 
+  it('SLUICE_ICEBERG_REST_LOCATION=catalog without register: every file where the catalog placed the table, in its bucket, exactly once across crashes, nothing deleted there', async () => {
+    const config = source.configWith({ SLUICE_ICEBERG_CATALOG: 'rest', SLUICE_ICEBERG_REST_URI: server.uri, SLUICE_ICEBERG_REST_LOCATION: 'catalog' });
+    const noRegister: RestTransport = {
+      request: (method, path, body) =>
+        path.endsWith('/register') ? Promise.resolve({ status: 501, body: { error: { message: 'no register' } } }) : inner.request(method, path, body),
+    };
+    const inner = fetchTransport(server.uri, { kind: 'none' });
+    const catalog = catalogs(
+      fileCatalog(store),
+      restCatalog(crashingTransport(noRegister), store, {
+        nameOf: (t) => ({ namespace: [t.db], name: t.table }),
+        location: config.iceberg.catalog.kind === 'rest' ? config.iceberg.catalog.location : 'sluice',
+      }),
+    );
+    const listed = async (prefix: string) => {
+      const keys: string[] = [];
+      for await (const key of store.list(prefix)) keys.push(key);
+      return keys;
+    };
+    const sql = (text: string) => source.sql(`USE \`${source.db}\`; ${text}`);
+    await source.capture();
+    await sql("CREATE TABLE s (id INT PRIMARY KEY, name VARCHAR(20)); INSERT INTO s VALUES (1, 'one'), (2, 'two'), (3, 'three')");
+    await source.capture();
+    crashes.length = 0;
+    placedDeletes.length = 0;
+    let snapshots = 0;
+    let assigned = '';
+    let left: string[] = [];
+    const rounds: { crash: Crash; change: string }[] = [
+      // The first merge creates the table in the catalog, stages under its location and dies before the DynamoDB commit.
+      { crash: 'after-staging', change: '' },
+      { crash: 'after-commit', change: "UPDATE s SET name = 'uno' WHERE id = 1; DELETE FROM s WHERE id = 2; INSERT INTO s VALUES (4, 'four')" },
+      { crash: 'catalog-before-commit', change: "ALTER TABLE s ADD COLUMN note VARCHAR(10); INSERT INTO s VALUES (5, 'five', 'x')" },
+      { crash: 'catalog-answer-lost', change: "UPDATE s SET note = 'y' WHERE id = 1; DELETE FROM s WHERE id = 3" },
+    ];
+    for (const round of rounds) {
+      if (round.change) {
+        await sql(round.change);
+        await source.capture();
+      }
+      const failed = await mergeWith(catalog, { crash: round.crash, table: 's', config });
+      expect(failed.tables[0]?.error, `${round.crash}: the crash`).toBeInstanceOf(InjectedFault);
+      if (round.crash === 'after-staging') {
+        assigned = (await loaded('s')).metadata.location;
+        expect(assigned, "the catalog's location, in its warehouse bucket").toBe(`s3://${placed}/warehouse/${source.db}/s`);
+        left = await listed(`${assigned}/`);
+        expect(left.length, 'the crashed attempt staged under the assigned location').toBeGreaterThanOrEqual(3);
+      }
+      const redo = await mergeWith(catalog, { table: 's', config });
+      expect(['merged', 'up-to-date'], `${round.crash}: the next merge (${redo.tables[0]?.reason ?? ''})`).toContain(redo.tables[0]?.status);
+      const sluice = (await committedVersion(source, 's'))?.metadata as TableMetadata;
+      const { metadata } = await loaded('s');
+      snapshots += 1;
+      expect(sluice.location, `${round.crash}: sluice's metadata names the assigned location`).toBe(assigned);
+      expect(metadata.location).toBe(assigned);
+      expect(
+        metadata.snapshots.map((s) => s['snapshot-id']),
+        `${round.crash}: the catalog's snapshots are sluice's, one per merge`,
+      ).toEqual(sluice.snapshots.map((s) => s['snapshot-id']));
+      expect(metadata.snapshots).toHaveLength(snapshots);
+      expect(metadata.properties['sluice.table-uuid']).toBe(sluice['table-uuid']);
+      expect(await icebergRowsAt(store, metadata), `${round.crash}: the catalog's table (DuckDB) vs MariaDB`).toEqual(await mysqlText(source, 's'));
+    }
+    expect(crashes).toHaveLength(2);
+
+    // An expiry two days later: the catalog drops the snapshots, their files stay for its unreferenced-file removal.
+    const later = Date.now() + 48 * 3600 * 1000;
+    const expired = await mergeWith(catalog, { clock: () => later, table: 's', config });
+    expect(expired.tables[0]?.expiredSnapshots).toBeGreaterThan(0);
+    const version = await loadVersion(store, (await source.clients.merges.get(source.config.sourceId, { db: source.db, table: 's' }))?.metadataKey ?? '');
+    const { metadata } = await loaded('s');
+    expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual(version.metadata.snapshots.map((s) => s['snapshot-id']));
+    expect(metadata.snapshots.length).toBeLessThan(snapshots);
+    expect(await icebergRowsAt(store, metadata), 'after expiry: the catalog table (DuckDB) vs MariaDB').toEqual(await mysqlText(source, 's'));
+
+    // Both buckets: in SLUICE_BUCKET only sluice's metadata chain; every file it staged under the assigned location.
+    const home = `${source.config.prefix}iceberg/${source.db}/s/`;
+    const own = await listed(home);
+    expect(own.filter((k) => !/\/metadata\/(\d{5}-[0-9a-f-]{36}\.metadata\.json|v\d+\.metadata\.json|version-hint\.text)$/.test(k))).toEqual([]);
+    expect(own.some((k) => k.endsWith('/version-hint.text'))).toBe(true);
+    const there = await listed(`${assigned}/`);
+    const sluices = there.filter((k) => /\/data\/m\d+_|\/metadata\/(snap-)?m\d+_/.test(k));
+    expect(sluices.length).toBeGreaterThan(10);
+    expect(
+      there.filter((k) => !sluices.includes(k)).every((k) => /\/metadata\/\d{5}-[0-9a-f-]{36}\.metadata\.json$/.test(k)),
+      "the rest: the catalog's own metadata",
+    ).toBe(true);
+    expect(await listed(`s3://${placed}/`)).toEqual(expect.arrayContaining(left));
+    for (const snapshot of version.metadata.snapshots) expect(snapshot['manifest-list'].startsWith(`${assigned}/metadata/snap-`)).toBe(true);
+    // Nothing deleted there: the crashed attempt's files and the expired snapshots' files stay.
+    expect(placedDeletes).toEqual([]);
+    expect(left.every((k) => there.includes(k))).toBe(true);
+  });
+
   it('Spark (Iceberg Java) and PyIceberg read the table through the REST catalog as MariaDB has it', async () => {
     const tables = [];
-    for (const name of ['t', 'c']) {
+    for (const name of ['t', 'c', 's']) {
       const version = await committedVersion(source, name);
       if (!version) throw new Error(`no Iceberg table ${name}: the merge tests did not run`);
       const expected = await mariadbTable(source, name, version.metadata);

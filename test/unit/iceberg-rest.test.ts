@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
 import type { Snapshot, TableMetadata } from '../../lib/iceberg/metadata.ts';
-import { catalogCommit, fetchTransport, type RestTransport, restCatalog } from '../../lib/iceberg/rest.ts';
+import { catalogCommit, fetchTransport, type RestLocation, type RestTransport, restCatalog } from '../../lib/iceberg/rest.ts';
 import { memoryObjectStore } from '../../lib/iceberg/store.ts';
 
 /*
@@ -100,13 +100,14 @@ function fakeCatalog(
         return { status: 200, body: { metadata: tables.get(id) } };
       }
       if (kind === 'tables' && !name && method === 'POST') {
-        const request = body as { schema: TableMetadata['schemas'][number]; properties: Record<string, string>; location: string };
+        const request = body as { schema: TableMetadata['schemas'][number]; properties: Record<string, string>; location?: string };
         // Fresh ids, as Java's catalogs assign them: 1.. in field order.
         const fresh = { ...request.schema, 'schema-id': 0, fields: request.schema.fields.map((f, i) => ({ ...f, id: i + 1 })) };
         const created = {
           ...metadata([], [fresh], request.properties),
           'table-uuid': 'catalog-uuid',
-          location: options.location ?? request.location,
+          // A create without a location is placed in the catalog's warehouse.
+          location: options.location ?? request.location ?? 's3://warehouse/shop/orders',
         } as Mutable;
         tables.set(id, created);
         return { status: 200, body: { metadata: created } };
@@ -153,16 +154,20 @@ function fakeCatalog(
 const nameOf = () => ({ namespace: ['shop'], name: 'orders' });
 const table = { db: 'shop', table: 'orders' };
 
-async function publishing(options: Parameters<typeof fakeCatalog>[1] & { namespace?: string[] } = {}) {
+async function publishing(options: Parameters<typeof fakeCatalog>[1] & { namespace?: string[]; placement?: RestLocation } = {}) {
   const store = memoryObjectStore('bucket');
   const fake = fakeCatalog(store, options);
   const names = options.namespace ? () => ({ namespace: options.namespace ?? [], name: 'orders' }) : nameOf;
-  const catalog = restCatalog(fake.transport, store, { warehouse: 'arn:aws:s3tables:us-east-1:1:bucket/lake', nameOf: names });
+  const catalog = restCatalog(fake.transport, store, {
+    warehouse: 'arn:aws:s3tables:us-east-1:1:bucket/lake',
+    nameOf: names,
+    ...(options.placement ? { location: options.placement } : {}),
+  });
   const publish = async (n: number, m: TableMetadata) => {
     await store.put(key(n), JSON.stringify(m));
     await catalog.publish(table, { metadataKey: key(n), ...(n > 1 ? { previousMetadataKey: key(n - 1) } : {}) });
   };
-  return { store, fake, publish, stored: () => fake.tables.get(`${(options.namespace ?? ['shop']).join(options.separator ?? '\u001f')}.orders`) };
+  return { store, fake, catalog, publish, stored: () => fake.tables.get(`${(options.namespace ?? ['shop']).join(options.separator ?? '\u001f')}.orders`) };
 }
 
 describe('the Iceberg REST catalog client', () => {
@@ -289,6 +294,16 @@ describe('the Iceberg REST catalog client', () => {
     expect(placed.stored()?.snapshots).toEqual([]);
   });
 
+  it("removes only sluice's own snapshots (main and its ancestors), never another writer's on another branch", () => {
+    const current = {
+      ...metadata([snapshot(10, undefined, 1), snapshot(20, 10, 2)]),
+      // Another writer's snapshot, on a branch of its own: not in sluice's history.
+      snapshots: [snapshot(10, undefined, 1), snapshot(20, 10, 2), snapshot(77, 10, 3)],
+    };
+    const commit = catalogCommit(current, metadata([snapshot(30, 20, 4)]), 'shop.orders');
+    expect(commit?.updates.find((u) => u.action === 'remove-snapshots')).toEqual({ action: 'remove-snapshots', 'snapshot-ids': [10, 20] });
+  });
+
   it('knows a schema the catalog serialized in another key order (no add-schema)', () => {
     const target = metadata([snapshot(10, undefined, 1), snapshot(20, 10, 2)]);
     const reordered = {
@@ -320,6 +335,74 @@ describe('the Iceberg REST catalog client', () => {
     expect(catalogCommit(m, m, 'shop.orders')).toBeUndefined();
     const elsewhere = metadata([snapshot(5, undefined, 1)]);
     expect(() => catalogCommit(elsewhere, m, 'shop.orders')).toThrow(/another writer/);
+  });
+});
+
+describe('a catalog that assigns table locations (SLUICE_ICEBERG_REST_LOCATION=catalog)', () => {
+  const PLACED = 's3://abc--table-s3';
+  /** Sluice's metadata as the merge stages it at the location `locate` returned. */
+  const at = (m: TableMetadata, location: string) => ({ ...m, location });
+
+  it('creates the table with no location and no columns, returns the location the catalog assigned, and the first publish adopts it (no register)', async () => {
+    const { fake, catalog, publish, stored } = await publishing({ placement: 'catalog', location: `${PLACED}/` });
+    expect(await catalog.locate?.(table)).toBe(PLACED);
+    const create = fake.calls.find((c) => c.method === 'POST' && c.path === '/v1/namespaces/shop/tables');
+    expect(create?.body).toEqual({
+      name: 'orders',
+      schema: { type: 'struct', 'schema-id': 0, fields: [] },
+      'partition-spec': { 'spec-id': 0, fields: [] },
+      'write-order': { 'order-id': 0, fields: [] },
+      properties: {},
+    });
+    const columns = [field(1, 'id'), field(3, 'n')];
+    await publish(1, at(metadata([snapshot(10, undefined, 1)], [schema(0, columns)]), PLACED));
+    expect(fake.calls.some((c) => c.path.endsWith('/register'))).toBe(false);
+    const adopted = stored();
+    expect(adopted?.properties['sluice.table-uuid']).toBe('11111111-2222-8333-8444-555555555555');
+    expect(adopted?.['table-uuid']).toBe('catalog-uuid');
+    expect(adopted?.refs?.main?.['snapshot-id']).toBe(10);
+    expect(adopted?.schemas.find((s) => s['schema-id'] === adopted['current-schema-id'])?.fields).toEqual(columns);
+    // The next version is the usual diff, the property already there.
+    fake.calls.length = 0;
+    await publish(2, at(metadata([snapshot(10, undefined, 1), snapshot(20, 10, 2)], [schema(0, columns)]), PLACED));
+    const commit = fake.calls.find((c) => c.method === 'POST')?.body as { updates: { action: string }[] };
+    expect(commit.updates.map((u) => u.action)).toEqual(['add-snapshot', 'set-snapshot-ref']);
+  });
+
+  it('adopts the empty table an attempt that crashed before its commit created (no second create)', async () => {
+    const { fake, catalog } = await publishing({ placement: 'catalog', location: PLACED });
+    expect(await catalog.locate?.(table)).toBe(PLACED);
+    expect(await catalog.locate?.(table)).toBe(PLACED);
+    expect(fake.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/tables'))).toHaveLength(1);
+  });
+
+  it('refuses another sluice table, one with snapshots sluice did not write, and a location that is not s3://', async () => {
+    const claimed = await publishing({ placement: 'catalog', location: PLACED });
+    await claimed.catalog.locate?.(table);
+    const other = claimed.stored();
+    if (!other) throw new Error('no table');
+    other.properties = { 'sluice.table-uuid': '99999999-2222-8333-8444-555555555555' };
+    const another = await claimed.catalog.locate?.(table).catch((e: SluiceError) => e);
+    expect((another as SluiceError).code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
+    expect((another as SluiceError).message).toMatch(/is another sluice table \(sluice.table-uuid 99999999/);
+    other.properties = {};
+    other.snapshots = [snapshot(5, undefined, 1)];
+    other.refs = { main: { 'snapshot-id': 5, type: 'branch' } };
+    const written = await claimed.catalog.locate?.(table).catch((e: SluiceError) => e);
+    expect((written as SluiceError).code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
+    expect((written as SluiceError).message).toMatch(/has snapshots sluice did not write/);
+    // And publishing over it: a table with snapshots that carries no sluice uuid is not sluice's.
+    await expect(claimed.publish(1, at(metadata([snapshot(10, undefined, 1)]), PLACED))).rejects.toThrow(/is another table/);
+
+    const local = await publishing({ placement: 'catalog', location: 'file:///tmp/warehouse/shop/orders' });
+    const unsupported = await local.catalog.locate?.(table).catch((e: SluiceError) => e);
+    expect((unsupported as SluiceError).code).toBe(ErrorCode.ICEBERG_UNSUPPORTED);
+    expect((unsupported as SluiceError).message).toMatch(/file:\/\/\/tmp\/warehouse\/shop\/orders, which is not an s3:\/\/ location/);
+  });
+
+  it('is not asked for a location by default (sluice places the table and registers it)', async () => {
+    const { catalog } = await publishing();
+    expect(catalog.locate).toBeUndefined();
   });
 });
 
@@ -383,8 +466,15 @@ describe('the catalog configuration', () => {
       uri: 'https://s3tables.us-east-1.amazonaws.com/iceberg',
       warehouse: 'arn:aws:s3tables:us-east-1:123456789012:bucket/lake',
       namespace: ['lake', 'sluice'],
+      location: 'sluice',
       auth: { kind: 'sigv4', signingName: 's3tables', region: undefined },
     });
+    const placed = { ...base, SLUICE_ICEBERG_CATALOG: 'rest', SLUICE_ICEBERG_REST_URI: 'http://x', SLUICE_ICEBERG_REST_LOCATION: 'catalog' };
+    expect(loadConfig(placed).iceberg.catalog).toMatchObject({ kind: 'rest', location: 'catalog' });
+    expect(() => loadConfig({ ...placed, SLUICE_ICEBERG_REST_LOCATION: 's3tables' })).toThrow(/SLUICE_ICEBERG_REST_LOCATION/);
+    expect(() => loadConfig({ ...base, SLUICE_ICEBERG_REST_LOCATION: 'catalog' })).toThrow(
+      /SLUICE_ICEBERG_REST_LOCATION: only used with SLUICE_ICEBERG_CATALOG=rest/,
+    );
   });
 
   it('names the variable and the fix when the REST settings are missing or contradict each other', () => {
