@@ -2,7 +2,9 @@
  * `npm run lint:template`: AWS's CloudFormation linter (cfn-lint, with the serverless rules of
  * cfn-lint-serverless) over the templates `sls package` builds for a dev stage, a prod stage with
  * every optional part on (secret and its KMS key, a KMS key for logs and alarms, a VPC with every
- * endpoint, the Iceberg merge with Glue). Any finding fails: each warning is
+ * endpoint, the Iceberg merge with Glue) and a prod stage publishing to an Amazon S3 Tables table
+ * bucket through its Iceberg REST endpoint (the REST catalog settings, the table bucket and its
+ * IAM; a plain REST catalog is the other branch of the same conditions). Any finding fails: each warning is
  * fixed, or suppressed in serverless.yml with its reason. cfn-lint is installed on first use,
  * pinned, into the git-ignored .tools/cfn-lint.
  */
@@ -35,6 +37,11 @@ const STAGES: { name: string; stage: string; params: string[] }[] = [
       'vpcEndpoints=s3,dynamodb,secretsmanager,lambda',
       'icebergEnabled=true',
     ],
+  },
+  {
+    name: 'prod, Iceberg into S3 Tables',
+    stage: 'prod',
+    params: ['prefix=cdc/', 'icebergEnabled=true', 's3TablesBucket=sluice-prod-lake', 'icebergRestNamespace=sluice'],
   },
 ];
 

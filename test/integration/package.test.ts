@@ -93,6 +93,13 @@ const holds = (template: Template, condition: string) => {
   return resolve(template, definition) === true;
 };
 
+/** The Iceberg function's environment as deployed, conditions worked out. */
+const icebergEnvironment = (template: Template) =>
+  resolve(template, (template.Resources.IcebergLambdaFunction?.Properties.Environment as { Variables?: unknown } | undefined)?.Variables ?? {}) as Record<
+    string,
+    string
+  >;
+
 /** The resources a deployment would create: those without a condition, or whose condition holds. */
 const deployed = (template: Template) =>
   Object.fromEntries(Object.entries(template.Resources).filter(([, r]) => r.Condition === undefined || holds(template, r.Condition)));
@@ -107,20 +114,23 @@ function statements(template: Template, role: string): Statement[] {
 interface Access {
   action: string;
   resource: string;
-  context?: Record<string, string>;
+  context?: Record<string, string | string[]>;
 }
 
 const BUCKET_ARN = 'arn:aws:s3:::bucket';
 const TABLE_ARN = 'arn:aws:dynamodb:us-east-1:123456789012:table/state';
+const TABLE_BUCKET_ARN = 'arn:aws:s3tables:us-east-1:123456789012:bucket/sluice-lake';
 
 /** The ARN patterns a statement's Resource (or NotResource) stands for, the bucket's and table's ARNs filled in. */
 function arns(value: unknown): string[] {
   if (Array.isArray(value)) return value.flatMap(arns);
   if (typeof value === 'string') return [value];
   const v = value as { 'Fn::Sub'?: string; 'Fn::GetAtt'?: [string, string] };
-  if (typeof v['Fn::Sub'] === 'string') return [v['Fn::Sub'].replace(/\$\{OutputBucket\.Arn\}/, BUCKET_ARN)];
+  if (typeof v['Fn::Sub'] === 'string')
+    return [v['Fn::Sub'].replace(/\$\{OutputBucket\.Arn\}/, BUCKET_ARN).replace(/\$\{S3TablesBucket\.TableBucketARN\}/, TABLE_BUCKET_ARN)];
   if (v['Fn::GetAtt']?.[0] === 'OutputBucket') return [BUCKET_ARN];
   if (v['Fn::GetAtt']?.[0] === 'StateTable') return [TABLE_ARN];
+  if (v['Fn::GetAtt']?.[0] === 'S3TablesBucket') return [TABLE_BUCKET_ARN];
   return [JSON.stringify(value)];
 }
 
@@ -132,19 +142,27 @@ const glob = (pattern: string) =>
       .replaceAll('?', '.')}$`,
   );
 
-/** IAM's matching for the parts these policies use: exact actions, wildcard resources, StringLike conditions. */
+/**
+ * IAM's matching for the parts these policies use: exact actions, wildcard resources, StringLike
+ * conditions, ForAllValues:StringLike (true for a request without the key, as in IAM) and Null.
+ */
 function matches(statement: Statement, access: Access): boolean {
   if (!statement.Action.includes(access.action)) return false;
   const resourceMatch = (v: unknown) => arns(v).some((a) => glob(a).test(access.resource));
   if (statement.Resource !== undefined && !resourceMatch(statement.Resource)) return false;
   if (statement.NotResource !== undefined && resourceMatch(statement.NotResource)) return false;
-  for (const [operator, keys] of Object.entries(statement.Condition ?? {})) {
-    if (operator !== 'StringLike') throw new Error(`condition operator ${operator} not modelled`);
+  for (const [operator, keys] of Object.entries(statement.Condition ?? {}))
     for (const [key, values] of Object.entries(keys)) {
       const actual = access.context?.[key];
-      if (actual === undefined || ![values].flat().some((v) => glob(v).test(actual))) return false;
+      const like = (value: string) => [values].flat().some((v) => glob(v).test(value));
+      if (operator === 'StringLike') {
+        if (typeof actual !== 'string' || !like(actual)) return false;
+      } else if (operator === 'ForAllValues:StringLike') {
+        if (![actual ?? []].flat().every(like)) return false;
+      } else if (operator === 'Null') {
+        if ((actual === undefined) !== (values === 'true')) return false;
+      } else throw new Error(`condition operator ${operator} not modelled`);
     }
-  }
   return true;
 }
 
@@ -157,17 +175,23 @@ function allowed(template: Template, role: string, access: Access): boolean {
   return statements(template, role).some((s) => s.Effect === 'Allow' && matches(s, access)) && !denies.some((s) => matches(s, access));
 }
 
-/** Records every S3 and DynamoDB request a client makes, as the IAM accesses it needs (keys relative to `prefix`). */
-function recordAccesses(client: S3Client | DynamoDBClient, prefix: string, into: () => Access[]) {
+/**
+ * Records every S3 and DynamoDB request a client makes, as the IAM accesses it needs (keys relative
+ * to `prefix`; item keys with the templates' source id `main` for `sourceId`).
+ */
+function recordAccesses(client: S3Client | DynamoDBClient, prefix: string, into: () => Access[], sourceId = 'main') {
   const object = (key: string) => `${BUCKET_ARN}/${key.startsWith(prefix) ? key.slice(prefix.length) : `OUTSIDE-PREFIX/${key}`}`;
+  const item = (pk: string) => pk.replace(new RegExp(`^([a-z]+)#${sourceId}(?=#|$)`), '$1#main');
   (client as S3Client).middlewareStack.add(
     (next, context) => (args) => {
       const input = args.input as Record<string, unknown> & { Key?: string; Prefix?: string; CopySource?: string; Delete?: { Objects: { Key: string }[] } };
       const command = (context.commandName ?? '').replace(/Command$/, '');
       const list = into();
-      if (['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'Scan'].includes(command))
-        list.push({ action: `dynamodb:${command}`, resource: TABLE_ARN });
-      else if (command === 'PutObject' || command === 'CreateMultipartUpload' || command === 'UploadPart' || command === 'CompleteMultipartUpload')
+      if (['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'Scan'].includes(command)) {
+        const { Key, Item } = args.input as { Key?: { pk?: { S?: string } }; Item?: { pk?: { S?: string } } };
+        const pk = (Key ?? Item)?.pk?.S;
+        list.push({ action: `dynamodb:${command}`, resource: TABLE_ARN, context: pk === undefined ? {} : { 'dynamodb:LeadingKeys': [item(pk)] } });
+      } else if (command === 'PutObject' || command === 'CreateMultipartUpload' || command === 'UploadPart' || command === 'CompleteMultipartUpload')
         list.push({ action: 's3:PutObject', resource: object(input.Key ?? '') });
       else if (command === 'GetObject' || command === 'HeadObject') list.push({ action: 's3:GetObject', resource: object(input.Key ?? '') });
       else if (command === 'AbortMultipartUpload') list.push({ action: 's3:AbortMultipartUpload', resource: object(input.Key ?? '') });
@@ -195,6 +219,10 @@ describe('serverless package (osls 3, offline)', () => {
   let prod: Template;
   /** prod with the optional parameters set: KMS keys, every VPC endpoint, versioning off, TLS `required`. */
   let optIns: Template;
+  /** prod with the Iceberg merge publishing to an S3 Tables table bucket. */
+  let s3Tables: Template;
+  /** prod with the Iceberg merge publishing to a REST catalog (the Glue Data Catalog's endpoint). */
+  let rest: Template;
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
@@ -225,7 +253,20 @@ describe('serverless package (osls 3, offline)', () => {
       ],
       'prod-opt-ins',
     );
-  }, 180_000);
+    s3Tables = await packageStage('prod', ['prefix=cdc/', 'icebergEnabled=true', 's3TablesBucket=sluice-lake', 'icebergRestNamespace=sluice'], 'prod-s3tables');
+    rest = await packageStage(
+      'prod',
+      [
+        'icebergEnabled=true',
+        'icebergCatalog=rest',
+        'icebergRestUri=https://glue.us-east-1.amazonaws.com/iceberg',
+        'icebergRestWarehouse=123456789012',
+        'icebergRestSigningName=glue',
+        'icebergRestNamespace=lake.sluice',
+      ],
+      'prod-rest',
+    );
+  }, 300_000);
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
   const ofType = (template: Template, type: string) => Object.values(template.Resources).filter((r) => r.Type === type);
@@ -387,7 +428,7 @@ describe('serverless package (osls 3, offline)', () => {
     const snapshot: Access[] = [];
     let current = poller;
     recordAccesses(source.clients.s3, source.config.prefix, () => current);
-    recordAccesses(source.clients.dynamo, source.config.prefix, () => current);
+    recordAccesses(source.clients.dynamo, source.config.prefix, () => current, source.config.sourceId);
     await source.sql('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))');
     await source.capture();
     await source.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')");
@@ -444,7 +485,7 @@ describe('serverless package (osls 3, offline)', () => {
     expect(env).toMatchObject({ SLUICE_GLUE_DATABASE: 'sluice_dev', SLUICE_ICEBERG_RETENTION_HOURS: '24' });
     // The Glue database exists only while the merge is enabled (prod here); the function runs outside the VPC.
     expect(deployed(dev).GlueDatabase).toBeUndefined();
-    expect(deployed(prod).GlueDatabase?.Properties).toMatchObject({ DatabaseInput: { Name: 'sluice_prod' } });
+    expect(resolve(prod, deployed(prod).GlueDatabase?.Properties)).toMatchObject({ DatabaseInput: { Name: 'sluice_prod' } });
     expect(prod.Resources.GlueDatabase?.DeletionPolicy).toBe('Retain');
     expect(prod.Resources.IcebergLambdaFunction?.Properties.VpcConfig).toBeUndefined();
     expect(prod.Resources.PollerLambdaFunction?.Properties.VpcConfig).toBeDefined();
@@ -474,7 +515,8 @@ describe('serverless package (osls 3, offline)', () => {
         expect(glue).toBeUndefined(); // the merge is disabled there: no Glue database to touch
       else {
         expect(glue?.Action.sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
-        expect(JSON.stringify(glue?.Resource)).toContain('table/sluice_prod/*');
+        expect(JSON.stringify(glue?.Resource)).toContain(`table/\${GlueDatabaseName}/*`);
+        expect(template.Parameters.GlueDatabaseName?.Default).toBe('sluice_prod');
       }
     }
     // The other functions cannot touch the Iceberg tables.
@@ -491,7 +533,7 @@ describe('serverless package (osls 3, offline)', () => {
     // Only the merges' requests count (the captures between them are the poller's).
     let recording = true;
     recordAccesses(source.clients.s3, source.config.prefix, () => (recording ? accesses : []));
-    recordAccesses(source.clients.dynamo, source.config.prefix, () => (recording ? accesses : []));
+    recordAccesses(source.clients.dynamo, source.config.prefix, () => (recording ? accesses : []), source.config.sourceId);
     expect((await merge(source)).tables[0]?.status).toBe('merged');
     recording = false;
     await source.sql("UPDATE t SET v = 'c' WHERE id = 1");
@@ -527,7 +569,7 @@ describe('serverless package (osls 3, offline)', () => {
     await source.capture();
     const accesses: Access[] = [];
     recordAccesses(source.clients.s3, source.config.prefix, () => accesses);
-    recordAccesses(source.clients.dynamo, source.config.prefix, () => accesses);
+    recordAccesses(source.clients.dynamo, source.config.prefix, () => accesses, source.config.sourceId);
     const workers = inProcessWorkers(source);
     expect((await merge(source, { faults: crashAt('bucket-staged'), maxBuckets: 1 })).tables[0]?.status).toBe('failed');
     expect((await merge(source, { invoke: workers.invoke })).tables[0]?.status).toBe('merged');
@@ -536,6 +578,125 @@ describe('serverless package (osls 3, offline)', () => {
     // The committed rewrite's bucket items are deleted.
     expect(accesses.map((a) => a.action)).toContain('dynamodb:DeleteItem');
     expect(accesses.filter((a) => !allowed(dev, 'IcebergRole', a))).toEqual([]);
+  });
+
+  it('lets no role delete items table-wide: the merge deletes only the bucket items of its rewrites', () => {
+    const item = (pk: string): Access => ({ action: 'dynamodb:DeleteItem', resource: TABLE_ARN, context: { 'dynamodb:LeadingKeys': [pk] } });
+    for (const template of [dev, prod, s3Tables, rest])
+      for (const role of ['PollerRole', 'SnapshotRole', 'IcebergRole']) {
+        // Whatever statement grants a delete, it names the keys it may delete.
+        for (const s of statements(template, role).filter((s) => s.Action.some((a) => a === 'dynamodb:DeleteItem' || a === 'dynamodb:*')))
+          expect(JSON.stringify(s.Condition), role).toContain('dynamodb:LeadingKeys');
+        const may = (pk: string) => allowed(template, role, item(pk));
+        expect(may('iceberg#main#shop/orders#rewrite#m000000000007#0003')).toBe(role === 'IcebergRole');
+        for (const pk of ['source#main', 'iceberg#main#shop/orders', 'snapshot#main#s1', 'chunk#main#s1#x', 'iceberg#other#shop/orders#rewrite#m1#0000'])
+          expect(may(pk), `${role} ${pk}`).toBe(false);
+        // ForAllValues holds for a request without the key; the Null condition does not.
+        expect(allowed(template, role, { action: 'dynamodb:DeleteItem', resource: TABLE_ARN })).toBe(false);
+      }
+  });
+
+  it('creates the S3 Tables table bucket only when asked, and points the merge at its Iceberg REST endpoint', () => {
+    for (const t of [dev, prod, rest]) {
+      expect(deployed(t).S3TablesBucket).toBeUndefined();
+      expect(statements(t, 'IcebergRole').flatMap((s) => s.Action.filter((a) => a.startsWith('s3tables:')))).toEqual([]);
+    }
+    expect(s3Tables.Resources.S3TablesBucket?.Condition).toBe('HasS3Tables');
+    const bucket = resolve(s3Tables, deployed(s3Tables).S3TablesBucket?.Properties);
+    // Unreferenced-file removal deletes what sluice never deletes there (a crashed attempt's files, expired snapshots' files).
+    expect(bucket).toEqual({ TableBucketName: 'sluice-lake', UnreferencedFileRemoval: { Status: 'Enabled', UnreferencedDays: 3, NoncurrentDays: 10 } });
+    expect(s3Tables.Resources.S3TablesBucket?.DeletionPolicy).toBe('Retain');
+    expect(deployed(s3Tables).GlueDatabase).toBeUndefined();
+
+    const env = icebergEnvironment(s3Tables);
+    expect(env).toMatchObject({
+      SLUICE_GLUE_DATABASE: '',
+      SLUICE_ICEBERG_CATALOG: 'rest',
+      SLUICE_ICEBERG_REST_URI: { 'Fn::Sub': `https://s3tables.\${AWS::Region}.\${AWS::URLSuffix}/iceberg` },
+      SLUICE_ICEBERG_REST_WAREHOUSE: { 'Fn::GetAtt': ['S3TablesBucket', 'TableBucketARN'] },
+      SLUICE_ICEBERG_REST_SIGNING_NAME: 's3tables',
+      SLUICE_ICEBERG_REST_SIGNING_REGION: '',
+      SLUICE_ICEBERG_REST_NAMESPACE: 'sluice',
+      SLUICE_ICEBERG_REST_LOCATION: 'catalog',
+    });
+    // What the function makes of it, with the stack's values filled in.
+    const deployedEnv = {
+      ...env,
+      SLUICE_ICEBERG_REST_URI: 'https://s3tables.us-east-1.amazonaws.com/iceberg',
+      SLUICE_ICEBERG_REST_WAREHOUSE: TABLE_BUCKET_ARN,
+    } as Record<string, string>;
+    expect(loadConfig({ ...deployedEnv, SLUICE_BUCKET: 'bucket', SLUICE_MYSQL_URL: 'mysql://u:p@h:3306/' }).iceberg.catalog).toEqual({
+      kind: 'rest',
+      uri: 'https://s3tables.us-east-1.amazonaws.com/iceberg',
+      warehouse: TABLE_BUCKET_ARN,
+      namespace: ['sluice'],
+      auth: { kind: 'sigv4', signingName: 's3tables', region: undefined },
+    });
+  });
+
+  it('gives the merge exactly the S3 Tables actions of the REST endpoint, on that table bucket and its tables only', () => {
+    const list = statements(s3Tables, 'IcebergRole');
+    const granting = list.filter((s) => s.Action.some((a) => a.startsWith('s3tables:')));
+    expect(granting.map((s) => s.Sid)).toEqual(['S3TablesBucket', 'S3TablesTables']);
+    const [bucket, tables] = granting;
+    expect(bucket?.Action.sort()).toEqual(['s3tables:CreateNamespace', 's3tables:CreateTable', 's3tables:GetNamespace', 's3tables:GetTableBucket']);
+    expect(arns(bucket?.Resource)).toEqual([TABLE_BUCKET_ARN]);
+    expect(tables?.Action.sort()).toEqual([
+      's3tables:GetTable',
+      's3tables:GetTableData',
+      's3tables:GetTableMetadataLocation',
+      's3tables:PutTableData',
+      's3tables:UpdateTableMetadataLocation',
+    ]);
+    expect(arns(tables?.Resource)).toEqual([`${TABLE_BUCKET_ARN}/table/*`]);
+    for (const statement of list) {
+      expect(statement.Action.some((a) => a === '*' || a.endsWith(':*'))).toBe(false);
+      expect(JSON.stringify(statement.Resource)).not.toBe('"*"');
+    }
+    const may = (action: string, resource: string) => allowed(s3Tables, 'IcebergRole', { action, resource });
+    const table = `${TABLE_BUCKET_ARN}/table/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0`;
+    for (const action of ['s3tables:UpdateTableMetadataLocation', 's3tables:PutTableData', 's3tables:GetTableData']) {
+      expect(may(action, table)).toBe(true);
+      expect(may(action, 'arn:aws:s3tables:us-east-1:123456789012:bucket/other/table/0f1e2d3c')).toBe(false);
+    }
+    expect(may('s3tables:CreateTable', TABLE_BUCKET_ARN)).toBe(true);
+    expect(may('s3tables:CreateTable', 'arn:aws:s3tables:us-east-1:123456789012:bucket/sluice-lake-2')).toBe(false);
+    // Deleting, renaming, policies and maintenance settings stay the owner's.
+    for (const action of ['s3tables:DeleteTable', 's3tables:RenameTable', 's3tables:PutTableMaintenanceConfiguration', 's3tables:PutTablePolicy'])
+      expect(may(action, table), action).toBe(false);
+    expect(may('s3tables:DeleteTableBucket', TABLE_BUCKET_ARN)).toBe(false);
+    // The change log and iceberg/ stay as before (sluice's own metadata chain may be kept there).
+    expect(may('s3:GetObject', `${BUCKET_ARN}/cdc/tables/db/t/main-000000000001.jsonl.gz`)).toBe(true);
+    expect(may('s3:PutObject', `${BUCKET_ARN}/cdc/iceberg/db/t/metadata/v1.metadata.json`)).toBe(true);
+    expect(list.find((s) => s.Sid === 'GlueTables')).toBeUndefined();
+  });
+
+  it('passes a REST catalog to the merge, with no Glue database and no permission the catalog needs', () => {
+    const env = icebergEnvironment(rest);
+    expect(env).toMatchObject({
+      SLUICE_GLUE_DATABASE: '',
+      SLUICE_ICEBERG_CATALOG: 'rest',
+      SLUICE_ICEBERG_REST_URI: 'https://glue.us-east-1.amazonaws.com/iceberg',
+      SLUICE_ICEBERG_REST_WAREHOUSE: '123456789012',
+      SLUICE_ICEBERG_REST_SIGNING_NAME: 'glue',
+      SLUICE_ICEBERG_REST_NAMESPACE: 'lake.sluice',
+      SLUICE_ICEBERG_REST_LOCATION: '',
+    });
+    // Tokens and client secrets would sit in plain environment: the template has no place for them.
+    expect(Object.keys(env).filter((k) => /^SLUICE_ICEBERG_REST_(TOKEN|CREDENTIAL|SCOPE|OAUTH)/.test(k))).toEqual([]);
+    expect(loadConfig({ ...env, SLUICE_BUCKET: 'bucket', SLUICE_MYSQL_URL: 'mysql://u:p@h:3306/' }).iceberg.catalog).toMatchObject({
+      kind: 'rest',
+      namespace: ['lake', 'sluice'],
+      auth: { kind: 'sigv4', signingName: 'glue' },
+    });
+    expect(deployed(rest).GlueDatabase).toBeUndefined();
+    expect(statements(rest, 'IcebergRole').filter((s) => s.Action.some((a) => /^(glue|s3tables|lakeformation):/.test(a)))).toEqual([]);
+    // Off by default: the catalog is Glue, as before these parameters.
+    for (const t of [dev, prod]) {
+      const off = icebergEnvironment(t);
+      expect(off.SLUICE_ICEBERG_CATALOG).toBe('glue');
+      for (const [name, value] of Object.entries(off)) if (name.startsWith('SLUICE_ICEBERG_REST_')) expect(value, name).toBe('');
+    }
   });
 
   it('decrypts the secret with its customer-managed key, through Secrets Manager only, and only when that key is given', () => {
