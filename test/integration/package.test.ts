@@ -631,6 +631,7 @@ describe('serverless package (osls 3, offline)', () => {
       warehouse: TABLE_BUCKET_ARN,
       namespace: ['sluice'],
       auth: { kind: 'sigv4', signingName: 's3tables', region: undefined },
+      location: 'catalog',
     });
   });
 
