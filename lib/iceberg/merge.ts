@@ -36,6 +36,7 @@ import {
   type RewriteEvent,
   type RewritePlan,
   readPlan,
+  removeRewrite,
   writeBuckets,
 } from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
@@ -557,9 +558,7 @@ class MergeRun {
     // Never a compaction here: it would rewrite in this one invocation the whole table the buckets
     // split (a table of more than compactFiles buckets has that many files at least).
     const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone }, false);
-    // The rewrite's own records, named by nobody once committed.
-    await buckets.remove(config.sourceId, table, rewrite.tag, rewrite.buckets).catch(() => {});
-    await this.store.delete([rewrite.plan]).catch(() => {});
+    await removeRewrite(deps, this.store, table, rewrite, records);
     return result;
   }
 
