@@ -37,6 +37,7 @@ import {
   type RewritePlan,
   readPlan,
   removeRewrite,
+  rewriteCleanup,
   writeBuckets,
 } from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
@@ -557,7 +558,8 @@ class MergeRun {
     }
     // Never a compaction here: it would rewrite in this one invocation the whole table the buckets
     // split (a table of more than compactFiles buckets has that many files at least).
-    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone }, false);
+    const cleanup = await rewriteCleanup(this.store, location, rewrite, records);
+    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone, cleanup }, false);
     await removeRewrite(deps, this.store, table, rewrite, records);
     return result;
   }
@@ -740,7 +742,7 @@ class MergeRun {
     const location = icebergLocation(this.config.prefix, table);
     const kept = staged.version ? await this.housekeeping(location, staged.version, tag, undefined, compact) : undefined;
     const metadataKey = kept?.version.metadataKey ?? state.metadataKey;
-    const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup });
+    const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup ?? advance.cleanup });
     const result: TableMergeResult = {
       table,
       status: 'merged',

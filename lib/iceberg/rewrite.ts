@@ -329,7 +329,18 @@ export async function deleteUnrecorded(deps: RewriteDeps, store: ObjectStore, lo
   return stray.length;
 }
 
-/** After the commit: the rewrite's own objects and items, named by nobody any more. */
+/**
+ * The list of the rewrite's own objects (its plan, the buckets' records) for the commit to name as
+ * its cleanup, so they are deleted once it is published, by a roll-forward too. Its key is the
+ * rewrite's: a redo writes the same one.
+ */
+export async function rewriteCleanup(store: ObjectStore, location: string, rewrite: RewriteRecord, records: readonly BucketRecord[]): Promise<string> {
+  const key = `${location}/metadata/${rewrite.tag}-rewrite-objects.json`;
+  await store.put(key, JSON.stringify([rewrite.plan, ...records.map((r) => r.key)]));
+  return key;
+}
+
+/** After the commit: the rewrite's own objects and items, named by nobody any more (the objects again, for a gone table's commit, which publishes nothing). */
 export async function removeRewrite(deps: RewriteDeps, store: ObjectStore, table: TableRef, rewrite: RewriteRecord, records: readonly BucketRecord[]) {
   await deps.buckets.remove(deps.config.sourceId, table, rewrite.tag, rewrite.buckets).catch(() => {});
   await store.delete([rewrite.plan, ...records.map((r) => r.key)]).catch(() => {});
