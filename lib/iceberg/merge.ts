@@ -36,6 +36,8 @@ import {
   type RewriteEvent,
   type RewritePlan,
   readPlan,
+  removeRewrite,
+  rewriteCleanup,
   writeBuckets,
 } from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
@@ -599,10 +601,9 @@ class MergeRun {
     }
     // Never a compaction here: it would rewrite in this one invocation the whole table the buckets
     // split (a table of more than compactFiles buckets has that many files at least).
-    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone }, false);
-    // The rewrite's own records, named by nobody once committed.
-    await buckets.remove(config.sourceId, table, rewrite.tag, rewrite.buckets).catch(() => {});
-    await this.store.delete([rewrite.plan]).catch(() => {});
+    const cleanup = await rewriteCleanup(this.store, location, rewrite, records);
+    const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone, cleanup }, false);
+    await removeRewrite(deps, this.store, table, rewrite, records);
     return result;
   }
 
@@ -791,7 +792,7 @@ class MergeRun {
     const tag = this.tagFor(state);
     const kept = staged.version ? await this.housekeeping(icebergLocation(this.config.prefix, table), staged.version, tag, undefined, compact) : undefined;
     const metadataKey = kept?.version.metadataKey ?? state.metadataKey;
-    const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup });
+    const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup ?? advance.cleanup });
     const result: TableMergeResult = {
       table,
       status: 'merged',

@@ -46,10 +46,29 @@ import { type BucketFiles, stageBucket } from './table.ts';
  * record leaves it done: nobody writes it again. A crash before the commit stages the same keys
  * and bytes again (the tag and timestamp are the ledger's); after it, the roll-forward publishes.
  * The events are those of the fixed plan, so a bucket redone reads what its first attempt read.
+ *
+ * A bucket's record — its files with their per-column statistics, some 70 bytes per column and
+ * file — is an S3 object (`metadata/<tag>-k<n>-<attempt>.json`), put before the item update that
+ * names it, so the item stays the same few hundred bytes however wide the table (a 1,000-column
+ * bucket's record is some 560 KB: past DynamoDB's 400 KB item limit). A crash between the two
+ * leaves a record named by nobody, deleted with its attempt's files.
+ *
+ * Stale writers. A writer may stall past its claim (another then takes the bucket over), or keep
+ * the rewrite it read while the rewrite commits (the commit then deletes the bucket items, and a
+ * claim would create one again). So a claim counts only once the ledger, read after it, still
+ * holds the rewrite — otherwise the writer deletes the item it made and stops; and every object a
+ * writer puts is preceded by a conditional renewal of its claim (owner, version, not done). A
+ * claim is current only while its bucket is not done, and the commit needs every bucket done, so
+ * once a writer's claim is lost it puts nothing more, and what it put before is either deleted by
+ * the commit (which lists the attempts after every bucket is done) or, when a put was in flight
+ * as the claim was lost, by the writer itself when its next renewal or its record fails: a
+ * writer's attempt name is its own, so deleting it never touches the winner's files.
  */
 
-/** Bucket items store this (JSON). */
+/** A bucket's record, an S3 object the bucket item names. */
 interface BucketRecord {
+  /** The record's own key (deleted with the rewrite's other objects once it commits). */
+  readonly key: string;
   /** The table is gone at the cut (dropped, renamed away): the rewrite commits an empty table. */
   readonly gone: boolean;
   /** The schema version the bucket's events end in (the table's, at the cut, is the greatest of the buckets'). */
@@ -87,6 +106,9 @@ export const planKey = (location: string, tag: string) => `${location}/metadata/
 /** Bucket file names: the rewrite's tag, the bucket and the writing attempt. */
 const bucketTag = (tag: string, n: number, attempt: string) => `${tag}-k${String(n).padStart(4, '0')}-${attempt}`;
 
+/** The object key of the record of bucket `n`'s attempt `attempt`. */
+export const recordKey = (location: string, tag: string, n: number, attempt: string) => `${location}/metadata/${bucketTag(tag, n, attempt)}.json`;
+
 /**
  * How many buckets a first load of `events` change-log events is split into (at least one per
  * worker); 1: written whole, as before. Only keyed tables whose every schema version has the same columns and key are split: a
@@ -112,7 +134,8 @@ export async function readPlan(store: ObjectStore, rewrite: RewriteRecord): Prom
 /**
  * Writes the rewrite's buckets that are not done and not leased by a live writer, one at a time,
  * while `more()` allows (at least one is tried). Returns how many it wrote and how many are still
- * not done (others' in flight, or left for later).
+ * not done (others' in flight, or left for later). Throws LeaseLostError once the rewrite is no
+ * longer in progress (committed by someone else).
  */
 export async function writeBuckets(
   deps: RewriteDeps,
@@ -125,11 +148,11 @@ export async function writeBuckets(
   const clock = deps.clock ?? Date.now;
   const store = s3ObjectStore(deps.s3, config.bucket);
   const plan = await readPlan(store, rewrite);
+  const done = async (n: number) => (await buckets.get(config.sourceId, table, rewrite.tag, n))?.record;
   let written = 0;
   let open = 0;
   for (let n = 0; n < rewrite.buckets; n++) {
-    const current = await buckets.get(config.sourceId, table, rewrite.tag, n);
-    if (current?.files) continue;
+    if (await done(n)) continue;
     if (!more(written)) {
       open++;
       continue;
@@ -139,29 +162,94 @@ export async function writeBuckets(
       claimed = await buckets.claim(config.sourceId, table, rewrite.tag, n, owner, clock() + config.iceberg.leaseMs, clock());
     } catch (error) {
       if (!(error instanceof LeaseLostError)) throw error;
-      open++; // another writer has it, or recorded it meanwhile
-      if ((await buckets.get(config.sourceId, table, rewrite.tag, n))?.files) open--;
+      if (!(await done(n))) open++; // another writer has it (or recorded it meanwhile)
       continue;
     }
-    const renewal = setInterval(() => {
-      buckets
-        .renew(config.sourceId, table, rewrite.tag, n, owner, clock() + config.iceberg.leaseMs, clock())
-        .catch((error: Error) => log.warn('could not renew a rewrite bucket lease', { table: formatTableRef(table), bucket: n, error }));
-    }, config.iceberg.leaseMs / 4);
-    renewal.unref();
+    // Read after the claim: a commit before it would show here, one after it needs this bucket done.
+    if ((await deps.merges.get(config.sourceId, table))?.rewrite?.tag !== rewrite.tag) {
+      await buckets.abandon(config.sourceId, table, rewrite.tag, claimed, owner);
+      throw new LeaseLostError(`the Iceberg rewrite ${rewrite.tag} of ${formatTableRef(table)} is no longer in progress; this writer stops`);
+    }
+    const claim = new BucketClaim(deps, table, rewrite.tag, claimed, owner, store);
     try {
-      const record = await writeBucket(deps, store, table, rewrite, plan, n);
+      const record = await writeBucket(deps, claim.store, table, rewrite, plan, n, claim.attempt);
       await (deps.faults ?? noFaults).hit('bucket-staged');
-      await buckets.record(config.sourceId, table, rewrite.tag, claimed, owner, JSON.stringify(record), clock());
+      await claim.store.put(record.key, JSON.stringify(record));
+      await claim.record(record.key);
       await (deps.faults ?? noFaults).hit('bucket-recorded');
       written++;
       log.info('Iceberg rewrite bucket written', { table: formatTableRef(table), bucket: n, of: rewrite.buckets, rows: record.staged.rows });
+    } catch (error) {
+      if (!(error instanceof LeaseLostError)) throw error; // a crash: the commit deletes the attempt
+      const discarded = await claim.discard();
+      log.warn('lost the claim on a rewrite bucket; its attempt is discarded', { table: formatTableRef(table), bucket: n, objects: discarded, error });
+      if (!(await done(n))) open++;
     } finally {
-      clearInterval(renewal);
-      await buckets.release(config.sourceId, table, rewrite.tag, n, owner);
+      await claim.close();
     }
   }
   return { written, open };
+}
+
+/**
+ * One writer's claim on a bucket while it writes it: renewed on a timer and, conditionally, before
+ * every object it puts (through `store`), so a writer whose claim was lost puts nothing more; it
+ * remembers what it put, so the attempt can be discarded.
+ */
+class BucketClaim {
+  /** This attempt's part of the bucket's file names (the claim's own: nobody else writes under it). */
+  readonly attempt = randomBytes(3).toString('hex');
+  readonly store: ObjectStore;
+  private readonly put: string[] = [];
+  private readonly renewal: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly deps: RewriteDeps,
+    private readonly table: TableRef,
+    private readonly tag: string,
+    private readonly claimed: BucketState,
+    private readonly owner: string,
+    private readonly inner: ObjectStore,
+  ) {
+    const guarded = async (key: string, write: () => Promise<void>) => {
+      await this.renew();
+      this.put.push(key);
+      await write();
+    };
+    this.store = {
+      ...inner,
+      put: (key, body) => guarded(key, () => inner.put(key, body)),
+      putFile: (key, path) => guarded(key, () => inner.putFile(key, path)),
+    };
+    this.renewal = setInterval(() => {
+      this.renew().catch((error: Error) => deps.log.warn('could not renew a rewrite bucket lease', { table: formatTableRef(table), bucket: claimed.n, error }));
+    }, deps.config.iceberg.leaseMs / 4);
+    this.renewal.unref();
+  }
+
+  private renew(): Promise<void> {
+    const now = (this.deps.clock ?? Date.now)();
+    return this.deps.buckets.renew(this.deps.config.sourceId, this.table, this.tag, this.claimed, this.owner, now + this.deps.config.iceberg.leaseMs, now);
+  }
+
+  /** Marks the bucket done with its record, fenced by the claim. */
+  record(key: string): Promise<void> {
+    const now = (this.deps.clock ?? Date.now)();
+    return this.deps.buckets.record(this.deps.config.sourceId, this.table, this.tag, this.claimed, this.owner, key, now);
+  }
+
+  /** Deletes what this attempt put, unless its record was written after all (a record whose answer was lost). */
+  async discard(): Promise<number> {
+    const bucket = await this.deps.buckets.get(this.deps.config.sourceId, this.table, this.tag, this.claimed.n);
+    if (bucket?.record && this.put.includes(bucket.record)) return 0;
+    if (this.put.length) await this.inner.delete(this.put);
+    return this.put.length;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.renewal);
+    await this.deps.buckets.release(this.deps.config.sourceId, this.table, this.tag, this.claimed.n, this.owner);
+  }
 }
 
 /** Bucket n: its events, the rule over them, its rows as range files. */
@@ -172,6 +260,7 @@ async function writeBucket(
   rewrite: RewriteRecord,
   plan: RewritePlan,
   n: number,
+  attempt: string,
 ): Promise<BucketRecord> {
   const { config } = deps;
   const { icebergLocation, spec } = await import('./merge.ts');
@@ -190,12 +279,13 @@ async function writeBucket(
     await duck.run(loadEventsSql('e_ev', files, { index: n, count: rewrite.buckets }));
     const rule = await materializeRule(duck, history, 'e_ev', 'r');
     const to = rule.version.version;
-    if (rule.gone) return { gone: true, to, staged: { rows: 0, nulled: {}, files: [] } };
+    const location = icebergLocation(config.prefix, table);
+    const key = recordKey(location, rewrite.tag, n, attempt);
+    if (rule.gone) return { key, gone: true, to, staged: { rows: 0, nulled: {}, files: [] } };
     const path = join(work, 'rows.jsonl');
     await duck.run(
       `COPY (SELECT row FROM ${rule.state}, range(${rule.state}.n)) TO ${sqlString(path)} (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER E'\\x01')`,
     );
-    const location = icebergLocation(config.prefix, table);
     // Every bucket is staged against the schema of the newest version (all versions have its columns: `bucketCount`).
     const staged = await stageBucket(
       { store, workDir: work },
@@ -203,11 +293,11 @@ async function writeBucket(
       spec(history, location, history.latest.version, undefined),
       { path, lines: rule.rows },
       {
-        tag: bucketTag(rewrite.tag, n, randomBytes(3).toString('hex')),
+        tag: bucketTag(rewrite.tag, n, attempt),
         timestampMs: rewrite.timestampMs,
       },
     );
-    return { gone: false, to, staged };
+    return { key, gone: false, to, staged };
   } finally {
     duck.closeSync();
     instance.closeSync();
@@ -217,22 +307,43 @@ async function writeBucket(
 
 /** Every bucket's record once all are done; undefined while one is not. */
 export async function doneBuckets(deps: RewriteDeps, table: TableRef, rewrite: RewriteRecord): Promise<BucketRecord[] | undefined> {
+  const store = s3ObjectStore(deps.s3, deps.config.bucket);
   const records: BucketRecord[] = [];
   for (let n = 0; n < rewrite.buckets; n++) {
     const bucket = await deps.buckets.get(deps.config.sourceId, table, rewrite.tag, n);
-    if (!bucket?.files) return undefined;
-    records.push(JSON.parse(bucket.files) as BucketRecord);
+    if (!bucket?.record) return undefined;
+    const body = await store.get(bucket.record);
+    if (!body) throw new AssertionError(`the record ${bucket.record} of a done bucket of the rewrite ${rewrite.tag} is missing`);
+    records.push(JSON.parse(new TextDecoder().decode(body)) as BucketRecord);
   }
   return records;
 }
 
-/** Deletes data files of the rewrite that no recorded bucket names (attempts that crashed or lost their lease). */
+/** Deletes data files and records of the rewrite that no recorded bucket names (attempts that crashed or lost their claim). */
 export async function deleteUnrecorded(deps: RewriteDeps, store: ObjectStore, location: string, rewrite: RewriteRecord, records: readonly BucketRecord[]) {
-  const named = new Set(records.flatMap((r) => r.staged.files.map((f) => f.key)));
+  const named = new Set(records.flatMap((r) => [r.key, ...r.staged.files.map((f) => f.key)]));
   const stray: string[] = [];
-  for await (const key of listKeys(deps.s3, deps.config.bucket, `${location}/data/${rewrite.tag}-k`)) if (!named.has(key)) stray.push(key);
+  for (const folder of ['data', 'metadata'])
+    for await (const key of listKeys(deps.s3, deps.config.bucket, `${location}/${folder}/${rewrite.tag}-k`)) if (!named.has(key)) stray.push(key);
   if (stray.length) await store.delete(stray);
   return stray.length;
+}
+
+/**
+ * The list of the rewrite's own objects (its plan, the buckets' records) for the commit to name as
+ * its cleanup, so they are deleted once it is published, by a roll-forward too. Its key is the
+ * rewrite's: a redo writes the same one.
+ */
+export async function rewriteCleanup(store: ObjectStore, location: string, rewrite: RewriteRecord, records: readonly BucketRecord[]): Promise<string> {
+  const key = `${location}/metadata/${rewrite.tag}-rewrite-objects.json`;
+  await store.put(key, JSON.stringify([rewrite.plan, ...records.map((r) => r.key)]));
+  return key;
+}
+
+/** After the commit: the rewrite's own objects and items, named by nobody any more (the objects again, for a gone table's commit, which publishes nothing). */
+export async function removeRewrite(deps: RewriteDeps, store: ObjectStore, table: TableRef, rewrite: RewriteRecord, records: readonly BucketRecord[]) {
+  await deps.buckets.remove(deps.config.sourceId, table, rewrite.tag, rewrite.buckets).catch(() => {});
+  await store.delete([rewrite.plan, ...records.map((r) => r.key)]).catch(() => {});
 }
 
 /**
@@ -246,11 +357,21 @@ export async function runRewriteWorker(deps: RewriteDeps, table: TableRef, optio
   if (!state?.rewrite) return { written: 0, open: 0 };
   const owner = options.owner ?? `rewrite-${randomBytes(4).toString('hex')}`;
   let stoppedForTime = false;
-  // At least one bucket is tried whatever the budget: a worker that wrote nothing never invokes another.
-  const result = await writeBuckets(deps, table, state.rewrite, owner, (written) => {
-    stoppedForTime = written > 0 && clock() - started >= options.budgetMs;
-    return !stoppedForTime;
-  });
+  let result: { written: number; open: number };
+  try {
+    // At least one bucket is tried whatever the budget: a worker that wrote nothing never invokes another.
+    result = await writeBuckets(deps, table, state.rewrite, owner, (written) => {
+      stoppedForTime = written > 0 && clock() - started >= options.budgetMs;
+      return !stoppedForTime;
+    });
+  } catch (error) {
+    // A worker that outlived the rewrite (it committed meanwhile) has nothing left to do.
+    if (error instanceof LeaseLostError && (await deps.merges.get(deps.config.sourceId, table))?.rewrite?.tag !== state.rewrite.tag) {
+      deps.log.info('Iceberg rewrite committed while this worker ran; it stops', { table: formatTableRef(table), error });
+      return { written: 0, open: 0 };
+    }
+    throw error;
+  }
   if (stoppedForTime && result.open && deps.invoke) await deps.invoke({ rewrite: { db: table.db, table: table.table } });
   return result;
 }

@@ -1,20 +1,22 @@
-import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { ConditionalCheckFailedException, DeleteItemCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { TableRef } from '../core/table-ref.ts';
+import { LeaseLostError } from '../errors.ts';
 import { tablePath } from '../sink/s3/keys.ts';
-import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.ts';
+import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
 
 /**
  * The buckets of a rewrite in progress (lib/iceberg/rewrite.ts): one item per bucket, leased by
  * whichever invocation writes it (as snapshot chunks are), and marked done in the same write that
- * records the data files it staged. Items are named by the rewrite's tag, so a later rewrite of
- * the table never sees an earlier one's buckets.
+ * names the bucket's record (its files and their statistics, an S3 object: they grow with the
+ * table's width, and an item stops at 400 KB). Items are named by the rewrite's tag, so a later
+ * rewrite of the table never sees an earlier one's buckets.
  */
 export interface BucketState {
   readonly n: number;
   readonly version: number;
-  /** The staged files (lib/iceberg/table.ts `BucketFiles`, as JSON); present once the bucket is done. */
-  readonly files?: string;
+  /** The object key of the bucket's record (lib/iceberg/rewrite.ts); present once the bucket is done. */
+  readonly record?: string;
   readonly lease?: { readonly owner: string; readonly expiresAt: number };
 }
 
@@ -23,10 +25,13 @@ export interface RewriteBuckets {
   get(sourceId: string, table: TableRef, tag: string, n: number): Promise<BucketState | undefined>;
   /** Takes bucket `n` if it is not done and its lease is free, expired or `owner`'s; LeaseLostError otherwise. */
   claim(sourceId: string, table: TableRef, tag: string, n: number, owner: string, expiresAt: number, now: number): Promise<BucketState>;
-  renew(sourceId: string, table: TableRef, tag: string, n: number, owner: string, expiresAt: number, now: number): Promise<void>;
-  /** Marks the bucket done with its files, only while `bucket` (as claimed) is still this owner's. */
-  record(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string, files: string, now: number): Promise<void>;
+  /** Extends the claim `bucket` while it is current (this owner's, unexpired, not taken or done since); LeaseLostError otherwise. */
+  renew(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string, expiresAt: number, now: number): Promise<void>;
+  /** Marks the bucket done with its record's key, only while `bucket` (as claimed) is still this owner's. */
+  record(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string, record: string, now: number): Promise<void>;
   release(sourceId: string, table: TableRef, tag: string, n: number, owner: string): Promise<void>;
+  /** Deletes the item of claim `bucket` while it is still current and not done (a claim that re-created the item of a committed rewrite). */
+  abandon(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string): Promise<void>;
   /** Deletes the items of a committed rewrite. */
   remove(sourceId: string, table: TableRef, tag: string, buckets: number): Promise<void>;
 }
@@ -39,7 +44,7 @@ function toBucket(n: number, item: Item): BucketState {
   return {
     n,
     version: item.version ?? 0,
-    files: item.files as string | undefined,
+    record: item.record as string | undefined,
     lease: item.owner ? { owner: item.owner, expiresAt: item.expires ?? 0 } : undefined,
   };
 }
@@ -67,27 +72,58 @@ export class DynamoDbRewriteBuckets implements RewriteBuckets {
       owner,
       expiresAt,
       now,
-      'attribute_not_exists(#files)',
-      {
-        '#files': 'files',
-      },
+      'attribute_not_exists(#record)',
+      { '#record': 'record' },
     );
     return toBucket(n, item);
   }
 
-  renew(sourceId: string, table: TableRef, tag: string, n: number, owner: string, expiresAt: number, now: number): Promise<void> {
-    return renew(this.client, this.tableName, key(sourceId, table, tag, n), what(table, n), owner, expiresAt, now);
+  async renew(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string, expiresAt: number, now: number): Promise<void> {
+    // Not the shared renew: this one also requires the claim's version, so a claim taken over and
+    // given back, or re-created after the rewrite's commit deleted the item, is never current again.
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: key(sourceId, table, tag, bucket.n) } },
+          UpdateExpression: 'SET #expires = :expires',
+          ConditionExpression: '#owner = :owner AND #expires > :now AND #v = :v AND attribute_not_exists(#record)',
+          ExpressionAttributeNames: { '#owner': 'owner', '#expires': 'expires', '#v': 'version', '#record': 'record' },
+          ExpressionAttributeValues: marshall({ ':owner': owner, ':expires': expiresAt, ':now': now, ':v': bucket.version }),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new LeaseLostError(`the claim of ${owner} on ${what(table, bucket.n)} is no longer current`);
+      throw error;
+    }
   }
 
-  async record(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string, files: string, now: number): Promise<void> {
+  async record(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string, record: string, now: number): Promise<void> {
     await fencedUpdate(
       this.client,
       this.tableName,
       key(sourceId, table, tag, bucket.n),
       what(table, bucket.n),
       { sourceId, owner, expectVersion: bucket.version, now },
-      { set: ['#files = :files'], remove: [], condition: 'attribute_not_exists(#files)', names: { '#files': 'files' }, values: { ':files': files } },
+      { set: ['#record = :record'], remove: [], condition: 'attribute_not_exists(#record)', names: { '#record': 'record' }, values: { ':record': record } },
     );
+  }
+
+  async abandon(sourceId: string, table: TableRef, tag: string, bucket: BucketState, owner: string): Promise<void> {
+    try {
+      await this.client.send(
+        new DeleteItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: key(sourceId, table, tag, bucket.n) } },
+          ConditionExpression: '#owner = :owner AND #v = :v AND attribute_not_exists(#record)',
+          ExpressionAttributeNames: { '#owner': 'owner', '#v': 'version', '#record': 'record' },
+          ExpressionAttributeValues: marshall({ ':owner': owner, ':v': bucket.version }),
+        }),
+      );
+    } catch (error) {
+      // Someone else's by now: not this claim's to delete.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   release(sourceId: string, table: TableRef, tag: string, n: number, owner: string): Promise<void> {

@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint } from '../../lib/commit/faults.ts';
 import type { Config } from '../../lib/config/config.ts';
+import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/avro.ts';
 import { icebergLocation } from '../../lib/iceberg/merge.ts';
+import { runRewriteWorker } from '../../lib/iceberg/rewrite.ts';
+import { s3ObjectStore } from '../../lib/iceberg/store.ts';
+import { metadataKey, versionHintKey } from '../../lib/iceberg/table.ts';
+import { silentLog } from '../../lib/log.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
+import type { RewriteBuckets } from '../../lib/state/iceberg-buckets.ts';
 import { committedVersion, icebergRows, inProcessWorkers, merge, mysqlText } from '../support/iceberg-merge.ts';
 import { type TestSource, testSource } from '../support/source.ts';
 
@@ -42,6 +48,56 @@ async function expectOneCompleteSnapshot(source: TestSource) {
   expect(state?.rewrite).toBeUndefined();
 }
 
+/** Every object under the table's location, and every one its committed metadata names (files, manifests, lists, metadata, the published copy and hint). */
+async function tableObjects(source: TestSource, table: string) {
+  const store = s3ObjectStore(source.clients.s3, source.config.bucket);
+  const location = icebergLocation(source.config.prefix, { db: source.db, table });
+  const listed: string[] = [];
+  for await (const key of listKeys(source.clients.s3, source.config.bucket, `${location}/`)) listed.push(key);
+  const version = await committedVersion(source, table);
+  if (!version) throw new Error(`${table} has no committed version`);
+  const named = new Set([version.metadataKey, metadataKey(location, version.version), versionHintKey(location)]);
+  for (const entry of version.metadata['metadata-log']) named.add(store.keyOf(entry['metadata-file']));
+  for (const snapshot of version.metadata.snapshots) {
+    named.add(store.keyOf(snapshot['manifest-list']));
+    for (const manifest of readAvroFile<ManifestFile>((await store.get(store.keyOf(snapshot['manifest-list']))) as Uint8Array).records) {
+      named.add(store.keyOf(manifest.manifest_path));
+      for (const entry of readAvroFile<ManifestEntry>((await store.get(store.keyOf(manifest.manifest_path))) as Uint8Array).records)
+        named.add(store.keyOf(entry.data_file.file_path));
+    }
+  }
+  return { listed: listed.sort(), named: [...named].sort() };
+}
+
+/** `buckets` with `method` held after (claim) or before (get) its first call until `release()`; `reached` resolves when it is held. */
+function heldAt(buckets: RewriteBuckets, method: 'claim' | 'get') {
+  let release!: () => void;
+  let reached!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const held = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  let first = true;
+  const wrapped: RewriteBuckets = Object.create(buckets);
+  wrapped[method] = (async (...args: Parameters<RewriteBuckets[typeof method]>) => {
+    const hold = first;
+    first = false;
+    if (hold && method === 'get') {
+      reached();
+      await gate;
+    }
+    const result = await (buckets[method] as (...a: typeof args) => Promise<unknown>).apply(buckets, args);
+    if (hold && method === 'claim') {
+      reached();
+      await gate;
+    }
+    return result;
+  }) as never;
+  return { buckets: wrapped, release, held };
+}
+
 describe('Iceberg first load split into buckets (real stack)', () => {
   it('resumes over several runs with crashes during a bucket, after its record and around the commit, and commits once', async () => {
     await using source = await loaded('irwresume');
@@ -66,6 +122,9 @@ describe('Iceberg first load split into buckets (real stack)', () => {
     const rolled = await merge(source, { config });
     expect(rolled.tables.map((t) => t.status)).toEqual(['up-to-date']);
     await expectOneCompleteSnapshot(source);
+    // The roll-forward deleted the rewrite's plan and records with the attempts nobody recorded.
+    const objects = await tableObjects(source, 't');
+    expect(objects.listed).toEqual(objects.named);
 
     // The table goes on incrementally from the rewrite's cut.
     await source.sql(`UPDATE t SET amount = 0 WHERE id < 50; DELETE FROM t WHERE id > ${ROWS - 20}`);
@@ -85,5 +144,97 @@ describe('Iceberg first load split into buckets (real stack)', () => {
     expect(workers.started()).toBe(2);
     expect(finished.filter((f) => f instanceof Error)).toEqual([]);
     await expectOneCompleteSnapshot(source);
+  });
+
+  it('leaves no file outside the committed snapshot when a worker lost its claim, or kept the rewrite it read, past the commit', async () => {
+    await using source = await loaded('irwstale');
+    const config = configOf(source, { bucketRows: 300 });
+    const table = { db: source.db, table: 't' };
+    expect((await merge(source, { config, maxBuckets: 1 })).tables.map((t) => t.status)).toEqual(['busy']);
+    const rewrite = (await source.clients.merges.get(config.sourceId, table))?.rewrite;
+    expect(rewrite?.buckets).toBe(5);
+    const worker = (owner: string, buckets: RewriteBuckets, clock?: () => number) =>
+      runRewriteWorker({ config, s3: source.clients.s3, merges: source.clients.merges, buckets, log: silentLog, clock }, table, {
+        owner,
+        budgetMs: 120_000,
+      }).catch((error: Error) => error);
+
+    // One claims a bucket and stalls there; another reads the rewrite and its plan and stalls before its first bucket.
+    const claimed = heldAt(source.clients.buckets, 'claim');
+    const stalled = worker('stalled-claim', claimed.buckets);
+    await claimed.held;
+    const reading = heldAt(source.clients.buckets, 'get');
+    const stale = worker('stale-read', reading.buckets);
+    await reading.held;
+    // A worker whose clock is past the stalled claim's lease takes that bucket over and writes the rest; the merge commits.
+    const later = () => Date.now() + 3 * config.iceberg.leaseMs;
+    expect(await worker('takeover', source.clients.buckets, later)).toEqual({ written: 4, open: 0 });
+    expect((await merge(source, { config })).tables.map((t) => [t.status, t.mode])).toEqual([['merged', 'rewrite']]);
+    const committed = await tableObjects(source, 't');
+    expect(committed.listed).toEqual(committed.named);
+
+    // Both wake up after the commit.
+    claimed.release();
+    reading.release();
+    await stalled;
+    await stale;
+    const after = await tableObjects(source, 't');
+    expect(after.listed).toEqual(committed.named);
+    for (let n = 0; n < 5; n++) expect(await source.clients.buckets.get(config.sourceId, table, rewrite?.tag as string, n)).toBeUndefined();
+    expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
+  });
+
+  it('a worker whose claim is taken over while it puts a file deletes that file itself and puts nothing more', async () => {
+    await using source = await loaded('irwflight');
+    const config = configOf(source, { bucketRows: 300 });
+    const table = { db: source.db, table: 't' };
+    expect((await merge(source, { config, maxBuckets: 1 })).tables.map((t) => t.status)).toEqual(['busy']);
+    const tag = (await source.clients.merges.get(config.sourceId, table))?.rewrite?.tag as string;
+    // The stalled worker's first object of bucket 1 is held on its way to S3.
+    let release!: () => void;
+    let reached!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const real = source.clients.s3;
+    let holding = true;
+    const s3: typeof real = Object.create(real);
+    s3.send = (async (command: { input?: { Key?: string } }) => {
+      if (holding && command.input?.Key?.includes(`${tag}-k0001-`)) {
+        holding = false;
+        reached();
+        await gate;
+      }
+      return real.send(command as never);
+    }) as never;
+    const deps = (clock?: () => number) => ({ config, s3, merges: source.clients.merges, buckets: source.clients.buckets, log: silentLog, clock });
+    const stalled = runRewriteWorker(deps(), table, { owner: 'stalled-put', budgetMs: 120_000 });
+    await held;
+    const later = () => Date.now() + 3 * config.iceberg.leaseMs;
+    expect(await runRewriteWorker(deps(later), table, { owner: 'takeover', budgetMs: 120_000 })).toEqual({ written: 4, open: 0 });
+    release();
+    // Its file lands after the takeover; its next renewal fails, and it deletes the file and records nothing.
+    expect(await stalled).toEqual({ written: 0, open: 0 });
+
+    // Before the commit already, the rewrite's objects are exactly the recorded buckets' records and files.
+    const store = s3ObjectStore(real, config.bucket);
+    const location = icebergLocation(config.prefix, table);
+    const recorded: string[] = [];
+    for (let n = 0; n < 5; n++) {
+      const key = (await source.clients.buckets.get(config.sourceId, table, tag, n))?.record as string;
+      const record = JSON.parse(new TextDecoder().decode(await store.get(key))) as { staged: { files: { key: string }[] } };
+      recorded.push(key, ...record.staged.files.map((f) => f.key));
+    }
+    const listed: string[] = [];
+    for (const folder of ['data', 'metadata']) for await (const key of listKeys(real, config.bucket, `${location}/${folder}/${tag}-k`)) listed.push(key);
+    expect(listed.sort()).toEqual(recorded.sort());
+
+    expect((await merge(source, { config })).tables.map((t) => [t.status, t.mode])).toEqual([['merged', 'rewrite']]);
+    const committed = await tableObjects(source, 't');
+    expect(committed.listed).toEqual(committed.named);
+    expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
   });
 });
