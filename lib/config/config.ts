@@ -232,6 +232,8 @@ const schema = z.object({
   SLUICE_ICEBERG_WORKERS: positiveInt(1),
   /** A first load of more change-log events than this is split into buckets of about this many rows, each written (and redone after a crash) on its own, committed as one snapshot. */
   SLUICE_ICEBERG_BUCKET_ROWS: positiveInt(4_000_000),
+  /** Who compacts and expires the Iceberg tables: sluice (its own housekeeping), or the catalog's maintenance (Glue table optimizers, S3 Tables), whose compactions the merge then builds on. */
+  SLUICE_ICEBERG_MAINTENANCE: z.enum(['sluice', 'catalog']).default('sluice'),
   /** Register and update each Iceberg table in this Glue database (AWS); empty: the file catalog only (version-hint.text). */
   SLUICE_GLUE_DATABASE: z
     .string()
@@ -331,6 +333,7 @@ export type Config = Readonly<{
     catalog: IcebergCatalogConfig;
     workers: number;
     bucketRows: number;
+    maintenance: 'sluice' | 'catalog';
   }>;
 }>;
 
@@ -351,6 +354,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `  SLUICE_MYSQL_SERVER_PUBLIC_KEY: is used only with SLUICE_MYSQL_TLS=off (over TLS the server reads the password inside TLS, never RSA-encrypted, so the key protects nothing there): unset it and use SLUICE_MYSQL_TLS=verify, whose certificate check protects the password, or keep it with SLUICE_MYSQL_TLS=off`,
     );
   lines.push(...catalogProblems(present));
+  if (present.SLUICE_ICEBERG_MAINTENANCE === 'catalog' && (present.SLUICE_ICEBERG_CATALOG ?? (present.SLUICE_GLUE_DATABASE ? 'glue' : 'file')) === 'file')
+    lines.push(
+      '  SLUICE_ICEBERG_MAINTENANCE: is catalog, but the tables are in no catalog that maintains them (SLUICE_ICEBERG_CATALOG is file): set SLUICE_ICEBERG_CATALOG=glue or rest, or SLUICE_ICEBERG_MAINTENANCE=sluice',
+    );
   if (!result.success || lines.length) {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
   }
@@ -398,6 +405,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       catalog: icebergCatalog(e),
       workers: e.SLUICE_ICEBERG_WORKERS,
       bucketRows: e.SLUICE_ICEBERG_BUCKET_ROWS,
+      maintenance: e.SLUICE_ICEBERG_MAINTENANCE,
     }),
   });
 }

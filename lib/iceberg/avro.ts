@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
 import avro from 'avsc';
 
 /*
@@ -145,9 +146,29 @@ const headerType = avro.Type.forSchema({
   ],
 });
 const longType = avro.Type.forSchema('long');
+/**
+ * Avro `long` kept exact: a number where it is safe, a bigint beyond 2^53 (other writers' snapshot
+ * ids use all 63 bits; avsc's own long refuses them).
+ */
+const exactLong = avro.types.LongType.__with({
+  fromBuffer: (buffer: Buffer) => {
+    const n = buffer.readBigInt64LE();
+    return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+  },
+  toBuffer: (n: number | bigint) => {
+    const buffer = Buffer.alloc(8);
+    buffer.writeBigInt64LE(BigInt(n));
+    return buffer;
+  },
+  fromJSON: (n: number | bigint) => n,
+  toJSON: (n: number | bigint) => Number(n),
+  isValid: (n: unknown) => (typeof n === 'number' && Number.isInteger(n)) || typeof n === 'bigint',
+  compare: (a: number | bigint, b: number | bigint) => (a === b ? 0 : a < b ? -1 : 1),
+});
+const registry = () => ({ long: exactLong });
 const types = new Map<Schema, avro.Type>();
 const typeOf = (schema: Schema) => {
-  const type = types.get(schema) ?? avro.Type.forSchema(schema as avro.Schema);
+  const type = types.get(schema) ?? avro.Type.forSchema(schema as avro.Schema, { registry: registry() });
   types.set(schema, type);
   return type;
 };
@@ -167,7 +188,10 @@ export function writeAvroFile(schema: Schema, records: readonly unknown[], metad
   return Buffer.concat(parts);
 }
 
-/** The records and header metadata of an Avro container file sluice wrote (codec null). */
+/**
+ * The records and header metadata of an Avro container file: sluice's (codec null) or a Java
+ * writer's (Iceberg compresses manifests with `deflate` by default), decoded with the file's own schema.
+ */
 export function readAvroFile<T>(bytes: Uint8Array): { records: T[]; metadata: Record<string, string> } {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const { value: header, offset: start } = headerType.decode(buffer, 0) as {
@@ -176,16 +200,20 @@ export function readAvroFile<T>(bytes: Uint8Array): { records: T[]; metadata: Re
   };
   if (!header?.magic.equals(MAGIC)) throw new Error('not an Avro container file');
   const metadata = Object.fromEntries(Object.entries(header.meta).map(([k, v]) => [k, v.toString('utf8')]));
-  if ((metadata['avro.codec'] ?? 'null') !== 'null') throw new Error(`Avro codec ${metadata['avro.codec']} is not supported here`);
-  const type = avro.Type.forSchema(JSON.parse(metadata['avro.schema'] ?? '{}'));
+  const codec = metadata['avro.codec'] ?? 'null';
+  if (codec !== 'null' && codec !== 'deflate')
+    throw new Error(`Avro codec ${codec} is not supported here (null and deflate are: Iceberg's write.avro.compression-codec gzip or uncompressed)`);
+  const type = avro.Type.forSchema(JSON.parse(metadata['avro.schema'] ?? '{}'), { registry: registry() });
   const records: T[] = [];
   let offset = start;
   while (offset < buffer.length) {
     const count = longType.decode(buffer, offset) as { value: number; offset: number };
     const size = longType.decode(buffer, count.offset) as { value: number; offset: number };
-    let at = size.offset;
+    const raw = buffer.subarray(size.offset, size.offset + size.value);
+    const block = codec === 'deflate' ? inflateRawSync(raw) : raw;
+    let at = 0;
     for (let i = 0; i < Math.abs(count.value); i++) {
-      const decoded = type.decode(buffer, at) as { value: T; offset: number };
+      const decoded = type.decode(block, at) as { value: T; offset: number };
       records.push(decoded.value);
       at = decoded.offset;
     }

@@ -13,6 +13,8 @@ import { type Env, sdkSettings } from '../aws.ts';
 import type { Config } from '../config/config.ts';
 import type { TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
+import { CatalogMaintainedError, descent, type Maintained, mainOf, maintainedSince } from './ancestry.ts';
+import { parseJson } from './json.ts';
 import type { TableMetadata } from './metadata.ts';
 import { fetchTransport, type RestAuth, restCatalog } from './rest.ts';
 import type { ObjectStore } from './store.ts';
@@ -31,6 +33,13 @@ export interface IcebergCatalog {
    * go. Asked only before a table's first merge stages anything; absent when sluice picks the location.
    */
   locate?(table: TableRef): Promise<string>;
+  /**
+   * The catalog's table when others' maintenance alone moved it past sluice's committed version
+   * (`replace` snapshots on sluice's newest, expired snapshots; lib/iceberg/ancestry.ts); undefined
+   * when it has sluice's version or is behind it (the publish sends the rest). Throws
+   * ICEBERG_CATALOG_CONFLICT when another writer changed rows. Absent: a catalog only sluice writes.
+   */
+  maintained?(table: TableRef, version: { readonly metadataKey: string }): Promise<Maintained | undefined>;
 }
 
 /** `version-hint.text` for file-catalog readers (DuckDB, icebird, Spark's Hadoop catalog). */
@@ -42,14 +51,16 @@ export function fileCatalog(store: ObjectStore): IcebergCatalog {
   };
 }
 
-/** Publishes to every catalog in order (the file catalog first). */
+/** Publishes to every catalog in order (the file catalog first); the one that others may maintain answers `maintained`. */
 export function catalogs(...all: IcebergCatalog[]): IcebergCatalog {
   const locating = all.find((c) => c.locate);
+  const maintaining = all.find((c) => c.maintained);
   return {
     async publish(table, version) {
       for (const catalog of all) await catalog.publish(table, version);
     },
     ...(locating?.locate ? { locate: locating.locate.bind(locating) } : {}),
+    ...(maintaining?.maintained ? { maintained: maintaining.maintained.bind(maintaining) } : {}),
   };
 }
 
@@ -98,8 +109,9 @@ export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore
       const previous = version.previousMetadataKey && store.uri(version.previousMetadataKey);
       const body = await store.get(version.metadataKey);
       if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${version.metadataKey} does not exist`);
-      const metadata = JSON.parse(new TextDecoder().decode(body)) as TableMetadata;
+      const metadata = parseJson<TableMetadata>(new TextDecoder().decode(body));
       const schema = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
+      const label = `Glue table ${database}.${Name}`;
       const input = (parameters: Record<string, string>) => ({
         Name,
         TableType: 'EXTERNAL_TABLE',
@@ -124,11 +136,21 @@ export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore
           }
           const at = current.Parameters?.metadata_location;
           if (at === location) return;
-          if (at !== undefined && at !== previous)
-            throw new SluiceError(
-              ErrorCode.ICEBERG_CATALOG_CONFLICT,
-              `Glue table ${database}.${Name} points at ${at}, not at ${previous ?? 'nothing'} which this commit replaced: another writer changed it`,
-            );
+          if (at !== undefined && at !== previous) {
+            // Someone else's metadata: published over only when its main is sluice's (possibly with
+            // snapshots expired); others' compactions on sluice's newest mean it is published.
+            const theirs = await readMetadata(store, at);
+            if (!theirs)
+              throw new SluiceError(
+                ErrorCode.ICEBERG_CATALOG_CONFLICT,
+                `${label} points at ${at}, not at ${previous ?? 'nothing'} which this commit replaced: another writer changed it`,
+              );
+            const moved = descent(theirs, metadata, label);
+            if (moved.replaced.length) {
+              if (moved.from === mainOf(metadata)) return;
+              throw new CatalogMaintainedError(theirs, at, moved, label);
+            }
+          }
           const parameters = { ...current.Parameters, ...(at ? { previous_metadata_location: at } : {}) };
           await glue.send(new UpdateTableCommand({ DatabaseName: database, TableInput: input(parameters), VersionId: current.VersionId }));
           return;
@@ -142,7 +164,36 @@ export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore
       }
       throw new SluiceError(ErrorCode.ICEBERG_CATALOG_CONFLICT, `Glue table ${database}.${Name} kept changing under the update`, { retriable: true });
     },
+
+    async maintained(table, version) {
+      const Name = glueTableName(table);
+      const label = `Glue table ${database}.${Name}`;
+      let at: string | undefined;
+      try {
+        at = (await glue.send(new GetTableCommand({ DatabaseName: database, Name }))).Table?.Parameters?.metadata_location;
+      } catch (error) {
+        if ((error as { name?: string }).name === 'EntityNotFoundException') return undefined;
+        throw error;
+      }
+      if (at === undefined || at === store.uri(version.metadataKey)) return undefined;
+      const [theirs, ours] = await Promise.all([readMetadata(store, at), readMetadata(store, store.uri(version.metadataKey))]);
+      if (!ours) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${version.metadataKey} does not exist`);
+      if (!theirs) throw new SluiceError(ErrorCode.ICEBERG_CATALOG_CONFLICT, `${label} points at ${at}, which sluice cannot read: another writer changed it`);
+      return maintainedSince(theirs, at, ours, label);
+    },
   };
+}
+
+/** The metadata file at `uri`, or undefined when it is missing or outside the store's bucket. */
+async function readMetadata(store: ObjectStore, uri: string): Promise<TableMetadata | undefined> {
+  let key: string;
+  try {
+    key = store.keyOf(uri);
+  } catch {
+    return undefined;
+  }
+  const body = await store.get(key);
+  return body ? parseJson<TableMetadata>(new TextDecoder().decode(body)) : undefined;
 }
 
 /**

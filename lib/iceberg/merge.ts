@@ -26,7 +26,10 @@ import type { RewriteBuckets } from '../state/iceberg-buckets.ts';
 import type { MergeAdvance, MergeState, MergeStore, RewriteRecord } from '../state/iceberg-store.ts';
 import { jobCovers, type SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
+import { adoptedMetadata, CatalogMaintainedError, type Maintained } from './ancestry.ts';
 import { fileCatalog, type IcebergCatalog } from './catalog.ts';
+import { stringifyJson } from './json.ts';
+import { currentSnapshot } from './metadata.ts';
 import {
   bucketCount,
   deleteUnrecorded,
@@ -48,6 +51,7 @@ import {
   type DeleteMode,
   expiredSnapshots,
   loadVersion,
+  metadataKey as metadataKeyOf,
   metadataVersion,
   publish,
   type Staged,
@@ -175,6 +179,9 @@ export interface Cut {
   readonly position: BinlogPosition;
 }
 
+/** How often one table's merge starts again on a catalog that others' maintenance moved under it. */
+const MAINTAINED_ROUNDS = 4;
+
 /** The Iceberg table of a source table: `<prefix>iceberg/<db-seg>/<table-seg>`. */
 export const icebergLocation = (prefix: string, table: TableRef) => `${prefix}iceberg/${tablePath(table)}`;
 
@@ -229,6 +236,7 @@ class MergeRun {
     this.store = fenced(own, () => this.checkLease());
     const catalog = deps.catalog ?? fileCatalog(this.store);
     const locate = catalog.locate?.bind(catalog);
+    const maintained = catalog.maintained?.bind(catalog);
     this.catalog = {
       publish: async (table, version) => {
         this.checkLease();
@@ -242,6 +250,7 @@ class MergeRun {
             },
           }
         : {}),
+      ...(maintained ? { maintained: (table, version) => maintained(table, version) } : {}),
     };
     this.ctx = { s3: deps.s3, bucket: deps.config.bucket, faults: deps.faults ?? noFaults, log: deps.log, clock: this.clock };
   }
@@ -443,60 +452,16 @@ class MergeRun {
     const work = mkdtempSync(join(this.deps.workDir ?? tmpdir(), 'sluice-iceberg-'));
     try {
       const ledger = mergeLedger(merges, this.owner, this.clock, (s) => this.settle(s));
-      if (state.pending) log.info('publishing an Iceberg commit a crashed merge left behind', { table: formatTableRef(table), metadata: state.metadataKey });
-      state = await rollForward(this.ctx, ledger, state);
-      // A late write of a run that lost its lease can have moved version-hint.text back: put it right.
-      if (state.metadataKey) await publish(this.store, { metadataKey: state.metadataKey, version: versionOf(state.metadataKey) }, true);
-      // A rewrite in progress fixed its cut: it is finished before anything else is merged.
-      if (state.rewrite) return await this.continueRewrite(table, state, ledger);
-      // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
-      if (state.commitSeq > cut.commitSeq || (state.position && comparePositions(state.position, cut.position) > 0))
-        return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
-      const binlog = await this.binlogObjects(table, state.commitSeq, cut.commitSeq);
-      const pages = await this.pageObjects(table, cut, new Set(state.jobs));
-      if (pages.waiting.length)
-        return {
-          table,
-          status: 'held-back',
-          reason: `snapshot ${pages.waiting.join(', ')} has pages past the committed position; merged once the poller passes them`,
-        };
-      const keys = [...binlog.keys, ...pages.keys];
-      const moved = (extra: Partial<MergeAdvance> = {}): MergeAdvance => ({
-        commitSeq: cut.commitSeq,
-        position: cut.position,
-        jobs: [...state.jobs, ...pages.complete],
-        schemaVersion: state.schemaVersion,
-        gone: state.gone,
-        metadataKey: state.metadataKey,
-        ...extra,
-      });
-      if (!keys.length) {
-        const maintained = await this.maintain(table, state, moved());
-        if (maintained) return maintained;
-        // Nothing of this table in the new commits: move its offset so the next run starts there.
-        const position = state.position && comparePositions(cut.position, state.position) === 0;
-        if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
-        return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
-      }
-      // A catalog that places tables gets a first load written whole: rewrite buckets are staged under sluice's own location.
-      if (!state.metadataKey && !state.gone && this.deps.buckets && !this.catalog.locate) {
-        const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape }, binlog.events + pages.events, moved());
-        if (split) return split;
-      }
-      const duck = await Duck.open(work);
-      try {
-        const history = await tableHistory(
-          { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
-          { table, keys, shape: binlog.shape },
-        );
-        if (!history) throw new SluiceError(ErrorCode.MATERIALIZE_HISTORY, `${formatTableRef(table)} has events but no schema history`);
-        const dir = join(work, 'events');
-        mkdirSync(dir, { recursive: true });
-        await duck.conn.run(loadEventsSql('e_ev', await downloadObjects(this.deps.s3, config.bucket, keys, dir)));
-        const staged = await this.stage(table, state, cut, duck.conn, history, work, new Set(moved().jobs));
-        return await this.commit(table, state, ledger, staged, moved({ schemaVersion: staged.schemaVersion, gone: staged.gone }));
-      } finally {
-        duck.close();
+      // The catalog's maintenance may move the table between this run's load and its publish: the
+      // publish then fails with CatalogMaintainedError, and the table is merged again on it.
+      for (let round = 0; ; round++) {
+        try {
+          return await this.mergeLeased(table, cut, state, ledger, join(work, String(round)));
+        } catch (error) {
+          if (!(error instanceof CatalogMaintainedError) || config.iceberg.maintenance !== 'catalog' || round >= MAINTAINED_ROUNDS) throw error;
+          log.info('the catalog was maintained under the merge: merging again on it', { table: formatTableRef(table), error: error.message });
+          state = (await merges.get(config.sourceId, table)) ?? state;
+        }
       }
     } finally {
       clearInterval(renewal);
@@ -504,6 +469,156 @@ class MergeRun {
       rmSync(work, { recursive: true, force: true });
       await merges.release(config.sourceId, table, this.owner);
     }
+  }
+
+  /** Steps 0–3 for one table under its lease, scratch files in `work`. */
+  async mergeLeased(table: TableRef, cut: Cut, leased: MergeState, ledger: ReturnType<typeof mergeLedger>, work: string): Promise<TableMergeResult> {
+    const { config, log } = this.deps;
+    let state = leased;
+    mkdirSync(work, { recursive: true });
+    if (state.pending) log.info('publishing an Iceberg commit a crashed merge left behind', { table: formatTableRef(table), metadata: state.metadataKey });
+    state = await this.settled(table, state, ledger);
+    // A late write of a run that lost its lease can have moved version-hint.text back: put it right.
+    if (state.metadataKey) await publish(this.store, { metadataKey: state.metadataKey, version: versionOf(state.metadataKey) }, true);
+    // A rewrite in progress fixed its cut: it is finished before anything else is merged.
+    if (state.rewrite) return await this.continueRewrite(table, state, ledger);
+    // Others' compactions and expiries (SLUICE_ICEBERG_MAINTENANCE=catalog): the merge builds on them.
+    if (config.iceberg.maintenance === 'catalog' && state.metadataKey) {
+      const maintained = await this.catalog.maintained?.(table, { metadataKey: state.metadataKey });
+      if (maintained) state = await this.adopt(table, state, maintained, state);
+    }
+    // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
+    if (state.commitSeq > cut.commitSeq || (state.position && comparePositions(state.position, cut.position) > 0))
+      return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
+    const binlog = await this.binlogObjects(table, state.commitSeq, cut.commitSeq);
+    const pages = await this.pageObjects(table, cut, new Set(state.jobs));
+    if (pages.waiting.length)
+      return {
+        table,
+        status: 'held-back',
+        reason: `snapshot ${pages.waiting.join(', ')} has pages past the committed position; merged once the poller passes them`,
+      };
+    const keys = [...binlog.keys, ...pages.keys];
+    const moved = (extra: Partial<MergeAdvance> = {}): MergeAdvance => ({
+      commitSeq: cut.commitSeq,
+      position: cut.position,
+      jobs: [...state.jobs, ...pages.complete],
+      schemaVersion: state.schemaVersion,
+      gone: state.gone,
+      metadataKey: state.metadataKey,
+      ...extra,
+    });
+    if (!keys.length) {
+      const maintained = await this.maintain(table, state, moved());
+      if (maintained) return maintained;
+      // Nothing of this table in the new commits: move its offset so the next run starts there.
+      const position = state.position && comparePositions(cut.position, state.position) === 0;
+      if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
+      return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
+    }
+    // A catalog that places tables gets a first load written whole: rewrite buckets are staged under sluice's own location.
+    if (!state.metadataKey && !state.gone && this.deps.buckets && !this.catalog.locate) {
+      const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape }, binlog.events + pages.events, moved());
+      if (split) return split;
+    }
+    const duck = await Duck.open(work);
+    try {
+      const history = await tableHistory(
+        { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+        { table, keys, shape: binlog.shape },
+      );
+      if (!history) throw new SluiceError(ErrorCode.MATERIALIZE_HISTORY, `${formatTableRef(table)} has events but no schema history`);
+      const dir = join(work, 'events');
+      mkdirSync(dir, { recursive: true });
+      await duck.conn.run(loadEventsSql('e_ev', await downloadObjects(this.deps.s3, config.bucket, keys, dir)));
+      const staged = await this.stage(table, state, cut, duck.conn, history, work, new Set(moved().jobs));
+      return await this.commit(table, state, ledger, staged, moved({ schemaVersion: staged.schemaVersion, gone: staged.gone }));
+    } finally {
+      duck.close();
+    }
+  }
+
+  /**
+   * Step 0: publishes a commit a crashed run left pending. When others' maintenance moved the
+   * catalog past the version that commit builds on (SLUICE_ICEBERG_MAINTENANCE=catalog), the commit
+   * cannot be published as it is (its manifests name files the compaction replaced): the ledger
+   * goes back to the cut before it, on the catalog's table, and this run merges the same events
+   * again (the change log is immutable). The catalog never had the dropped version, so no reader
+   * of it saw anything twice or lost anything.
+   */
+  async settled(table: TableRef, state: MergeState, ledger: ReturnType<typeof mergeLedger>): Promise<MergeState> {
+    try {
+      return await rollForward(this.ctx, ledger, state);
+    } catch (error) {
+      if (!(error instanceof CatalogMaintainedError) || this.config.iceberg.maintenance !== 'catalog' || !state.pending) throw error;
+      const base = state.base;
+      const before = base?.metadataKey ? await loadVersion(this.store, base.metadataKey) : undefined;
+      const built = before && currentSnapshot(before.metadata)?.['snapshot-id'];
+      if (!base || !before || error.descent.from !== built)
+        throw new SluiceError(
+          ErrorCode.ICEBERG_CATALOG_CONFLICT,
+          `${error.message}; the pending commit of ${formatTableRef(table)} builds on ${built ?? 'no snapshot'}, not on that, so it cannot be merged again on the catalog's table: drop the table from the catalog (the next run registers sluice's)`,
+        );
+      this.deps.log.info("the catalog was maintained before a committed merge was published: merging its events again on the catalog's table", {
+        table: formatTableRef(table),
+        dropped: state.metadataKey,
+      });
+      const rebased = await this.adopt(table, state, error, base, before);
+      // The dropped version's files: named by its merge sequence, listed by no metadata any catalog has.
+      const location = icebergLocation(this.config.prefix, table);
+      const seq = `m${pad(state.mergeSeq)}_`;
+      const keys: string[] = [];
+      for (const prefix of [`${location}/data/${seq}`, `${location}/metadata/${seq}`, `${location}/metadata/snap-${seq}`])
+        for await (const key of listKeys(this.deps.s3, this.config.bucket, prefix)) keys.push(key);
+      await this.store.delete(keys).catch(() => {});
+      return rebased;
+    }
+  }
+
+  /**
+   * Makes the catalog's maintained table sluice's next version: `<N+1>-<uuid>.metadata.json` derived
+   * from the catalog's metadata (lib/iceberg/ancestry.ts), recorded by one fenced ledger write at
+   * cut `to` (the ledger's own, or the one before a dropped pending commit), then published. A crash
+   * before the write leaves an unreferenced file (the next attempt writes another version); after
+   * it, the ledger names a version the catalog already has.
+   */
+  async adopt(
+    table: TableRef,
+    state: MergeState,
+    maintained: Maintained,
+    to: Pick<MergeState, 'commitSeq' | 'position' | 'jobs' | 'schemaVersion' | 'gone'>,
+    ours?: TableVersion,
+  ): Promise<MergeState> {
+    const committed = state.metadataKey;
+    if (!committed) throw new SluiceError(ErrorCode.ASSERTION, `${formatTableRef(table)} has no metadata to build on the catalog's`);
+    const own = ours ?? (await loadVersion(this.store, committed));
+    const version = versionOf(committed) + 1;
+    const key = metadataKeyOf(icebergLocation(this.config.prefix, table), version, `${this.tagFor(state)}-a`);
+    const metadata = adoptedMetadata(maintained.metadata, own.metadata, this.store.uri(own.metadataKey), this.clock());
+    await this.store.put(key, `${stringifyJson(metadata, 1)}\n`);
+    this.checkLease();
+    const advance: MergeAdvance = {
+      commitSeq: to.commitSeq,
+      position: to.position as BinlogPosition,
+      jobs: to.jobs,
+      schemaVersion: to.schemaVersion,
+      gone: to.gone,
+      metadataKey: key,
+    };
+    const rebased = await this.deps.merges.rebase(
+      { sourceId: this.config.sourceId, owner: this.owner, expectVersion: state.version, now: this.clock() },
+      state,
+      advance,
+    );
+    this.deps.log.info("Iceberg merge builds on the catalog's maintenance", {
+      table: formatTableRef(table),
+      metadata: key,
+      catalog: maintained.location,
+      replaced: maintained.descent.replaced.length,
+      expired: maintained.descent.expired.length,
+    });
+    await this.catalog.publish(table, { metadataKey: key, ...(committed ? { previousMetadataKey: committed } : {}) });
+    return rebased;
   }
 
   /** What lib/iceberg/rewrite.ts needs of this run. */
@@ -752,7 +867,9 @@ class MergeRun {
    * first file is staged.
    */
   async housekeeping(location: string, version: TableVersion, tag: string, beforeStaging?: () => Promise<void>, compact = true) {
-    const { compactFiles, retentionMs, keepSnapshots } = this.config.iceberg;
+    const { compactFiles, retentionMs, keepSnapshots, maintenance } = this.config.iceberg;
+    // The catalog's maintenance compacts and expires; sluice's would delete files the catalog's table still lists.
+    if (maintenance === 'catalog') return { version, compacted: false, expired: 0, cleanup: undefined };
     const deps = { store: this.store };
     const now = this.clock();
     let prepared = false;

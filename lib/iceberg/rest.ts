@@ -2,7 +2,9 @@ import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
+import { CatalogMaintainedError, descent, mainOf, maintainedSince } from './ancestry.ts';
 import type { IcebergCatalog } from './catalog.ts';
+import { parseJson, stringifyJson } from './json.ts';
 import type { Snapshot, TableMetadata } from './metadata.ts';
 import type { IcebergSchema } from './schema.ts';
 import type { ObjectStore } from './store.ts';
@@ -114,7 +116,7 @@ export function fetchTransport(uri: string, auth: RestAuth, fetcher: typeof fetc
   return {
     async request(method, path, body) {
       const url = new URL(`${base}${path}`);
-      const text = body === undefined ? undefined : JSON.stringify(body);
+      const text = body === undefined ? undefined : stringifyJson(body);
       let headers: Record<string, string> = { accept: 'application/json', ...(text !== undefined ? { 'content-type': 'application/json' } : {}) };
       if (auth.kind === 'bearer' || auth.kind === 'oauth') headers.authorization = `Bearer ${auth.kind === 'bearer' ? auth.token : await oauthToken()}`;
       if (signer) {
@@ -151,7 +153,7 @@ export function fetchTransport(uri: string, auth: RestAuth, fetcher: typeof fetc
       const answer = await response.text();
       let json: unknown;
       try {
-        json = answer ? JSON.parse(answer) : undefined;
+        json = answer ? parseJson(answer) : undefined;
       } catch {
         json = { error: { message: answer.slice(0, 300) } };
       }
@@ -316,7 +318,7 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
       const name = options.nameOf(table);
       const body = await store.get(version.metadataKey);
       if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${version.metadataKey} does not exist`);
-      const target = JSON.parse(new TextDecoder().decode(body)) as TableMetadata;
+      const target = parseJson<TableMetadata>(new TextDecoder().decode(body));
       const label = `${name.namespace.join('.')}.${name.name}`;
       for (let attempt = 0; attempt < 5; attempt++) {
         const loaded = await load(name);
@@ -325,7 +327,7 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
           await create(name, version.metadataKey, target);
           continue;
         }
-        const commit = catalogCommit(loaded.metadata, target, label);
+        const commit = catalogCommit(loaded.metadata, target, label, loaded['metadata-location']);
         if (!commit) return;
         const { status, body: answer } = await transport.request('POST', await tablePath(name), {
           identifier: { namespace: name.namespace, name: name.name },
@@ -339,6 +341,16 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
       throw new SluiceError(ErrorCode.ICEBERG_CATALOG_CONFLICT, `the Iceberg REST catalog's table ${label} kept changing under the commit`, {
         retriable: true,
       });
+    },
+
+    async maintained(table, version) {
+      const name = options.nameOf(table);
+      const body = await store.get(version.metadataKey);
+      if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${version.metadataKey} does not exist`);
+      const target = parseJson<TableMetadata>(new TextDecoder().decode(body));
+      const loaded = await load(name);
+      if (!loaded) return undefined;
+      return maintainedSince(loaded.metadata, loaded['metadata-location'] ?? '', target, `${name.namespace.join('.')}.${name.name}`);
     },
   };
 }
@@ -396,7 +408,7 @@ export interface CatalogCommit {
  * when it is there already. Throws ICEBERG_CATALOG_CONFLICT when the catalog's table is not the
  * one sluice writes, or its `main` is not an ancestor of sluice's (another writer committed).
  */
-export function catalogCommit(current: TableMetadata, target: TableMetadata, label: string): CatalogCommit | undefined {
+export function catalogCommit(current: TableMetadata, target: TableMetadata, label: string, location = ''): CatalogCommit | undefined {
   // An unclaimed table is the one `locate` created for this table (the location check below holds it to sluice's).
   const ours = current['table-uuid'] === target['table-uuid'] || current.properties?.[SLUICE_UUID] === target['table-uuid'] || unclaimed(current);
   if (!ours)
@@ -412,6 +424,13 @@ export function catalogCommit(current: TableMetadata, target: TableMetadata, lab
     );
   const main = mainOf(current);
   const goal = target['current-snapshot-id'] !== undefined && target['current-snapshot-id'] >= 0 ? target['current-snapshot-id'] : undefined;
+  // Others' compactions (`replace` snapshots) on sluice's history: on its newest, the version is
+  // published already; on an older one, the merge rebases on them (SLUICE_ICEBERG_MAINTENANCE=catalog).
+  const moved = descent(current, target, label);
+  if (moved.replaced.length) {
+    if (moved.from === goal) return undefined;
+    throw new CatalogMaintainedError(current, location, moved, label);
+  }
   const byId = new Map(target.snapshots.map((s) => [s['snapshot-id'], s]));
   // The snapshots after the catalog's main, oldest first.
   const chain: Snapshot[] = [];
@@ -474,10 +493,4 @@ export function catalogCommit(current: TableMetadata, target: TableMetadata, lab
   const properties = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => current.properties?.[k] !== v));
   if (Object.keys(properties).length) updates.push({ action: 'set-properties', updates: properties });
   return updates.length ? { requirements, updates } : undefined;
-}
-
-/** The catalog table's `main` snapshot id (undefined: no snapshot yet). */
-function mainOf(metadata: TableMetadata): number | undefined {
-  const id = metadata.refs?.main?.['snapshot-id'] ?? metadata['current-snapshot-id'];
-  return id === undefined || id === null || id < 0 ? undefined : id;
 }

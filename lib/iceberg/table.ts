@@ -11,6 +11,7 @@ import {
   writeAvroFile,
 } from './avro.ts';
 import { fetchColumns } from './columns.ts';
+import { parseJson, stringifyJson } from './json.ts';
 import {
   currentSchema,
   currentSnapshot,
@@ -183,7 +184,7 @@ export function versionOf(key: string): number {
 export async function loadVersion(store: ObjectStore, key: string): Promise<TableVersion> {
   const body = await store.get(key);
   if (!body) throw new SluiceError(ErrorCode.ICEBERG_FILE_MISSING, `Iceberg metadata ${key} does not exist`);
-  return { metadataKey: key, version: versionOf(key), metadata: JSON.parse(new TextDecoder().decode(body)) as TableMetadata };
+  return { metadataKey: key, version: versionOf(key), metadata: parseJson<TableMetadata>(new TextDecoder().decode(body)) };
 }
 
 /**
@@ -599,7 +600,7 @@ async function putMetadata(
   written: string[],
 ): Promise<TableVersion> {
   const key = metadataKey(location, version, tag);
-  await store.put(key, `${JSON.stringify(metadata, null, 1)}\n`);
+  await store.put(key, `${stringifyJson(metadata, 1)}\n`);
   written.push(key);
   return { metadataKey: key, version, metadata };
 }

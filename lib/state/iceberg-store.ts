@@ -42,6 +42,8 @@ export interface MergeState {
   readonly updatedAt?: number;
   /** A first load split into buckets, in progress (lib/iceberg/rewrite.ts); the commit that adds them removes it. */
   readonly rewrite?: RewriteRecord;
+  /** Set with `pending`, removed with it: the ledger as it was before that commit, which a rebase on the catalog's maintenance returns to. */
+  readonly base?: MergeAdvance;
 }
 
 /** A rewrite's fixed part: what its buckets read, how its files are named, and what its one commit writes. */
@@ -78,6 +80,11 @@ export interface MergeStore {
   commit(fence: Fence, state: MergeState, advance: MergeAdvance, pending: PendingCommit | undefined): Promise<MergeState>;
   /** Records a rewrite split into buckets, refused while a commit is pending or another rewrite is in progress. */
   startRewrite(fence: Fence, state: MergeState, rewrite: RewriteRecord): Promise<MergeState>;
+  /**
+   * Moves the ledger to `to` (a cut it held before, or the one it holds) with the metadata built on
+   * the catalog's maintenance, dropping a pending commit that could not be published on it.
+   */
+  rebase(fence: Fence, state: MergeState, to: MergeAdvance): Promise<MergeState>;
   /** Removes the pending record (and the cleanup list) once the version is published. */
   clearPending(fence: Fence, state: MergeState): Promise<MergeState>;
   /** Extends the lease its live holder `owner` has, without bumping the version (the holder's fence stays valid); LeaseLostError if it is gone. */
@@ -88,6 +95,16 @@ export interface MergeStore {
 }
 
 const key = (sourceId: string, table: TableRef) => `iceberg#${sourceId}#${tablePath(table)}`;
+
+/** The ledger's cut and metadata as `state` has them (what a commit records as its base). */
+const baseOf = (state: MergeState): MergeAdvance => ({
+  commitSeq: state.commitSeq,
+  position: state.position as BinlogPosition,
+  jobs: [...state.jobs],
+  schemaVersion: state.schemaVersion,
+  gone: state.gone,
+  metadataKey: state.metadataKey,
+});
 
 function toState(sourceId: string, table: TableRef, item: Item): MergeState {
   return {
@@ -108,6 +125,7 @@ function toState(sourceId: string, table: TableRef, item: Item): MergeState {
     error: item.error as RecordedError | undefined,
     updatedAt: item.updated_at as number | undefined,
     rewrite: item.rewrite as RewriteRecord | undefined,
+    base: item.base as MergeAdvance | undefined,
   };
 }
 
@@ -143,7 +161,7 @@ export class DynamoDbMergeStore implements MergeStore {
         ...(moved ? ['#prev = :prev'] : []),
         ...(advance.schemaVersion !== undefined ? ['#schema = :schema'] : []),
         ...(advance.cleanup ? ['#cleanup = :cleanup'] : []),
-        ...(pending ? ['#pending = :pending', '#mseq = if_not_exists(#mseq, :zero) + :one'] : []),
+        ...(pending ? ['#pending = :pending', '#mseq = if_not_exists(#mseq, :zero) + :one', '#base = :base'] : []),
       ],
       // A commit always ends a rewrite in progress: the rewrite's own commit is the only one made while it is.
       remove: ['#error', '#rewrite', ...(advance.cleanup ? [] : ['#cleanup'])],
@@ -162,7 +180,7 @@ export class DynamoDbMergeStore implements MergeStore {
         ...(meta ? { '#meta': 'metadata_key' } : {}),
         ...(moved ? { '#prev': 'previous_metadata_key' } : {}),
         ...(advance.schemaVersion !== undefined ? { '#schema': 'schema_version' } : {}),
-        ...(pending ? { '#mseq': 'merge_seq' } : {}),
+        ...(pending ? { '#mseq': 'merge_seq', '#base': 'base' } : {}),
       },
       values: {
         ':db': state.table.db,
@@ -175,7 +193,44 @@ export class DynamoDbMergeStore implements MergeStore {
         ...(moved ? { ':prev': state.metadataKey } : {}),
         ...(advance.schemaVersion !== undefined ? { ':schema': advance.schemaVersion } : {}),
         ...(advance.cleanup ? { ':cleanup': advance.cleanup } : {}),
-        ...(pending ? { ':pending': pending, ':zero': 0 } : {}),
+        ...(pending ? { ':pending': pending, ':zero': 0, ':base': baseOf(state) } : {}),
+      },
+    });
+    return toState(fence.sourceId, state.table, item);
+  }
+
+  async rebase(fence: Fence, state: MergeState, to: MergeAdvance): Promise<MergeState> {
+    const item = await fencedUpdate(this.client, this.tableName, key(fence.sourceId, state.table), `Iceberg merge of ${tablePath(state.table)}`, fence, {
+      set: [
+        '#cseq = :cseq',
+        '#jobs = :jobs',
+        '#gone = :gone',
+        '#meta = :meta',
+        ...(to.position ? ['#position = :position'] : []),
+        ...(to.schemaVersion !== undefined ? ['#schema = :schema'] : []),
+        ...(state.metadataKey ? ['#prev = :prev'] : []),
+      ],
+      remove: ['#pending', '#base', '#cleanup', ...(to.position ? [] : ['#position']), ...(to.schemaVersion !== undefined ? [] : ['#schema'])],
+      names: {
+        '#cseq': 'commit_seq',
+        '#jobs': 'jobs',
+        '#gone': 'gone',
+        '#meta': 'metadata_key',
+        '#position': 'position',
+        '#schema': 'schema_version',
+        '#pending': 'pending',
+        '#base': 'base',
+        '#cleanup': 'cleanup',
+        ...(state.metadataKey ? { '#prev': 'previous_metadata_key' } : {}),
+      },
+      values: {
+        ':cseq': to.commitSeq,
+        ':jobs': [...to.jobs],
+        ':gone': to.gone,
+        ':meta': to.metadataKey,
+        ...(to.position ? { ':position': to.position } : {}),
+        ...(to.schemaVersion !== undefined ? { ':schema': to.schemaVersion } : {}),
+        ...(state.metadataKey ? { ':prev': state.metadataKey } : {}),
       },
     });
     return toState(fence.sourceId, state.table, item);
@@ -195,8 +250,8 @@ export class DynamoDbMergeStore implements MergeStore {
   async clearPending(fence: Fence, state: MergeState): Promise<MergeState> {
     const item = await fencedUpdate(this.client, this.tableName, key(fence.sourceId, state.table), `Iceberg merge of ${tablePath(state.table)}`, fence, {
       set: [],
-      remove: ['#pending', '#cleanup'],
-      names: { '#pending': 'pending', '#cleanup': 'cleanup' },
+      remove: ['#pending', '#cleanup', '#base'],
+      names: { '#pending': 'pending', '#cleanup': 'cleanup', '#base': 'base' },
       values: {},
     });
     return toState(fence.sourceId, state.table, item);

@@ -1,7 +1,8 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,9 +81,10 @@ async function mergeWith(
   crash = options.crash;
   const point = options.crash && !options.crash.startsWith('catalog-') ? (options.crash as FaultPoint) : undefined;
   const { clients } = source;
+  const config = options.config ?? source.config;
   return runIcebergMerge(
     {
-      config: options.config ?? source.config,
+      config,
       s3: clients.s3,
       store: clients.store,
       snapshots: clients.snapshots,
@@ -95,6 +97,9 @@ async function mergeWith(
     { tables: [{ db: source.db, table: options.table ?? 't' }], owner: 'test-merge' },
   );
 }
+
+/** The catalog table's main snapshot id, as JSON numbers give it (rounded beyond 2^53, as good as any for comparing). */
+const mainOfLoaded = (metadata: TableMetadata) => metadata.refs?.main?.['snapshot-id'];
 
 /** The catalog's view of a table (GET loadTable). */
 async function loaded(table = 't'): Promise<{ 'metadata-location': string; metadata: TableMetadata }> {
@@ -139,7 +144,58 @@ beforeAll(async () => {
   );
 }, 1_800_000);
 
+/** One Spark session over the REST catalog for the whole file (spark_sql.py), started on first use: the table's other writer. */
+let spark: { child: ChildProcess; sql(text: string): Promise<string[][]> } | undefined;
+async function sparkSql(text: string): Promise<string[][]> {
+  if (!spark) {
+    const child = spawn(
+      tools.python,
+      [
+        resolve('test/engines/spark_sql.py'),
+        JSON.stringify({
+          uri: server.uri,
+          jars: tools.classpath,
+          s3: {
+            endpoint: process.env.AWS_ENDPOINT_URL_S3,
+            region: process.env.AWS_REGION,
+            accessKeyId: process.env.AWS_ACCESS_KEY_ID,
+            secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY,
+          },
+        }),
+      ],
+      { cwd: resolve('test/engines'), stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (d) => {
+      stderr = `${stderr}${d}`.slice(-5000);
+    });
+    const answers: ((line: Record<string, unknown>) => void)[] = [];
+    const ready = new Promise<void>((resolveReady, reject) => {
+      answers.push(() => resolveReady());
+      child.once('exit', (code) => reject(new Error(`spark_sql.py exited (${code}):\n${stderr}`)));
+    });
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      if (line.startsWith('{')) answers.shift()?.(JSON.parse(line) as Record<string, unknown>);
+    });
+    await ready;
+    spark = {
+      child,
+      sql: (statement) =>
+        new Promise((resolveRows, reject) => {
+          answers.push((answer) => (answer.error ? reject(new Error(`Spark: ${statement}: ${answer.error}`)) : resolveRows(answer.rows as string[][])));
+          child.stdin?.write(`${JSON.stringify({ sql: statement })}\n`);
+        }),
+    };
+  }
+  return spark.sql(text);
+}
+
 afterAll(async () => {
+  if (spark) {
+    const exited = new Promise((done) => spark?.child.once('exit', done));
+    spark.child.stdin?.end();
+    await exited;
+  }
   await source?.[Symbol.asyncDispose]();
   await server?.stop();
   rmSync(scratch, { recursive: true, force: true });
@@ -380,9 +436,129 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
     expect(left.every((k) => there.includes(k))).toBe(true);
   });
 
+  it('SLUICE_ICEBERG_MAINTENANCE=catalog: Spark compacts and expires through the catalog between merges; the merge builds on it, also when it lands mid-publish or after a crash after the DynamoDB commit; a foreign append is refused', async () => {
+    const config: Config = { ...source.config, iceberg: { ...source.config.iceberg, maintenance: 'catalog' } };
+    const sql = (text: string) => source.sql(`USE \`${source.db}\`; ${text}`);
+    const table = `${source.db}.m`;
+    /** The catalog commit of the next publish waits for `before` first: a compaction landing between sluice's load and its commit. */
+    let before: (() => Promise<unknown>) | undefined;
+    const racing = catalogs(
+      fileCatalog(store),
+      restCatalog(
+        {
+          async request(method, path, body) {
+            if (method === 'POST' && /\/tables\/m$/.test(path) && before) {
+              const run = before;
+              before = undefined;
+              await run();
+            }
+            return inner.request(method, path, body);
+          },
+        },
+        store,
+        { nameOf: (t) => ({ namespace: [t.db], name: t.table }) },
+      ),
+    );
+    const inner = fetchTransport(server.uri, { kind: 'none' });
+    const merge = async (what: string, options: { crash?: Crash } = {}) => {
+      const result = await mergeWith(racing, { table: 'm', config, ...options });
+      return { what, result: result.tables[0] };
+    };
+    const merged = async (what: string) => {
+      const { result } = await merge(what);
+      expect(result?.status, `${what}: ${result?.reason ?? ''}`).toBe('merged');
+    };
+    const seen = new Map<number, TableMetadata['snapshots'][number]>();
+    const observe = async () => {
+      for (const snapshot of (await loaded('m')).metadata.snapshots) seen.set(snapshot['snapshot-id'], snapshot);
+    };
+    const equal = async (what: string) => {
+      const { metadata } = await loaded('m');
+      expect(await icebergRowsAt(store, metadata), `${what}: the catalog's table (sluice's reader) vs MariaDB`).toEqual(await mysqlText(source, 'm'));
+      const count = await sparkSql(`SELECT count(*), count(DISTINCT id), sum(n) FROM rest.${table}`);
+      const [mariadb] = await source.sql(`SELECT count(*) AS c, count(DISTINCT id) AS d, sum(n) AS s FROM \`${source.db}\`.m`);
+      expect(count[0], `${what}: Spark's count, distinct ids and sum vs MariaDB`).toEqual([String(mariadb?.c), String(mariadb?.d), String(mariadb?.s)]);
+    };
+    const compact = async () => {
+      const [rewritten] = await sparkSql(`CALL rest.system.rewrite_data_files(table => '${table}', options => map('rewrite-all', 'true'))`);
+      expect(Number(rewritten?.[0]), 'files Spark rewrote').toBeGreaterThan(1);
+      await observe();
+    };
+    const expire = () => sparkSql(`CALL rest.system.expire_snapshots(table => '${table}', older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)`);
+
+    await source.capture();
+    await sql('CREATE TABLE m (id INT PRIMARY KEY, v VARCHAR(20), n INT)');
+    let merges = 0;
+    for (let batch = 0; batch < 3; batch++) {
+      const values = Array.from({ length: 10 }, (_, i) => `(${batch * 10 + i + 1}, 'v${batch}', ${i})`).join(', ');
+      await sql(`INSERT INTO m VALUES ${values}; UPDATE m SET n = n + 100 WHERE id = ${batch * 10 + 1}`);
+      await source.capture();
+      await merged('load');
+      merges++;
+      await observe();
+    }
+
+    // Spark compacts and expires; sluice changes rows that now live in Spark's files.
+    await compact();
+    await expire();
+    await sql("UPDATE m SET v = 'after-1', n = n + 1 WHERE id IN (2, 15, 29); DELETE FROM m WHERE id IN (3, 21); INSERT INTO m VALUES (31, 'new', 31)");
+    await source.capture();
+    await merged('on a compaction');
+    merges++;
+    await observe();
+    await equal('after a merge on a compaction');
+
+    // Again, with the second compaction landing between sluice's load and its commit request (a 409, then a rebase).
+    await sql("UPDATE m SET v = 'after-2' WHERE id IN (2, 16); DELETE FROM m WHERE id = 30; INSERT INTO m VALUES (32, 'new', 32)");
+    await source.capture();
+    before = compact;
+    await merged('a compaction mid-publish');
+    expect(before, 'the compaction ran inside the publish').toBeUndefined();
+    merges++;
+    await observe();
+    await expire();
+    await equal('after a compaction mid-publish');
+
+    // A crash after the DynamoDB commit, before the publish; Spark compacts meanwhile; the next merge publishes.
+    await sql("UPDATE m SET n = n * 2 WHERE id IN (4, 17); DELETE FROM m WHERE id = 5; INSERT INTO m VALUES (33, 'crash', 33)");
+    await source.capture();
+    const crashed = await merge('crash', { crash: 'after-commit' });
+    expect(crashed.result?.error).toBeInstanceOf(InjectedFault);
+    expect((await source.clients.merges.get(config.sourceId, { db: source.db, table: 'm' }))?.pending, 'the crashed commit is pending').toBeDefined();
+    await compact();
+    await merged('after the crash');
+    merges++;
+    await observe();
+    expect((await source.clients.merges.get(config.sourceId, { db: source.db, table: 'm' }))?.pending).toBeUndefined();
+    await equal('after a crash and a compaction before the publish');
+
+    // Every catalog snapshot after the first is sluice's (one per merge) or Spark's compaction.
+    const snapshots = [...seen.values()];
+    const ours = snapshots.filter((s) => s.summary['engine-name'] === 'sluice');
+    const theirs = snapshots.filter((s) => s.summary['engine-name'] !== 'sluice');
+    expect(ours, 'sluice snapshots in the catalog: one per merge').toHaveLength(merges);
+    expect(new Set(ours.map((s) => s.summary['sluice.commit-seq'])).size, 'each at its own cut').toBe(merges);
+    expect(theirs.map((s) => s.summary.operation)).toEqual(['replace', 'replace', 'replace']);
+
+    // A foreign append is still refused, the catalog untouched; the runbook's way out (drop it from the catalog) registers sluice's again.
+    await sparkSql(`INSERT INTO rest.${table} VALUES (900, 'foreign', 900)`);
+    const appended = mainOfLoaded((await loaded('m')).metadata);
+    await sql("INSERT INTO m VALUES (34, 'refused', 34)");
+    await source.capture();
+    const refused = (await merge('a foreign append')).result;
+    expect(refused?.status).toBe('failed');
+    expect((refused?.error as SluiceError | undefined)?.code).toBe(ErrorCode.ICEBERG_CATALOG_CONFLICT);
+    expect(refused?.reason).toMatch(/is an `append` by spark/);
+    expect(mainOfLoaded((await loaded('m')).metadata), "the catalog's main stays the foreign append").toBe(appended);
+    expect((await fetch(`${server.uri}/v1/namespaces/${encodeURIComponent(source.db)}/tables/m`, { method: 'DELETE' })).status).toBe(204);
+    const after = (await merge('after the drop')).result;
+    expect(after?.status, after?.reason).toMatch(/merged|up-to-date/);
+    await equal('registered again after the foreign append');
+  });
+
   it('Spark (Iceberg Java) and PyIceberg read the table through the REST catalog as MariaDB has it', async () => {
     const tables = [];
-    for (const name of ['t', 'c', 's']) {
+    for (const name of ['t', 'c', 's', 'm']) {
       const version = await committedVersion(source, name);
       if (!version) throw new Error(`no Iceberg table ${name}: the merge tests did not run`);
       const expected = await mariadbTable(source, name, version.metadata);
