@@ -239,6 +239,11 @@ const schema = z.object({
     .string()
     .regex(/^[a-z0-9_]{1,255}$/, 'use lower-case letters, digits and "_" (a Glue/Athena database name)')
     .optional(),
+  /** With Glue: the role Glue's table optimizers (compaction, snapshot retention, orphan-file deletion) run as; the merge creates them for each table it registers. Needs SLUICE_ICEBERG_MAINTENANCE=catalog. */
+  SLUICE_GLUE_OPTIMIZER_ROLE_ARN: z
+    .string()
+    .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, 'expected an IAM role ARN (arn:aws:iam::<account>:role/<name>)')
+    .optional(),
   /** Where Iceberg readers find each table besides version-hint.text: file (only that), glue (SLUICE_GLUE_DATABASE) or rest (an Iceberg REST catalog); default glue when SLUICE_GLUE_DATABASE is set, else file. */
   SLUICE_ICEBERG_CATALOG: z.enum(['file', 'glue', 'rest']).optional(),
   /** The Iceberg REST catalog's base URI, the part before `/v1` (S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg). */
@@ -280,7 +285,12 @@ const schema = z.object({
 /** The Iceberg catalog the merge publishes each table's committed version to (version-hint.text is always written). */
 export type IcebergCatalogConfig =
   | Readonly<{ kind: 'file' }>
-  | Readonly<{ kind: 'glue'; database: string }>
+  | Readonly<{
+      kind: 'glue';
+      database: string;
+      /** The role Glue's table optimizers run as (SLUICE_GLUE_OPTIMIZER_ROLE_ARN); undefined: the merge creates none. */
+      optimizerRoleArn: string | undefined;
+    }>
   | Readonly<{
       kind: 'rest';
       uri: string;
@@ -358,6 +368,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     lines.push(
       '  SLUICE_ICEBERG_MAINTENANCE: is catalog, but the tables are in no catalog that maintains them (SLUICE_ICEBERG_CATALOG is file): set SLUICE_ICEBERG_CATALOG=glue or rest, or SLUICE_ICEBERG_MAINTENANCE=sluice',
     );
+  if (present.SLUICE_GLUE_OPTIMIZER_ROLE_ARN) {
+    if ((present.SLUICE_ICEBERG_CATALOG ?? (present.SLUICE_GLUE_DATABASE ? 'glue' : 'file')) !== 'glue')
+      lines.push(
+        '  SLUICE_GLUE_OPTIMIZER_ROLE_ARN: Glue table optimizers need the Glue catalog: set SLUICE_GLUE_DATABASE (SLUICE_ICEBERG_CATALOG=glue), or unset this',
+      );
+    else if (present.SLUICE_ICEBERG_MAINTENANCE !== 'catalog')
+      lines.push(
+        "  SLUICE_GLUE_OPTIMIZER_ROLE_ARN: Glue's optimizers commit compactions and expiries to the tables, which sluice's own maintenance does not build on: set SLUICE_ICEBERG_MAINTENANCE=catalog, or unset this",
+      );
+  }
   if (!result.success || lines.length) {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}\nSet these environment variables (or flags) and retry; see README "Configuration".`);
   }
@@ -448,7 +468,7 @@ function icebergCatalog(e: z.infer<typeof schema>): IcebergCatalogConfig {
   const kind = e.SLUICE_ICEBERG_CATALOG ?? (e.SLUICE_GLUE_DATABASE ? 'glue' : 'file');
   if (kind === 'file') return Object.freeze({ kind });
   // catalogProblems has made sure what each kind needs is there.
-  if (kind === 'glue') return Object.freeze({ kind, database: e.SLUICE_GLUE_DATABASE ?? '' });
+  if (kind === 'glue') return Object.freeze({ kind, database: e.SLUICE_GLUE_DATABASE ?? '', optimizerRoleArn: e.SLUICE_GLUE_OPTIMIZER_ROLE_ARN });
   const credential = e.SLUICE_ICEBERG_REST_CREDENTIAL;
   const split = credential?.indexOf(':') ?? -1;
   const auth = e.SLUICE_ICEBERG_REST_SIGNING_NAME

@@ -3,10 +3,13 @@ import {
   AlreadyExistsException,
   ConcurrentModificationException,
   CreateTableCommand,
+  CreateTableOptimizerCommand,
   EntityNotFoundException,
   GetTableCommand,
   GlueClient,
   type Table,
+  type TableOptimizerConfiguration,
+  type TableOptimizerType,
   UpdateTableCommand,
 } from '@aws-sdk/client-glue';
 import { type Env, sdkSettings } from '../aws.ts';
@@ -67,7 +70,40 @@ export function catalogs(...all: IcebergCatalog[]): IcebergCatalog {
 /** What sluice calls on Glue (the SDK's GlueClient, or a fake in tests). */
 export interface GlueLike {
   send(command: GetTableCommand): Promise<{ Table?: Table }>;
-  send(command: CreateTableCommand | UpdateTableCommand): Promise<unknown>;
+  send(command: CreateTableCommand | UpdateTableCommand | CreateTableOptimizerCommand): Promise<unknown>;
+}
+
+/** Glue's table optimizers for the tables sluice registers (SLUICE_GLUE_OPTIMIZER_ROLE_ARN): the role they run as, and the retention sluice's own expiry would keep. */
+export interface GlueOptimizers {
+  readonly roleArn: string;
+  readonly retentionHours: number;
+  readonly keepSnapshots: number;
+}
+
+/** What each optimizer is created with: compaction as Glue does it, retention by sluice's settings, orphans after Glue's default 3 days. */
+function optimizerConfigurations(o: GlueOptimizers): [TableOptimizerType, TableOptimizerConfiguration][] {
+  return [
+    ['compaction', { roleArn: o.roleArn, enabled: true }],
+    [
+      'retention',
+      {
+        roleArn: o.roleArn,
+        enabled: true,
+        retentionConfiguration: {
+          icebergConfiguration: {
+            // Glue counts whole days, at least one.
+            snapshotRetentionPeriodInDays: Math.max(1, Math.ceil(o.retentionHours / 24)),
+            numberOfSnapshotsToRetain: Math.max(1, o.keepSnapshots),
+            cleanExpiredFiles: true,
+          },
+        },
+      },
+    ],
+    [
+      'orphan_file_deletion',
+      { roleArn: o.roleArn, enabled: true, orphanFileDeletionConfiguration: { icebergConfiguration: { orphanFileRetentionPeriodInDays: 3 } } },
+    ],
+  ];
 }
 
 /**
@@ -101,7 +137,23 @@ function hiveType(iceberg: string): string {
  * Updates are optimistic on the Glue table's version (`VersionId`): the update applies only if the
  * table still points at the version this commit replaced (or already at ours: a redo).
  */
-export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore): IcebergCatalog {
+export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore, optimizers?: GlueOptimizers): IcebergCatalog {
+  // Tables whose optimizers this process made sure of: one round of creates per table and process.
+  const optimized = new Set<string>();
+  /** Creates the table's optimizers, each once (one that exists already is left as it is: the user may have tuned it). */
+  async function optimize(Name: string): Promise<void> {
+    if (!optimizers || optimized.has(Name)) return;
+    // The optimizers live in the catalog of the account the role (made by the same stack) belongs to.
+    const CatalogId = optimizers.roleArn.split(':')[4];
+    for (const [Type, TableOptimizerConfiguration] of optimizerConfigurations(optimizers)) {
+      try {
+        await glue.send(new CreateTableOptimizerCommand({ CatalogId, DatabaseName: database, TableName: Name, Type, TableOptimizerConfiguration }));
+      } catch (error) {
+        if (!(error instanceof AlreadyExistsException) && (error as { name?: string }).name !== 'AlreadyExistsException') throw error;
+      }
+    }
+    optimized.add(Name);
+  }
   return {
     async publish(table, version) {
       const Name = glueTableName(table);
@@ -132,10 +184,10 @@ export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore
         try {
           if (!current) {
             await glue.send(new CreateTableCommand({ DatabaseName: database, TableInput: input({}) }));
-            return;
+            return await optimize(Name);
           }
           const at = current.Parameters?.metadata_location;
-          if (at === location) return;
+          if (at === location) return await optimize(Name);
           if (at !== undefined && at !== previous) {
             // Someone else's metadata: published over only when its main is sluice's (possibly with
             // snapshots expired); others' compactions on sluice's newest mean it is published.
@@ -147,13 +199,13 @@ export function glueCatalog(glue: GlueLike, database: string, store: ObjectStore
               );
             const moved = descent(theirs, metadata, label);
             if (moved.replaced.length) {
-              if (moved.from === mainOf(metadata)) return;
+              if (moved.from === mainOf(metadata)) return await optimize(Name);
               throw new CatalogMaintainedError(theirs, at, moved, label);
             }
           }
           const parameters = { ...current.Parameters, ...(at ? { previous_metadata_location: at } : {}) };
           await glue.send(new UpdateTableCommand({ DatabaseName: database, TableInput: input(parameters), VersionId: current.VersionId }));
-          return;
+          return await optimize(Name);
         } catch (error) {
           const name = (error as { name?: string }).name;
           // Someone changed it between our read and write: read again and decide again.
@@ -207,7 +259,9 @@ export function configuredCatalog(config: Config, store: ObjectStore, env: Env =
   if (chosen.kind === 'file') return { ...fileCatalog(store), destroy() {} };
   if (chosen.kind === 'glue') {
     const glue = new GlueClient({ ...sdkSettings(env, 'GLUE'), maxAttempts: 5 });
-    return { ...catalogs(fileCatalog(store), glueCatalog(glue, chosen.database, store)), destroy: () => glue.destroy() };
+    const { retentionMs, keepSnapshots } = config.iceberg;
+    const optimizers = chosen.optimizerRoleArn ? { roleArn: chosen.optimizerRoleArn, retentionHours: retentionMs / 3_600_000, keepSnapshots } : undefined;
+    return { ...catalogs(fileCatalog(store), glueCatalog(glue, chosen.database, store, optimizers)), destroy: () => glue.destroy() };
   }
   const { auth, destroy } = restAuth(chosen.auth, env);
   const namespace = chosen.namespace;

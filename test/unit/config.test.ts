@@ -168,4 +168,26 @@ describe('SLUICE_MYSQL_SERVER_PUBLIC_KEY (the pinned key for SHA-2 authenticatio
       );
     expect(message({ SLUICE_MYSQL_SERVER_PUBLIC_KEY: spki, SLUICE_MYSQL_TLS: 'off' })).toBe('accepted');
   });
+
+  it("takes Glue's optimizer role only with the Glue catalog and the catalog's maintenance, naming the fix otherwise", () => {
+    const role = 'arn:aws:iam::123456789012:role/optimizers';
+    const glue = { ...valid, SLUICE_GLUE_DATABASE: 'sluice_prod', SLUICE_GLUE_OPTIMIZER_ROLE_ARN: role };
+    expect(() => loadConfig(glue)).toThrow(/SLUICE_GLUE_OPTIMIZER_ROLE_ARN: .*set SLUICE_ICEBERG_MAINTENANCE=catalog, or unset this/);
+    expect(() => loadConfig({ ...valid, SLUICE_GLUE_OPTIMIZER_ROLE_ARN: role })).toThrow(
+      /SLUICE_GLUE_OPTIMIZER_ROLE_ARN: Glue table optimizers need the Glue catalog/,
+    );
+    expect(() => loadConfig({ ...glue, SLUICE_ICEBERG_MAINTENANCE: 'catalog', SLUICE_GLUE_OPTIMIZER_ROLE_ARN: 'optimizers' })).toThrow(
+      /SLUICE_GLUE_OPTIMIZER_ROLE_ARN: expected an IAM role ARN/,
+    );
+    expect(loadConfig({ ...glue, SLUICE_ICEBERG_MAINTENANCE: 'catalog' }).iceberg.catalog).toEqual({
+      kind: 'glue',
+      database: 'sluice_prod',
+      optimizerRoleArn: role,
+    });
+    expect(loadConfig({ ...valid, SLUICE_GLUE_DATABASE: 'sluice_prod', SLUICE_GLUE_OPTIMIZER_ROLE_ARN: '' }).iceberg.catalog).toEqual({
+      kind: 'glue',
+      database: 'sluice_prod',
+      optimizerRoleArn: undefined,
+    });
+  });
 });

@@ -1,4 +1,4 @@
-import { ConcurrentModificationException, EntityNotFoundException, type Table } from '@aws-sdk/client-glue';
+import { AlreadyExistsException, ConcurrentModificationException, EntityNotFoundException, type Table } from '@aws-sdk/client-glue';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../lib/errors.ts';
 import { type GlueLike, glueCatalog, glueTableName } from '../../lib/iceberg/catalog.ts';
@@ -34,7 +34,7 @@ function storeWithMetadata() {
 }
 
 /** A Glue that records requests and keeps one table; `failUpdates` makes the next updates fail as a concurrent writer would. */
-function fakeGlue(table?: Table, failUpdates = 0) {
+function fakeGlue(table?: Table, failUpdates = 0, optimizers = new Set<string>()) {
   const calls: { command: string; input: Record<string, unknown> }[] = [];
   let current = table;
   let failures = failUpdates;
@@ -45,6 +45,12 @@ function fakeGlue(table?: Table, failUpdates = 0) {
       if (name === 'GetTable') {
         if (!current) throw new EntityNotFoundException({ message: 'no table', $metadata: {} });
         return { Table: current };
+      }
+      if (name === 'CreateTableOptimizer') {
+        const type = String(command.input.Type);
+        if (optimizers.has(type)) throw new AlreadyExistsException({ message: 'exists', $metadata: {} });
+        optimizers.add(type);
+        return {};
       }
       const input = command.input.TableInput as Table;
       if (name === 'UpdateTable') {
@@ -58,7 +64,7 @@ function fakeGlue(table?: Table, failUpdates = 0) {
       return {};
     },
   };
-  return { glue: glue as unknown as GlueLike, calls, table: () => current };
+  return { glue: glue as unknown as GlueLike, calls, table: () => current, optimizers };
 }
 
 const ref = { db: 'shop', table: 'orders' };
@@ -128,6 +134,58 @@ describe('Glue catalog (fake Glue client)', () => {
       code: ErrorCode.ICEBERG_CATALOG_CONFLICT,
     });
     expect(calls.map((c) => c.command)).toEqual(['GetTable']);
+  });
+
+  it("creates Glue's three table optimizers for a table it registers, once per process, with sluice's retention; one that exists is left as it is", async () => {
+    const store = storeWithMetadata();
+    const { glue, calls, optimizers } = fakeGlue();
+    const settings = { roleArn: 'arn:aws:iam::123456789012:role/sluice-prod-optimizers', retentionHours: 36, keepSnapshots: 3 };
+    const catalog = glueCatalog(glue, 'sluice_prod', store, settings);
+    await catalog.publish(ref, { metadataKey: v(1) });
+    const created = calls.filter((c) => c.command === 'CreateTableOptimizer').map((c) => c.input);
+    const common = { CatalogId: '123456789012', DatabaseName: 'sluice_prod', TableName: 'shop__orders' };
+    const roleArn = settings.roleArn;
+    expect(created).toEqual([
+      { ...common, Type: 'compaction', TableOptimizerConfiguration: { roleArn, enabled: true } },
+      {
+        ...common,
+        Type: 'retention',
+        TableOptimizerConfiguration: {
+          roleArn,
+          enabled: true,
+          retentionConfiguration: { icebergConfiguration: { snapshotRetentionPeriodInDays: 2, numberOfSnapshotsToRetain: 3, cleanExpiredFiles: true } },
+        },
+      },
+      {
+        ...common,
+        Type: 'orphan_file_deletion',
+        TableOptimizerConfiguration: {
+          roleArn,
+          enabled: true,
+          orphanFileDeletionConfiguration: { icebergConfiguration: { orphanFileRetentionPeriodInDays: 3 } },
+        },
+      },
+    ]);
+    expect(calls.map((c) => c.command).slice(0, 2), 'after the table exists').toEqual(['GetTable', 'CreateTable']);
+    // The next commit of the same process sends no optimizer request.
+    await catalog.publish(ref, { metadataKey: v(2), previousMetadataKey: v(1) });
+    expect(calls.filter((c) => c.command === 'CreateTableOptimizer')).toHaveLength(3);
+    // A new process (a cold start) asks again; Glue's "already exists" is the answer it expects.
+    const again = fakeGlue(undefined, 0, new Set(['compaction']));
+    await glueCatalog(again.glue, 'sluice_prod', store, settings).publish(ref, { metadataKey: v(1) });
+    expect(again.calls.filter((c) => c.command === 'CreateTableOptimizer').map((c) => c.input.Type)).toEqual([
+      'compaction',
+      'retention',
+      'orphan_file_deletion',
+    ]);
+    expect([...again.optimizers].sort()).toEqual(['compaction', 'orphan_file_deletion', 'retention']);
+    expect([...optimizers].sort()).toEqual(['compaction', 'orphan_file_deletion', 'retention']);
+  });
+
+  it('sends no optimizer request without an optimizer role', async () => {
+    const { glue, calls } = fakeGlue();
+    await glueCatalog(glue, 'sluice_prod', storeWithMetadata()).publish(ref, { metadataKey: v(1) });
+    expect(calls.map((c) => c.command)).toEqual(['GetTable', 'CreateTable']);
   });
 
   it('names tables <db>__<table> in lower case; names that need changing get a hash of the exact names', () => {
