@@ -801,8 +801,16 @@ class MergeRun {
     const { home: location, files } = typeof at === 'string' ? { home: at, files: at } : at;
     const keys: string[] = [];
     const seq = `m${pad(state.mergeSeq + 1)}_`;
-    const named = new Set([location, files].flatMap((l) => [`${l}/data/${seq}`, `${l}/metadata/${seq}`, `${l}/metadata/snap-${seq}`]));
-    for (const prefix of named) for await (const key of this.store.list(prefix)) keys.push(key);
+    // A catalog's location is not even listed: a table bucket (S3 Tables) serves no ListObjects, and
+    // what an attempt left there is its unreferenced-file removal's to delete.
+    const listed = [...new Set([location, files])].filter((l) => !outsideBucket(l));
+    if (listed.length < 2 && files !== location)
+      this.deps.log.debug("files of a merge attempt that did not commit, left under the catalog's location to its unreferenced-file removal", {
+        location: files,
+        merge: state.mergeSeq + 1,
+      });
+    for (const prefix of listed.flatMap((l) => [`${l}/data/${seq}`, `${l}/metadata/${seq}`, `${l}/metadata/snap-${seq}`]))
+      for await (const key of this.store.list(prefix)) keys.push(key);
     // An attempt stages the next few versions (a merge, then maybe a compaction and an expiry).
     const staged = Array.from(
       { length: 10 },
@@ -816,16 +824,9 @@ class MergeRun {
         const version = metadataVersion(key);
         if (version !== undefined && version > committed) keys.push(key);
       }
-    const own = keys.filter((k) => !outsideBucket(k));
-    if (own.length < keys.length)
-      this.deps.log.debug("files of a merge attempt that did not commit, left under the catalog's location to its unreferenced-file removal", {
-        location: files,
-        merge: state.mergeSeq + 1,
-        objects: keys.length - own.length,
-      });
-    if (!own.length) return;
-    this.deps.log.info('deleting Iceberg files of a merge attempt that did not commit', { location, merge: state.mergeSeq + 1, objects: own.length });
-    await this.store.delete(own);
+    if (!keys.length) return;
+    this.deps.log.info('deleting Iceberg files of a merge attempt that did not commit', { location, merge: state.mergeSeq + 1, objects: keys.length });
+    await this.store.delete(keys);
   }
 
   /** Rows steps as merge-on-read changes, schema steps as schema evolution; one Iceberg snapshot per rows step. */
