@@ -23,7 +23,7 @@ const ACCOUNT = '123456789012';
 const STAGES: { name: string; stage: string; params: string[] }[] = [
   { name: 'dev', stage: 'dev', params: [] },
   {
-    name: 'prod, every option on',
+    name: 'prod, every option on (Glue table optimizers among them)',
     stage: 'prod',
     params: [
       'prefix=cdc/',
@@ -36,12 +36,13 @@ const STAGES: { name: string; stage: string; params: string[] }[] = [
       'routeTableIds=rtb-0123456789abcdef0',
       'vpcEndpoints=s3,dynamodb,secretsmanager,lambda',
       'icebergEnabled=true',
+      'icebergMaintenance=glue',
     ],
   },
   {
     name: 'prod, Iceberg into S3 Tables',
     stage: 'prod',
-    params: ['prefix=cdc/', 'icebergEnabled=true', 's3TablesBucket=sluice-prod-lake', 'icebergRestNamespace=sluice'],
+    params: ['prefix=cdc/', 'icebergEnabled=true', 's3TablesBucket=sluice-prod-lake', 'icebergRestNamespace=sluice', 'icebergMaintenance=catalog'],
   },
 ];
 

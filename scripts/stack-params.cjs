@@ -57,6 +57,32 @@ exports.icebergCatalog = async ({ resolveVariable }) => {
   return kind;
 };
 
+/**
+ * SLUICE_ICEBERG_MAINTENANCE from icebergMaintenance (sluice | glue | catalog), after checking that a
+ * catalog maintains the tables: glue needs the Glue catalog, catalog a REST catalog (S3 Tables' own
+ * maintenance) or Glue (optimizers set up outside this stack).
+ */
+exports.icebergMaintenance = async ({ resolveVariable }) => {
+  const param = async (name) => String((await resolveVariable(`param:${name}`)) ?? '');
+  const [maintenance, catalog, glue, s3Tables] = [
+    await param('icebergMaintenance'),
+    await param('icebergCatalog'),
+    await param('glueDatabase'),
+    await param('s3TablesBucket'),
+  ];
+  const kind = s3Tables ? 'rest' : catalog || (glue ? 'glue' : 'file');
+  if (!['sluice', 'glue', 'catalog'].includes(maintenance)) throw new Error(`icebergMaintenance "${maintenance}" is none of sluice, glue, catalog`);
+  if (maintenance === 'glue' && kind !== 'glue')
+    throw new Error(
+      `icebergMaintenance is glue but the tables are in the ${kind} catalog: Glue's table optimizers need glueDatabase (docs/ICEBERG.md "Maintenance by the catalog")`,
+    );
+  if (maintenance === 'catalog' && kind === 'file')
+    throw new Error(
+      'icebergMaintenance is catalog but the tables are in no catalog that maintains them: set s3TablesBucket, icebergCatalog rest, or glueDatabase',
+    );
+  return maintenance === 'sluice' ? 'sluice' : 'catalog';
+};
+
 /** The functions' security groups; subnets without them would leave the functions outside the VPC. */
 exports.securityGroupIds = async ({ resolveVariable }) => {
   const [subnets, groups] = [await resolveVariable('param:subnetIds'), await resolveVariable('param:securityGroupIds')];

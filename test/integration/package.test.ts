@@ -223,6 +223,8 @@ describe('serverless package (osls 3, offline)', () => {
   let s3Tables: Template;
   /** prod with the Iceberg merge publishing to a REST catalog (the Glue Data Catalog's endpoint). */
   let rest: Template;
+  /** prod with Glue's table optimizers maintaining the Iceberg tables (icebergMaintenance: glue). */
+  let glueOptimizers: Template;
   beforeAll(async () => {
     // One after the other: osls packages through a shared .esbuild folder.
     dev = await packageStage('dev');
@@ -254,6 +256,7 @@ describe('serverless package (osls 3, offline)', () => {
       'prod-opt-ins',
     );
     s3Tables = await packageStage('prod', ['prefix=cdc/', 'icebergEnabled=true', 's3TablesBucket=sluice-lake', 'icebergRestNamespace=sluice'], 'prod-s3tables');
+    glueOptimizers = await packageStage('prod', ['prefix=cdc/', 'icebergEnabled=true', 'icebergMaintenance=glue'], 'prod-glue-optimizers');
     rest = await packageStage(
       'prod',
       [
@@ -670,6 +673,49 @@ describe('serverless package (osls 3, offline)', () => {
     expect(may('s3:GetObject', `${BUCKET_ARN}/cdc/tables/db/t/main-000000000001.jsonl.gz`)).toBe(true);
     expect(may('s3:PutObject', `${BUCKET_ARN}/cdc/iceberg/db/t/metadata/v1.metadata.json`)).toBe(true);
     expect(list.find((s) => s.Sid === 'GlueTables')).toBeUndefined();
+  });
+
+  it("hands maintenance to Glue's table optimizers only when asked: their role, the merge's right to create them and pass it, sluice's own maintenance off", () => {
+    const env = icebergEnvironment(glueOptimizers);
+    expect(env.SLUICE_ICEBERG_MAINTENANCE).toBe('catalog');
+    expect(env.SLUICE_GLUE_OPTIMIZER_ROLE_ARN).toEqual({ 'Fn::GetAtt': ['GlueOptimizerRole', 'Arn'] });
+    const ROLE = 'arn:aws:iam::123456789012:role/sluice-prod-GlueOptimizerRole-X';
+    const config = loadConfig({ ...env, SLUICE_GLUE_OPTIMIZER_ROLE_ARN: ROLE, SLUICE_BUCKET: 'bucket', SLUICE_MYSQL_URL: 'mysql://u:p@h:3306/' });
+    expect(config.iceberg.catalog).toEqual({ kind: 'glue', database: 'sluice_prod', optimizerRoleArn: ROLE });
+    expect(config.iceberg.maintenance).toBe('catalog');
+
+    const role = deployed(glueOptimizers).GlueOptimizerRole;
+    expect((role?.Properties.AssumeRolePolicyDocument as { Statement: Statement[] } | undefined)?.Statement).toEqual([
+      { Effect: 'Allow', Principal: { Service: 'glue.amazonaws.com' }, Action: 'sts:AssumeRole' },
+    ]);
+    const object = (key: string) => `${BUCKET_ARN}/cdc/${key}`;
+    const may = (action: string, key: string) => allowed(glueOptimizers, 'GlueOptimizerRole', { action, resource: object(key) });
+    for (const action of ['s3:GetObject', 's3:PutObject', 's3:DeleteObject']) expect(may(action, 'iceberg/shop/orders/data/00001.parquet'), action).toBe(true);
+    for (const key of ['tables/shop/orders/main-000000000001.jsonl.gz', 'manifests/main/000000000001.json', '_staging/x'])
+      for (const action of ['s3:GetObject', 's3:PutObject', 's3:DeleteObject']) expect(may(action, key), `${action} ${key}`).toBe(false);
+    const list = statements(glueOptimizers, 'GlueOptimizerRole');
+    expect(list.find((s) => s.Sid === 'GlueTables')?.Action.sort()).toEqual(['glue:GetTable', 'glue:UpdateTable']);
+    expect(JSON.stringify(list.find((s) => s.Sid === 'OptimizerLogs')?.Resource)).toMatch(
+      /iceberg-compaction.*iceberg-retention.*iceberg-orphan-file-deletion/,
+    );
+    // The bucket policy holds its deletes to iceberg/ too.
+    const deny = bucketPolicy(glueOptimizers).find((s) => s.Sid === 'IcebergDeletesOnlyIceberg');
+    expect(JSON.stringify(resolve(glueOptimizers, deny?.Principal))).toContain('GlueOptimizerRole');
+
+    const merge = statements(glueOptimizers, 'IcebergRole');
+    expect(merge.find((s) => s.Sid === 'GlueTableOptimizers')?.Action).toEqual(['glue:CreateTableOptimizer']);
+    const pass = merge.find((s) => s.Sid === 'PassOptimizerRole');
+    expect(pass?.Resource).toEqual({ 'Fn::GetAtt': ['GlueOptimizerRole', 'Arn'] });
+    expect(pass?.Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'glue.amazonaws.com' } });
+    expect(merge.filter((s) => s.Action.includes('iam:PassRole'))).toEqual([pass]);
+
+    // Off by default: sluice maintains, no optimizer role, nothing to create or pass.
+    for (const t of [dev, prod, s3Tables]) {
+      expect(deployed(t).GlueOptimizerRole).toBeUndefined();
+      expect(icebergEnvironment(t).SLUICE_ICEBERG_MAINTENANCE).toBe('sluice');
+      expect(icebergEnvironment(t).SLUICE_GLUE_OPTIMIZER_ROLE_ARN).toBe('');
+      expect(statements(t, 'IcebergRole').filter((s) => s.Action.some((a) => a === 'iam:PassRole' || a === 'glue:CreateTableOptimizer'))).toEqual([]);
+    }
   });
 
   it('passes a REST catalog to the merge, with no Glue database and no permission the catalog needs', () => {

@@ -2,8 +2,11 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 
 type Resolver = (resolver: { resolveVariable: (name: string) => Promise<string> }) => Promise<string>;
-const { glueDatabase, securityGroupIds, icebergCatalog, restNamespace } = createRequire(import.meta.url)('../../scripts/stack-params.cjs') as {
+const { glueDatabase, securityGroupIds, icebergCatalog, icebergMaintenance, restNamespace } = createRequire(import.meta.url)(
+  '../../scripts/stack-params.cjs',
+) as {
   glueDatabase: Resolver;
+  icebergMaintenance: Resolver;
   securityGroupIds: Resolver;
   icebergCatalog: Resolver;
   restNamespace: Resolver;
@@ -58,5 +61,20 @@ describe("serverless.yml's computed defaults", () => {
     );
     expect(await restNamespace(resolving({ 'param:icebergRestNamespace': 'lake' }))).toBe('lake');
     expect(await restNamespace(resolving({ 'param:icebergRestNamespace': 'lake', 'param:s3TablesBucket': 'b' }))).toBe('');
+  });
+
+  it('works out who maintains the Iceberg tables, and refuses a maintainer the catalog cannot be', async () => {
+    const maintenance = (values: Record<string, string>) =>
+      icebergMaintenance(resolving(Object.fromEntries(Object.entries(values).map(([k, v]) => [`param:${k}`, v]))));
+    expect(await maintenance({ icebergMaintenance: 'sluice' })).toBe('sluice');
+    expect(await maintenance({ icebergMaintenance: 'glue', glueDatabase: 'sluice_prod' })).toBe('catalog');
+    expect(await maintenance({ icebergMaintenance: 'catalog', s3TablesBucket: 'lake' })).toBe('catalog');
+    expect(await maintenance({ icebergMaintenance: 'catalog', icebergCatalog: 'rest' })).toBe('catalog');
+    await expect(maintenance({ icebergMaintenance: 'glue', s3TablesBucket: 'lake' })).rejects.toThrow(
+      /icebergMaintenance is glue but the tables are in the rest catalog/,
+    );
+    await expect(maintenance({ icebergMaintenance: 'glue' })).rejects.toThrow(/need glueDatabase/);
+    await expect(maintenance({ icebergMaintenance: 'catalog' })).rejects.toThrow(/in no catalog that maintains them/);
+    await expect(maintenance({ icebergMaintenance: 'aws' })).rejects.toThrow(/is none of sluice, glue, catalog/);
   });
 });
