@@ -198,7 +198,8 @@ export async function writeBuckets(
  */
 class BucketClaim {
   /** This attempt's part of the bucket's file names (the claim's own: nobody else writes under it). */
-  readonly attempt = randomBytes(3).toString('hex');
+  // 64 bits: two attempts at one bucket with one name would delete each other's files.
+  readonly attempt = randomBytes(8).toString('hex');
   readonly store: ObjectStore;
   private readonly put: string[] = [];
   private readonly renewal: ReturnType<typeof setInterval>;
@@ -238,10 +239,13 @@ class BucketClaim {
     return this.deps.buckets.record(this.deps.config.sourceId, this.table, this.tag, this.claimed, this.owner, key, now);
   }
 
-  /** Deletes what this attempt put, unless its record was written after all (a record whose answer was lost). */
+  /** Deletes what this attempt put, unless its record was written after all (a record whose answer was lost) or the bucket is gone. */
   async discard(): Promise<number> {
     const bucket = await this.deps.buckets.get(this.deps.config.sourceId, this.table, this.tag, this.claimed.n);
     if (bucket?.record && this.put.includes(bucket.record)) return 0;
+    // No item: the rewrite may have committed with this attempt's record (its answer lost) and been
+    // cleared since, so these files may be the table's: an orphan at worst is left, never a hole.
+    if (!bucket) return 0;
     if (this.put.length) await this.inner.delete(this.put);
     return this.put.length;
   }
