@@ -11,6 +11,9 @@ exports.glueDatabase = async ({ resolveVariable }) => {
   return athenaName(`${await resolveVariable('self:service')}_${await resolveVariable('sls:stage')}`);
 };
 
+/** A namespace (or table) name S3 Tables accepts: one level, `[a-z0-9_]`, a letter or digit at each end. */
+const S3_TABLES_NAME = /^[a-z0-9](?:[a-z0-9_]{0,253}[a-z0-9])?$/;
+
 /** The REST settings besides the namespace, which S3 Tables sets itself. */
 const REST_PARAMS = ['icebergRestUri', 'icebergRestWarehouse', 'icebergRestSigningName', 'icebergRestSigningRegion', 'icebergRestLocation'];
 
@@ -40,6 +43,11 @@ exports.icebergCatalog = async ({ resolveVariable }) => {
         's3TablesBucket and glueDatabase are both set: the tables go into the table bucket; unset glueDatabase (docs/ICEBERG.md "Configuration")',
       );
     if (rest.length) throw new Error(`s3TablesBucket sets the REST catalog settings itself: unset ${rest.join(', ')}`);
+    const namespace = await param('icebergRestNamespace');
+    if (namespace && !S3_TABLES_NAME.test(namespace))
+      throw new Error(
+        `icebergRestNamespace "${namespace}" is not an S3 Tables namespace: use one level of lower-case letters, digits and "_", a letter or digit at each end (empty: sluice)`,
+      );
     // The function's catalog comes from the table bucket; this is the value of a stack whose table bucket parameter is emptied.
     return 'file';
   }
@@ -93,5 +101,8 @@ exports.securityGroupIds = async ({ resolveVariable }) => {
 /** SLUICE_ICEBERG_REST_NAMESPACE when s3TablesBucket is off: the namespace of a REST catalog (none for S3 Tables, whose branch sets it). */
 exports.restNamespace = async ({ resolveVariable }) =>
   (await resolveVariable('param:s3TablesBucket')) ? '' : await resolveVariable('param:icebergRestNamespace');
+
+/** The S3 Tables namespace every table goes into: icebergRestNamespace (checked by icebergCatalog), else `sluice`. */
+exports.s3TablesNamespace = async ({ resolveVariable }) => (await resolveVariable('param:icebergRestNamespace')) || 'sluice';
 
 exports.athenaName = athenaName;

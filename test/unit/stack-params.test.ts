@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 
 type Resolver = (resolver: { resolveVariable: (name: string) => Promise<string> }) => Promise<string>;
-const { glueDatabase, securityGroupIds, icebergCatalog, icebergMaintenance, restNamespace } = createRequire(import.meta.url)(
+const { glueDatabase, securityGroupIds, icebergCatalog, icebergMaintenance, restNamespace, s3TablesNamespace } = createRequire(import.meta.url)(
   '../../scripts/stack-params.cjs',
 ) as {
   glueDatabase: Resolver;
@@ -10,6 +10,7 @@ const { glueDatabase, securityGroupIds, icebergCatalog, icebergMaintenance, rest
   securityGroupIds: Resolver;
   icebergCatalog: Resolver;
   restNamespace: Resolver;
+  s3TablesNamespace: Resolver;
 };
 
 const resolving = (values: Record<string, string>) => ({ resolveVariable: async (name: string) => values[name] ?? '' });
@@ -76,5 +77,15 @@ describe("serverless.yml's computed defaults", () => {
     await expect(maintenance({ icebergMaintenance: 'glue' })).rejects.toThrow(/need glueDatabase/);
     await expect(maintenance({ icebergMaintenance: 'catalog' })).rejects.toThrow(/in no catalog that maintains them/);
     await expect(maintenance({ icebergMaintenance: 'aws' })).rejects.toThrow(/is none of sluice, glue, catalog/);
+  });
+
+  it('puts S3 Tables tables into one namespace S3 Tables accepts: sluice by default, and refuses one it would refuse', async () => {
+    expect(await s3TablesNamespace(resolving({ 'param:s3TablesBucket': 'lake' }))).toBe('sluice');
+    expect(await s3TablesNamespace(resolving({ 'param:s3TablesBucket': 'lake', 'param:icebergRestNamespace': 'cdc_prod' }))).toBe('cdc_prod');
+    for (const bad of ['lake.sluice', 'Sluice', '_cdc', 'cdc-prod'])
+      await expect(icebergCatalog(resolving({ 'param:s3TablesBucket': 'lake', 'param:icebergRestNamespace': bad })), bad).rejects.toThrow(
+        /is not an S3 Tables namespace/,
+      );
+    expect(await icebergCatalog(resolving({ 'param:s3TablesBucket': 'lake', 'param:icebergRestNamespace': 'cdc_prod' }))).toBe('file');
   });
 });
