@@ -953,8 +953,8 @@ class MergeRun {
 
   /** The ledger's settle: publish the committed version, then delete what its expiry freed. Idempotent. */
   async settle(state: MergeState): Promise<void> {
-    if (!state.metadataKey) return;
-    await this.catalog.publish(state.table, { metadataKey: state.metadataKey, previousMetadataKey: state.previousMetadataKey });
+    // A gone table's rewrite commits no version, but still leaves its plan and records to delete.
+    if (state.metadataKey) await this.catalog.publish(state.table, { metadataKey: state.metadataKey, previousMetadataKey: state.previousMetadataKey });
     if (!state.cleanup) return;
     const body = await this.store.get(state.cleanup);
     if (!body) return; // a roll-forward after the deletes
