@@ -1,8 +1,11 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
 import { recordKey } from '../../lib/iceberg/rewrite.ts';
 import { memoryObjectStore } from '../../lib/iceberg/store.ts';
 import { type BucketFiles, DEFAULT_ROWS_PER_FILE, stageBucket } from '../../lib/iceberg/table.ts';
+import { DynamoDbRewriteBuckets } from '../../lib/state/iceberg-buckets.ts';
 
 /*
  * How big a split first load's bucket item is (lib/state/iceberg-buckets.ts), by the table's
@@ -99,5 +102,18 @@ describe('a split first load bucket item, by table width', () => {
     expect(new Set([at(10).item, at(100).item, at(1000).item]).size).toBe(1);
     expect(at(1000).item).toBeLessThan(1024);
     expect(at(1000).record).toBeGreaterThan(at(1000).inline - 1024);
+  });
+
+  it('is what the adapter writes: the record call of a 1,000-column bucket sends its key, not its files', async () => {
+    const sent: { ExpressionAttributeValues?: Record<string, never> }[] = [];
+    const client = { send: async (command: { input: (typeof sent)[number] }) => (sent.push(command.input), {}) } as unknown as DynamoDBClient;
+    const key = recordKey(location, tag, 3, '0a1b2c');
+    await new DynamoDbRewriteBuckets(client, 'state').record('production-db', { db: 'shop', table: 'wide' }, tag, { n: 3, version: 2 }, 'owner', key, 1);
+    const values = unmarshall(sent[0]?.ExpressionAttributeValues ?? {}) as Record<string, string | number>;
+    expect(Object.values(values)).toContain(key);
+    expect(itemBytes(values)).toBeLessThan(1024);
+    // The record itself, at that width, would not fit an item.
+    const staged = await bucketOf(1000);
+    expect(Buffer.byteLength(JSON.stringify({ key, gone: false, to: 1, staged }))).toBeGreaterThan(ITEM_LIMIT);
   });
 });
