@@ -369,8 +369,10 @@ export async function runRewriteWorker(deps: RewriteDeps, table: TableRef, optio
       return !stoppedForTime;
     });
   } catch (error) {
-    // A worker that outlived the rewrite (it committed meanwhile) has nothing left to do.
-    if (error instanceof LeaseLostError && (await deps.merges.get(deps.config.sourceId, table))?.rewrite?.tag !== state.rewrite.tag) {
+    // A worker that outlived the rewrite (it committed meanwhile) has nothing left to do: its claim
+    // is gone, or the plan and records it reads were deleted with the commit.
+    const ended = error instanceof LeaseLostError || error instanceof AssertionError;
+    if (ended && (await deps.merges.get(deps.config.sourceId, table))?.rewrite?.tag !== state.rewrite.tag) {
       deps.log.info('Iceberg rewrite committed while this worker ran; it stops', { table: formatTableRef(table), error });
       return { written: 0, open: 0 };
     }

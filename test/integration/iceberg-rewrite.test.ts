@@ -176,8 +176,20 @@ describe('Iceberg first load split into buckets (real stack)', () => {
     // Both wake up after the commit.
     claimed.release();
     reading.release();
-    await stalled;
-    await stale;
+    expect(await stalled).toEqual({ written: 0, open: 0 });
+    expect(await stale).toEqual({ written: 0, open: 0 });
+    // A worker that read the ledger before the commit and everything else after it (its plan is gone by then) stops quietly too.
+    const before = await source.clients.merges.get(config.sourceId, table);
+    expect(before?.rewrite).toBeUndefined();
+    let reads = 0;
+    const staleLedger = Object.create(source.clients.merges, {
+      get: { value: async (...args: Parameters<typeof source.clients.merges.get>) => (reads++ ? source.clients.merges.get(...args) : { ...before, rewrite }) },
+    }) as typeof source.clients.merges;
+    const late = await runRewriteWorker({ config, s3: source.clients.s3, merges: staleLedger, buckets: source.clients.buckets, log: silentLog }, table, {
+      owner: 'late',
+      budgetMs: 120_000,
+    }).catch((error: Error) => error);
+    expect(late).toEqual({ written: 0, open: 0 });
     const after = await tableObjects(source, 't');
     expect(after.listed).toEqual(committed.named);
     for (let n = 0; n < 5; n++) expect(await source.clients.buckets.get(config.sourceId, table, rewrite?.tag as string, n)).toBeUndefined();
