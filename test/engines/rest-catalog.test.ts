@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import type { Config } from '../../lib/config/config.ts';
 import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
+import { mainOf } from '../../lib/iceberg/ancestry.ts';
 import { catalogs, configuredCatalog, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog.ts';
+import { parseJson } from '../../lib/iceberg/json.ts';
 import { type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
 import { fetchTransport, type RestTransport, restCatalog } from '../../lib/iceberg/rest.ts';
@@ -556,9 +558,147 @@ describe("Iceberg's REST catalog server (npm run test:engines)", () => {
     await equal('registered again after the foreign append');
   });
 
+  it('SLUICE_ICEBERG_REST_LOCATION=catalog with SLUICE_ICEBERG_MAINTENANCE=catalog (S3 Tables with its maintenance on): Spark compacts and expires where the catalog placed the table, the merge builds on it, also after a crash after the DynamoDB commit; nothing deleted there', async () => {
+    const config = source.configWith({
+      SLUICE_ICEBERG_CATALOG: 'rest',
+      SLUICE_ICEBERG_REST_URI: server.uri,
+      SLUICE_ICEBERG_REST_LOCATION: 'catalog',
+      SLUICE_ICEBERG_MAINTENANCE: 'catalog',
+    });
+    const inner = fetchTransport(server.uri, { kind: 'none' });
+    const noRegister: RestTransport = {
+      request: (method, path, body) =>
+        path.endsWith('/register') ? Promise.resolve({ status: 501, body: { error: { message: 'no register' } } }) : inner.request(method, path, body),
+    };
+    const catalog = catalogs(
+      fileCatalog(store),
+      restCatalog(noRegister, store, { nameOf: (t) => ({ namespace: [t.db], name: t.table }), location: 'catalog' }),
+    );
+    const sql = (text: string) => source.sql(`USE \`${source.db}\`; ${text}`);
+    const table = `${source.db}.p`;
+    const ref = { db: source.db, table: 'p' };
+    const merge = async (options: { crash?: Crash } = {}) => (await mergeWith(catalog, { table: 'p', config, ...options })).tables[0];
+    let merges = 0;
+    const merged = async (what: string) => {
+      const result = await merge();
+      expect(result?.status, `${what}: ${result?.reason ?? ''}`).toBe('merged');
+      merges++;
+      await observe();
+    };
+    let assigned = '';
+    /** The catalog's table and sluice's committed metadata name the catalog's location; both readers see MariaDB's rows. */
+    const equal = async (what: string) => {
+      const { metadata } = await loaded('p');
+      const sluice = (await committedVersion(source, 'p'))?.metadata as TableMetadata;
+      expect(metadata.location, `${what}: the catalog's location`).toBe(assigned);
+      expect(sluice.location, `${what}: sluice's (adopted) metadata keeps the catalog's location`).toBe(assigned);
+      expect(await icebergRowsAt(store, metadata), `${what}: the catalog's table (sluice's reader) vs MariaDB`).toEqual(await mysqlText(source, 'p'));
+      const count = await sparkSql(`SELECT count(*), count(DISTINCT id), sum(n) FROM rest.${table}`);
+      const [mariadb] = await source.sql(`SELECT count(*) AS c, count(DISTINCT id) AS d, sum(n) AS s FROM \`${source.db}\`.p`);
+      expect(count[0], `${what}: Spark's count, distinct ids and sum vs MariaDB`).toEqual([String(mariadb?.c), String(mariadb?.d), String(mariadb?.s)]);
+    };
+    const listed = async (prefix: string) => {
+      const keys: string[] = [];
+      for await (const key of store.list(prefix)) keys.push(key);
+      return keys;
+    };
+    const seen = new Map<number, TableMetadata['snapshots'][number]>();
+    const observe = async () => {
+      for (const snapshot of (await loaded('p')).metadata.snapshots) seen.set(snapshot['snapshot-id'], snapshot);
+    };
+    const sparkFiles: string[] = [];
+    const compact = async () => {
+      const [rewritten] = await sparkSql(`CALL rest.system.rewrite_data_files(table => '${table}', options => map('rewrite-all', 'true'))`);
+      expect(Number(rewritten?.[0]), 'files Spark rewrote').toBeGreaterThan(1);
+      const files = (await sparkSql(`SELECT file_path FROM rest.${table}.files`)).map(([path]) => path ?? '');
+      expect(files.length).toBeGreaterThan(0);
+      expect(
+        files.filter((f) => !f.startsWith(`${assigned}/data/`)),
+        "Spark's compacted files lie under the catalog's location",
+      ).toEqual([]);
+      sparkFiles.push(...files.filter((f) => !/\/data\/m\d+_/.test(f)));
+      await observe();
+    };
+    const expire = () => sparkSql(`CALL rest.system.expire_snapshots(table => '${table}', older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)`);
+
+    await source.capture();
+    await sql('CREATE TABLE p (id INT PRIMARY KEY, v VARCHAR(20), n INT)');
+    placedDeletes.length = 0;
+    for (let batch = 0; batch < 3; batch++) {
+      const values = Array.from({ length: 10 }, (_, i) => `(${batch * 10 + i + 1}, 'v${batch}', ${i})`).join(', ');
+      await sql(`INSERT INTO p VALUES ${values}; UPDATE p SET n = n + 100 WHERE id = ${batch * 10 + 1}`);
+      await source.capture();
+      await merged('load');
+      assigned ||= (await loaded('p')).metadata.location;
+    }
+    expect(assigned, "the catalog's location, in its warehouse bucket").toBe(`s3://${placed}/warehouse/${source.db}/p`);
+    await equal('after three merges');
+
+    // S3 Tables' maintenance, played by Spark through the catalog: sluice changes rows now in Spark's files.
+    await compact();
+    await expire();
+    await sql("UPDATE p SET v = 'after-1', n = n + 1 WHERE id IN (2, 15, 29); DELETE FROM p WHERE id IN (3, 21); INSERT INTO p VALUES (31, 'new', 31)");
+    await source.capture();
+    await merged('on a compaction');
+    await equal('after a merge on a compaction');
+
+    // A crash before the DynamoDB commit: what it staged under the catalog's location stays there (the next merge stages anew).
+    await sql("UPDATE p SET v = 'after-2' WHERE id IN (4, 16); DELETE FROM p WHERE id = 30");
+    await source.capture();
+    const before = new Set(await listed(`${assigned}/`));
+    expect((await merge({ crash: 'after-staging' }))?.error).toBeInstanceOf(InjectedFault);
+    const staged = (await listed(`${assigned}/`)).filter((k) => !before.has(k));
+    expect(staged.length, 'files the crashed attempt staged there').toBeGreaterThan(0);
+    await merged('after a crash before the commit');
+    await equal('after a crash before the commit');
+
+    // A crash after the DynamoDB commit; Spark compacts before the next run, which rebases and publishes once.
+    await sql("UPDATE p SET n = n * 2 WHERE id IN (6, 17); DELETE FROM p WHERE id = 5; INSERT INTO p VALUES (33, 'crash', 33)");
+    await source.capture();
+    const crashed = await merge({ crash: 'after-commit' });
+    expect(crashed?.error).toBeInstanceOf(InjectedFault);
+    const pending = await source.clients.merges.get(config.sourceId, ref);
+    expect(pending?.pending, 'the crashed commit is pending').toBeDefined();
+    const dropped = (await loadVersion(store, pending?.metadataKey ?? '')).metadata;
+    const droppedList = dropped.snapshots.find((s) => s['snapshot-id'] === dropped['current-snapshot-id'])?.['manifest-list'] ?? '';
+    expect(droppedList.startsWith(`${assigned}/metadata/snap-`), "the pending version's manifest list, under the catalog's location").toBe(true);
+    await compact();
+    await merged('after the crash');
+    expect((await source.clients.merges.get(config.sourceId, ref))?.pending).toBeUndefined();
+    await equal('after a crash and a compaction before the publish');
+
+    // Spark's snapshot ids use 63 bits: the catalog's metadata read with them exact, as sluice reads it.
+    const response = await fetch(`${server.uri}/v1/namespaces/${encodeURIComponent(source.db)}/tables/p`);
+    const { metadata } = parseJson<{ metadata: TableMetadata }>(await response.text());
+    const sluice = (await committedVersion(source, 'p'))?.metadata as TableMetadata;
+    const main = metadata.snapshots.find((s) => s['snapshot-id'] === mainOf(metadata));
+    expect(main?.summary['engine-name'], "main is sluice's merge, built on Spark's compaction").toBe('sluice');
+    const parent = metadata.snapshots.find((s) => s['snapshot-id'] === main?.['parent-snapshot-id']);
+    expect(parent?.summary.operation, "main's parent: Spark's compaction").toBe('replace');
+    expect(sluice.snapshots.map((s) => s['snapshot-id'])).toEqual(metadata.snapshots.map((s) => s['snapshot-id']));
+    for (const snapshot of sluice.snapshots) expect(snapshot['manifest-list'].startsWith(`${assigned}/metadata/`)).toBe(true);
+    expect(sparkFiles.length, "files Spark wrote (not sluice's names)").toBeGreaterThan(0);
+    // Every catalog snapshot is sluice's (one per merge, each at its own cut: the dropped pending version never reached it) or Spark's compaction.
+    const ours = [...seen.values()].filter((s) => s.summary['engine-name'] === 'sluice');
+    expect(ours, 'sluice snapshots in the catalog: one per merge').toHaveLength(merges);
+    expect(new Set(ours.map((s) => s.summary['sluice.commit-seq'])).size, 'each at its own cut').toBe(merges);
+    expect([...seen.values()].filter((s) => s.summary['engine-name'] !== 'sluice').map((s) => s.summary.operation)).toEqual(['replace', 'replace']);
+    // In SLUICE_BUCKET only sluice's metadata chain; sluice deleted nothing in the catalog's bucket.
+    const own: string[] = [];
+    for await (const key of store.list(`${source.config.prefix}iceberg/${source.db}/p/`)) own.push(key);
+    expect(own.filter((k) => !/\/metadata\/(\d{5}-[0-9a-f-]{36}\.metadata\.json|v\d+\.metadata\.json|version-hint\.text)$/.test(k))).toEqual([]);
+    expect(placedDeletes, 'DeleteObject by sluice in the catalog bucket').toEqual([]);
+    const there = new Set(await listed(`${assigned}/`));
+    expect(
+      staged.filter((k) => !there.has(k)),
+      "the crashed attempt's files, left to the catalog",
+    ).toEqual([]);
+    expect(there.has(droppedList), "the dropped pending version's files, left to the catalog").toBe(true);
+  });
+
   it('Spark (Iceberg Java) and PyIceberg read the table through the REST catalog as MariaDB has it', async () => {
     const tables = [];
-    for (const name of ['t', 'c', 's', 'm']) {
+    for (const name of ['t', 'c', 's', 'm', 'p']) {
       const version = await committedVersion(source, name);
       if (!version) throw new Error(`no Iceberg table ${name}: the merge tests did not run`);
       const expected = await mariadbTable(source, name, version.metadata);
