@@ -66,7 +66,8 @@ exports.icebergCatalog = async ({ resolveVariable }) => {
 };
 
 /**
- * SLUICE_ICEBERG_MAINTENANCE from icebergMaintenance (sluice | glue | catalog), after checking that a
+ * SLUICE_ICEBERG_MAINTENANCE from icebergMaintenance (sluice | glue | catalog; empty: catalog with
+ * s3TablesBucket, else sluice), after checking that a
  * catalog maintains the tables: glue needs the Glue catalog, catalog a REST catalog (S3 Tables' own
  * maintenance) or Glue (optimizers set up outside this stack).
  */
@@ -79,6 +80,8 @@ exports.icebergMaintenance = async ({ resolveVariable }) => {
     await param('s3TablesBucket'),
   ];
   const kind = s3Tables ? 'rest' : catalog || (glue ? 'glue' : 'file');
+  // S3 Tables maintains every table it holds: building on it is the default there.
+  if (!maintenance) return s3Tables ? 'catalog' : 'sluice';
   if (!['sluice', 'glue', 'catalog'].includes(maintenance)) throw new Error(`icebergMaintenance "${maintenance}" is none of sluice, glue, catalog`);
   if (maintenance === 'glue' && kind !== 'glue')
     throw new Error(

@@ -712,7 +712,8 @@ describe('serverless package (osls 3, offline)', () => {
     // Off by default: sluice maintains, no optimizer role, nothing to create or pass.
     for (const t of [dev, prod, s3Tables]) {
       expect(deployed(t).GlueOptimizerRole).toBeUndefined();
-      expect(icebergEnvironment(t).SLUICE_ICEBERG_MAINTENANCE).toBe('sluice');
+      // S3 Tables maintains its tables itself: the merge builds on that by default.
+      expect(icebergEnvironment(t).SLUICE_ICEBERG_MAINTENANCE).toBe(t === s3Tables ? 'catalog' : 'sluice');
       expect(icebergEnvironment(t).SLUICE_GLUE_OPTIMIZER_ROLE_ARN).toBe('');
       expect(statements(t, 'IcebergRole').filter((s) => s.Action.some((a) => a === 'iam:PassRole' || a === 'glue:CreateTableOptimizer'))).toEqual([]);
     }

@@ -68,6 +68,10 @@ describe("serverless.yml's computed defaults", () => {
     const maintenance = (values: Record<string, string>) =>
       icebergMaintenance(resolving(Object.fromEntries(Object.entries(values).map(([k, v]) => [`param:${k}`, v]))));
     expect(await maintenance({ icebergMaintenance: 'sluice' })).toBe('sluice');
+    expect(await maintenance({})).toBe('sluice');
+    expect(await maintenance({ glueDatabase: 'sluice_prod' })).toBe('sluice');
+    expect(await maintenance({ s3TablesBucket: 'lake' }), "S3 Tables' own maintenance by default").toBe('catalog');
+    expect(await maintenance({ s3TablesBucket: 'lake', icebergMaintenance: 'sluice' })).toBe('sluice');
     expect(await maintenance({ icebergMaintenance: 'glue', glueDatabase: 'sluice_prod' })).toBe('catalog');
     expect(await maintenance({ icebergMaintenance: 'catalog', s3TablesBucket: 'lake' })).toBe('catalog');
     expect(await maintenance({ icebergMaintenance: 'catalog', icebergCatalog: 'rest' })).toBe('catalog');
