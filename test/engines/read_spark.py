@@ -4,53 +4,19 @@ Hadoop S3 filesystem (hadoop-aws) is needed, which the Hadoop catalog would; Ice
 catalog ignores io-impl. Each table read whole by SELECT. Then, in the same JVM, the judge
 (SluiceJudge.java) loads every metadata file, manifest list and manifest with Iceberg's library."""
 
-import os
 import sys
-import time
 
-os.environ["TZ"] = "UTC"
-time.tzset()
-# Everything on the loopback: the driver would bind the host's first interface address otherwise.
-os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-
-from canon import error_text, load, rows_of  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
+from canon import error_text, load, rows_of
+from spark_session import jdbc_catalog, rest_catalog, session
 
 spec, write = load()
 s3 = spec["s3"]
-builder = (
-    SparkSession.builder.master("local[2]")
-    .appName("sluice-engines")
-    .config("spark.driver.extraClassPath", ":".join(spec["jars"]))
-    .config("spark.ui.enabled", "false")
-    .config("spark.driver.host", "127.0.0.1")
-    .config("spark.driver.bindAddress", "127.0.0.1")
-    .config("spark.sql.session.timeZone", "UTC")
-    .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-)
-catalog = {
-    "": "org.apache.iceberg.spark.SparkCatalog",
-    ".catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
-    ".uri": f"jdbc:sqlite:{spec['scratch']}/catalog.db",
-    ".jdbc.schema-version": "V1",
-    ".warehouse": f"{spec['scratch']}/warehouse",
-    ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-    ".s3.endpoint": s3["endpoint"],
-    ".s3.path-style-access": "true",
-    ".client.region": s3["region"],
-    ".s3.access-key-id": s3["accessKeyId"],
-    ".s3.secret-access-key": s3["secretAccessKey"],
-}
-for key, value in catalog.items():
-    builder = builder.config(f"spark.sql.catalog.ice{key}", value)
+catalogs = {"ice": jdbc_catalog(spec["scratch"], s3)}
 # REST mode: tables with a "rest" name are read through an Iceberg REST catalog, as registered there by sluice.
 rest = spec.get("rest")
 if rest:
-    for key, value in {**catalog, ".catalog-impl": None, ".uri": rest["uri"], ".type": "rest", ".warehouse": None}.items():
-        if value is not None:
-            builder = builder.config(f"spark.sql.catalog.rest{key}", value)
-spark = builder.getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
+    catalogs["rest"] = rest_catalog(rest["uri"], s3)
+spark = session("sluice-engines", spec["jars"], catalogs)
 spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.t")
 iceberg = spark._jvm.org.apache.iceberg.IcebergBuild.version()
 out = {"engine": "spark", "version": f"Spark {spark.version} + Iceberg {iceberg}", "tables": {}}

@@ -6,46 +6,14 @@ there by the same formula. Too many rows to compare cell by cell through Python;
 duplicated row changes the count or the digest."""
 
 import json
-import os
 import sys
 import time
 
-os.environ["TZ"] = "UTC"
-time.tzset()
-os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-
-from pyspark.sql import SparkSession  # noqa: E402
+from spark_session import jdbc_catalog, session
 
 with open(sys.argv[1]) as f:
     spec = json.load(f)
-s3 = spec["s3"]
-builder = (
-    SparkSession.builder.master("local[2]")
-    .appName("sluice-bench-digest")
-    .config("spark.driver.extraClassPath", ":".join(spec["jars"]))
-    .config("spark.driver.memory", "2g")
-    .config("spark.ui.enabled", "false")
-    .config("spark.driver.host", "127.0.0.1")
-    .config("spark.driver.bindAddress", "127.0.0.1")
-    .config("spark.sql.session.timeZone", "UTC")
-    .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-)
-for key, value in {
-    "": "org.apache.iceberg.spark.SparkCatalog",
-    ".catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
-    ".uri": f"jdbc:sqlite:{spec['scratch']}/catalog.db",
-    ".jdbc.schema-version": "V1",
-    ".warehouse": f"{spec['scratch']}/warehouse",
-    ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-    ".s3.endpoint": s3["endpoint"],
-    ".s3.path-style-access": "true",
-    ".client.region": s3["region"],
-    ".s3.access-key-id": s3["accessKeyId"],
-    ".s3.secret-access-key": s3["secretAccessKey"],
-}.items():
-    builder = builder.config(f"spark.sql.catalog.ice{key}", value)
-spark = builder.getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
+spark = session("sluice-bench-digest", spec["jars"], {"ice": jdbc_catalog(spec["scratch"], spec["s3"])}, {"spark.driver.memory": "2g"})
 began = time.monotonic()
 spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
 spark.sql(f"CALL ice.system.register_table(table => 'b.t', metadata_file => '{spec['metadata']}')")
