@@ -15,10 +15,10 @@ import { type Manifest, readManifest } from '../format/manifest.ts';
 import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
 import { type ChangeStep, changeSet, stepLines } from '../materialize/changes.ts';
-import { downloadObjects, loadEventsSql } from '../materialize/events.ts';
+import { downloadObjects, type EventFiles, loadEventsSql } from '../materialize/events.ts';
 import type { TableHistory } from '../materialize/history.ts';
 import { sqlString } from '../materialize/projection.ts';
-import { materializeRule, planRule } from '../materialize/rule.ts';
+import { GONE_KINDS, materializeRule, planRule } from '../materialize/rule.ts';
 import { tableHistory } from '../materialize/table.ts';
 import { manifestKey, pad, tablePath } from '../sink/s3/keys.ts';
 import { listFolders, listKeys } from '../sink/s3/objects.ts';
@@ -35,12 +35,14 @@ import {
   deleteUnrecorded,
   doneBuckets,
   planKey,
+  type RewriteBase,
   type RewriteDeps,
   type RewriteEvent,
   type RewritePlan,
   readPlan,
   removeRewrite,
   rewriteCleanup,
+  rewriteTarget,
   writeBuckets,
 } from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
@@ -87,7 +89,7 @@ import {
  *      write moves the ledger to (N, X) and makes the staged metadata current; settling publishes it
  *      (version-hint.text, the Glue catalog) and deletes what an expiry freed; then clears.
  *
- * A first load too large for one invocation is staged in buckets by several (lib/iceberg/rewrite.ts)
+ * A first load, or a reset of an existing table, too large for one invocation is staged in buckets by several (lib/iceberg/rewrite.ts)
  * and committed by the same step 3, once, from the cut its rewrite recorded.
  *
  * Exactly once. The events merged are always a prefix, in seq order, of the table's events: those
@@ -178,6 +180,9 @@ export interface Cut {
   readonly commitSeq: number;
   readonly position: BinlogPosition;
 }
+
+/** Reset kinds after which the table is the same one, its columns keeping their identity (others: a new table under the name). */
+const KEEP_COLUMNS = new Set(['truncate', 'resnapshot', 'snapshot']);
 
 /** How often one table's merge starts again on a catalog that others' maintenance moved under it. */
 const MAINTAINED_ROUNDS = 4;
@@ -516,10 +521,21 @@ class MergeRun {
       if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
       return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
     }
-    // A catalog that places tables gets a first load written whole: rewrite buckets are staged under sluice's own location.
-    if (!state.metadataKey && !state.gone && this.deps.buckets && !this.catalog.locate) {
-      const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape }, binlog.events + pages.events, moved());
-      if (split) return split;
+    const events = binlog.events + pages.events;
+    const dir = join(work, 'events');
+    let files: EventFiles | undefined;
+    // A catalog that places tables gets its rewrites written whole: rewrite buckets are staged under sluice's own location.
+    if (this.deps.buckets && !this.catalog.locate && events > config.iceberg.bucketRows) {
+      let base: RewriteBase | undefined;
+      if (state.metadataKey) {
+        mkdirSync(dir, { recursive: true });
+        files = await downloadObjects(this.deps.s3, config.bucket, keys, dir);
+        base = await this.resetBase(table, state, files, work);
+      }
+      if (!state.metadataKey ? !state.gone : base) {
+        const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape, ...(base ? { base } : {}) }, events, moved());
+        if (split) return split;
+      }
     }
     const duck = await Duck.open(work);
     try {
@@ -528,9 +544,11 @@ class MergeRun {
         { table, keys, shape: binlog.shape },
       );
       if (!history) throw new SluiceError(ErrorCode.MATERIALIZE_HISTORY, `${formatTableRef(table)} has events but no schema history`);
-      const dir = join(work, 'events');
-      mkdirSync(dir, { recursive: true });
-      await duck.conn.run(loadEventsSql('e_ev', await downloadObjects(this.deps.s3, config.bucket, keys, dir)));
+      if (!files) {
+        mkdirSync(dir, { recursive: true });
+        files = await downloadObjects(this.deps.s3, config.bucket, keys, dir);
+      }
+      await duck.conn.run(loadEventsSql('e_ev', files));
       const staged = await this.stage(table, state, cut, duck.conn, history, work, new Set(moved().jobs));
       return await this.commit(table, state, ledger, staged, moved({ schemaVersion: staged.schemaVersion, gone: staged.gone }));
     } finally {
@@ -628,8 +646,41 @@ class MergeRun {
   }
 
   /**
-   * A first load of more than SLUICE_ICEBERG_BUCKET_ROWS events: records a rewrite split into
-   * buckets and works on it; undefined when the load is written whole.
+   * Whether the new events of a table with a committed version rewrite it (`stage` would: after a
+   * reset, or for a new table under a name that was gone), read from their control events alone,
+   * and if so what the rewrite builds on; undefined when they are merged another way, or the table
+   * is one a split cannot replace (its files where a catalog placed them, or others' maintenance
+   * moving it while the buckets are written).
+   */
+  async resetBase(table: TableRef, state: MergeState, files: EventFiles, work: string): Promise<RewriteBase | undefined> {
+    const metadataKey = state.metadataKey;
+    if (!metadataKey || this.config.iceberg.maintenance === 'catalog') return undefined;
+    const current = await loadVersion(this.store, metadataKey);
+    if (this.store.keyOf(current.metadata.location) !== icebergLocation(this.config.prefix, table)) return undefined;
+    const dir = join(work, 'markers');
+    mkdirSync(dir, { recursive: true });
+    const instance = await DuckDBInstance.create(join(dir, 'markers.duckdb'), { temp_directory: join(dir, 'spill') });
+    const duck = await instance.connect();
+    try {
+      await duck.run(loadEventsSql('m_ev', files, 'markers'));
+      const last = (await duck.runAndReadAll(`SELECT kind FROM m_ev WHERE op = 't' ORDER BY seq DESC LIMIT 1`)).getRowObjects()[0];
+      const kind = last === undefined ? undefined : last.kind === null ? null : String(last.kind);
+      // As `stage`: a table emptied (dropped, renamed away) is truncated whole; no reset, an incremental merge.
+      if (kind !== undefined && GONE_KINDS.has(kind ?? '')) return undefined;
+      if (kind === undefined && !state.gone) return undefined;
+      const recreate = kind !== undefined && !KEEP_COLUMNS.has(kind ?? '');
+      return { metadataKey, from: recreate ? undefined : state.schemaVersion, recreate };
+    } finally {
+      duck.closeSync();
+      instance.closeSync();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * A first load, or a reset of an existing table (`plan.base`), of more than
+   * SLUICE_ICEBERG_BUCKET_ROWS events: records a rewrite split into buckets and works on it;
+   * undefined when it is written whole.
    */
   async planRewrite(
     table: TableRef,
@@ -649,7 +700,7 @@ class MergeRun {
     if (count <= 1) return undefined;
     const location = icebergLocation(config.prefix, table);
     const tag = this.tagFor(state);
-    await this.discardUncommitted(location, state, 0);
+    await this.discardUncommitted(location, state, state.metadataKey ? versionOf(state.metadataKey) : 0);
     const rewrite: RewriteRecord = { tag, plan: planKey(location, tag), buckets: count, timestampMs: this.clock(), advance };
     await this.store.put(rewrite.plan, JSON.stringify(plan));
     const started = await this.deps.merges.startRewrite(
@@ -657,7 +708,12 @@ class MergeRun {
       state,
       rewrite,
     );
-    this.deps.log.info('Iceberg first load split into buckets', { table: formatTableRef(table), buckets: count, events, workers: config.iceberg.workers });
+    this.deps.log.info(plan.base ? 'Iceberg rewrite after a reset split into buckets' : 'Iceberg first load split into buckets', {
+      table: formatTableRef(table),
+      buckets: count,
+      events,
+      workers: config.iceberg.workers,
+    });
     return this.continueRewrite(table, started, ledger);
   }
 
@@ -693,8 +749,8 @@ class MergeRun {
     const stray = await deleteUnrecorded(deps, this.store, location, rewrite, records);
     if (stray) log.info('deleted files of rewrite bucket attempts that did not record', { table: formatTableRef(table), objects: stray });
     const gone = records.every((r) => r.gone);
-    if (!gone && records.some((r) => r.gone))
-      throw new SluiceError(ErrorCode.ASSERTION, `buckets of the rewrite ${rewrite.tag} disagree on whether the table is gone`);
+    if ((!gone || state.metadataKey) && records.some((r) => r.gone))
+      throw new SluiceError(ErrorCode.ASSERTION, `buckets of the rewrite ${rewrite.tag} say the table is gone, which only a first load may find`);
     const to = Math.max(...records.map((r) => r.to));
     let staged: StagedMerge = { version: undefined, schemaVersion: to, gone: true, mode: 'empty', stats: [] };
     if (!gone) {
@@ -704,11 +760,19 @@ class MergeRun {
         { table, keys: [...plan.keys], shape: plan.shape },
       );
       if (!history) throw new SluiceError(ErrorCode.MATERIALIZE_HISTORY, `${formatTableRef(table)} has events but no schema history`);
+      // As each bucket was staged: on the version the rewrite replaces (nothing else commits
+      // meanwhile), in the newest version's schema (every version has its columns, `bucketCount`).
+      const target = await rewriteTarget(this.store, plan, history, location);
+      if (target.current?.metadataKey !== state.metadataKey)
+        throw new SluiceError(
+          ErrorCode.ASSERTION,
+          `the rewrite ${rewrite.tag} of ${formatTableRef(table)} replaces ${plan.base?.metadataKey}, not the committed ${state.metadataKey}`,
+        );
+      // An overwrite on top of the committed snapshot: every current file is replaced, older snapshots stay readable.
       const version = await stageBuckets(
         { store: this.store },
-        undefined,
-        // As each bucket was staged: the newest version's schema (every version has its columns, `bucketCount`).
-        spec(history, location, history.latest.version, undefined),
+        target.current,
+        target.spec,
         records.map((r) => r.staged),
         { tag: rewrite.tag, timestampMs: rewrite.timestampMs, summary: { 'sluice.commit-seq': String(rewrite.advance.commitSeq) } },
       );
@@ -772,8 +836,7 @@ class MergeRun {
     }
     // After a reset nothing before it counts: these events alone give the table. A new table under
     // the name (create, rename-in, include) shares no column identity with the old one.
-    if (reset || !current || state.gone)
-      return await rewrite('e_ev', 'r', reset !== undefined && !['truncate', 'resnapshot', 'snapshot'].includes(reset.marker.kind ?? ''));
+    if (reset || !current || state.gone) return await rewrite('e_ev', 'r', reset !== undefined && !KEEP_COLUMNS.has(reset.marker.kind ?? ''));
     const rewritesValues = changes.steps.some((s) => s.kind === 'schema' && (s.fills || s.rerenders || s.rekey));
     if (!rewritesValues) {
       try {

@@ -19,11 +19,14 @@ import { listKeys } from '../sink/s3/objects.ts';
 import type { BucketState, RewriteBuckets } from '../state/iceberg-buckets.ts';
 import type { MergeStore, RewriteRecord } from '../state/iceberg-store.ts';
 import { type ObjectStore, s3ObjectStore } from './store.ts';
-import { type BucketFiles, stageBucket } from './table.ts';
+import { type BucketFiles, loadVersion, stageBucket } from './table.ts';
 
 /*
  * A first load split into buckets, so that a table too large for one invocation is written by
- * several, in turn or at once, and still committed as ONE snapshot.
+ * several, in turn or at once, and still committed as ONE snapshot. A reset of an existing table
+ * (TRUNCATE, re-snapshot, a new table under the name) is split the same way; its plan names the
+ * committed version every bucket and the final snapshot are staged on (`RewriteBase`), and that
+ * snapshot overwrites every current file on top of it (nothing else commits meanwhile).
  *
  * The merge that finds a first load of more than SLUICE_ICEBERG_BUCKET_ROWS events writes a plan — the change-log
  * objects up to its cut — and records a rewrite on the table's ledger item (tag, plan, bucket
@@ -80,6 +83,28 @@ interface BucketRecord {
 export interface RewritePlan {
   readonly keys: readonly string[];
   readonly shape: ManifestTable | undefined;
+  /** A reset of an existing table (TRUNCATE, re-snapshot, a new table under the name): the version every file replaces. */
+  readonly base?: RewriteBase;
+}
+
+/** The committed version a reset rewrite replaces, and how its columns carry over (as `stage` decides for the whole rewrite). */
+export interface RewriteBase {
+  readonly metadataKey: string;
+  /** The schema version the table is at; undefined when no column keeps its identity. */
+  readonly from: number | undefined;
+  /** Every column gets a new field id (a new table under the name). */
+  readonly recreate: boolean;
+}
+
+/**
+ * The version a rewrite builds on and the spec of its newest schema version: every bucket and the
+ * final snapshot are staged against both, so their field ids agree.
+ */
+export async function rewriteTarget(store: ObjectStore, plan: RewritePlan, history: TableHistory, location: string) {
+  const { spec } = await import('./merge.ts');
+  const current = plan.base ? await loadVersion(store, plan.base.metadataKey) : undefined;
+  const at = current ? { home: location, files: store.keyOf(current.metadata.location) } : location;
+  return { current, spec: spec(history, at, history.latest.version, plan.base?.from, plan.base?.recreate ?? false) };
 }
 
 export interface RewriteDeps {
@@ -110,7 +135,7 @@ const bucketTag = (tag: string, n: number, attempt: string) => `${tag}-k${String
 export const recordKey = (location: string, tag: string, n: number, attempt: string) => `${location}/metadata/${bucketTag(tag, n, attempt)}.json`;
 
 /**
- * How many buckets a first load of `events` change-log events is split into (at least one per
+ * How many buckets a first load (or reset rewrite) of `events` change-log events is split into (at least one per
  * worker); 1: written whole, as before. Only keyed tables whose every schema version has the same columns and key are split: a
  * key's events then render its key identically, and every bucket's rows are in one version.
  */
@@ -267,7 +292,7 @@ async function writeBucket(
   attempt: string,
 ): Promise<BucketRecord> {
   const { config } = deps;
-  const { icebergLocation, spec } = await import('./merge.ts');
+  const { icebergLocation } = await import('./merge.ts');
   const work = mkdtempSync(join(deps.workDir ?? tmpdir(), 'sluice-bucket-'));
   const instance = await DuckDBInstance.create(join(work, 'bucket.duckdb'), { temp_directory: join(work, 'spill') });
   const duck = await instance.connect();
@@ -291,10 +316,11 @@ async function writeBucket(
       `COPY (SELECT row FROM ${rule.state}, range(${rule.state}.n)) TO ${sqlString(path)} (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER E'\\x01')`,
     );
     // Every bucket is staged against the schema of the newest version (all versions have its columns: `bucketCount`).
+    const target = await rewriteTarget(store, plan, history, location);
     const staged = await stageBucket(
       { store, workDir: work },
-      undefined,
-      spec(history, location, history.latest.version, undefined),
+      target.current,
+      target.spec,
       { path, lines: rule.rows },
       {
         tag: bucketTag(rewrite.tag, n, attempt),

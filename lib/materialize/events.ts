@@ -79,8 +79,9 @@ function bucketCondition(bucket: EventBucket): string {
  * lines), kind (`ddl.kind` of markers), and the row images `b` (before) and `a` (after) as the
  * exact text of the line. The images are cut at the top-level members that follow them: row
  * values are scalars, so `,"before":{`, `,"after":{` and `,"source":{` occur once, at top level.
+ * `bucket`: only that bucket's events, or (`'markers'`) the control events alone.
  */
-export function loadEventsSql(name: string, files: EventFiles, bucket?: EventBucket): string {
+export function loadEventsSql(name: string, files: EventFiles, bucket?: EventBucket | 'markers'): string {
   if (!files.glob) return `CREATE OR REPLACE TABLE ${name} (seq VARCHAR, op VARCHAR, v INTEGER, kind VARCHAR, b VARCHAR, a VARCHAR)`;
   const maxLine = Math.max(2 * MiB, files.longestLine + 1024);
   const buffer = Math.max(32 * MiB, maxLine + MiB);
@@ -97,6 +98,6 @@ FROM (
       delim = E'\\x01', quote = '', escape = '', compression = 'gzip', max_line_size = ${maxLine}, buffer_size = ${buffer})
   )
 )
-WHERE ${bucket ? `${bucketCondition(bucket)} AND ` : ''}CASE WHEN seq IS NULL OR op IS NULL OR ps = 0 OR pa > ps OR pb > ps OR (pa > 0 AND pb > pa)
+WHERE ${bucket === 'markers' ? `op NOT IN ${ROW_OPS} AND ` : bucket ? `${bucketCondition(bucket)} AND ` : ''}CASE WHEN seq IS NULL OR op IS NULL OR ps = 0 OR pa > ps OR pb > ps OR (pa > 0 AND pb > pa)
   THEN error('sluice: an event line is not laid out as sluice writes it: ' || left(line, 200)) ELSE true END`;
 }

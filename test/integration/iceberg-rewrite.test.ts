@@ -9,7 +9,7 @@ import { metadataKey, versionHintKey } from '../../lib/iceberg/table.ts';
 import { silentLog } from '../../lib/log.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import type { RewriteBuckets } from '../../lib/state/iceberg-buckets.ts';
-import { committedVersion, icebergRows, inProcessWorkers, merge, mysqlText } from '../support/iceberg-merge.ts';
+import { committedVersion, icebergRows, icebergRowsAt, inProcessWorkers, merge, mysqlText } from '../support/iceberg-merge.ts';
 import { type TestSource, testSource } from '../support/source.ts';
 
 /*
@@ -48,7 +48,7 @@ async function expectOneCompleteSnapshot(source: TestSource) {
   expect(state?.rewrite).toBeUndefined();
 }
 
-/** Every object under the table's location, and every one its committed metadata names (files, manifests, lists, metadata, the published copy and hint). */
+/** Every object under the table's location, and every one its committed metadata names (files, manifests, lists, metadata, the published copies and hint). */
 async function tableObjects(source: TestSource, table: string) {
   const store = s3ObjectStore(source.clients.s3, source.config.bucket);
   const location = icebergLocation(source.config.prefix, { db: source.db, table });
@@ -56,7 +56,9 @@ async function tableObjects(source: TestSource, table: string) {
   for await (const key of listKeys(source.clients.s3, source.config.bucket, `${location}/`)) listed.push(key);
   const version = await committedVersion(source, table);
   if (!version) throw new Error(`${table} has no committed version`);
-  const named = new Set([version.metadataKey, metadataKey(location, version.version), versionHintKey(location)]);
+  const named = new Set([version.metadataKey, versionHintKey(location)]);
+  // The file catalog's published copy of every committed version (`v<N>.metadata.json`).
+  for (let n = 1; n <= version.version; n++) named.add(metadataKey(location, n));
   for (const entry of version.metadata['metadata-log']) named.add(store.keyOf(entry['metadata-file']));
   for (const snapshot of version.metadata.snapshots) {
     named.add(store.keyOf(snapshot['manifest-list']));
@@ -247,6 +249,65 @@ describe('Iceberg first load split into buckets (real stack)', () => {
     expect((await merge(source, { config })).tables.map((t) => [t.status, t.mode])).toEqual([['merged', 'rewrite']]);
     const committed = await tableObjects(source, 't');
     expect(committed.listed).toEqual(committed.named);
+    expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
+  });
+});
+
+describe('Iceberg reset of an existing table split into buckets (real stack)', () => {
+  it('writes a TRUNCATE and reload over runs and workers with a crash, and commits one overwrite on the previous snapshot', async () => {
+    await using source = await loaded('irwreset');
+    const table = { db: source.db, table: 't' };
+    // The first merge: below bucketRows, one whole snapshot.
+    const whole = configOf(source, { bucketRows: 100_000 });
+    expect((await merge(source, { config: whole })).tables.map((t) => [t.status, t.mode])).toEqual([['merged', 'rewrite']]);
+    const before = await committedVersion(source, 't');
+    const beforeRows = await icebergRows(source, 't');
+    expect(beforeRows).toEqual(await mysqlText(source, 't'));
+
+    // A TRUNCATE and a reload (a `t truncate` reset: the same table, its columns keep their identity), then changes.
+    await source.sql(
+      `TRUNCATE TABLE t; INSERT INTO t SELECT seq, CONCAT('r', seq), seq / 3 FROM seq_1_to_${ROWS}; UPDATE t SET name = 'again' WHERE id % 7 = 0; DELETE FROM t WHERE id % 9 = 2`,
+    );
+    await source.capture();
+
+    const config = configOf(source, { bucketRows: 300, workers: 2 });
+    // A crash after one bucket's record: the rewrite is recorded on the ledger, nothing committed.
+    const crashed = await merge(source, { config, maxBuckets: 2, faults: crashAt('bucket-recorded') });
+    expect(crashed.tables.map((t) => t.status)).toEqual(['failed']);
+    const rewrite = (await source.clients.merges.get(config.sourceId, table))?.rewrite;
+    expect(rewrite?.buckets).toBeGreaterThanOrEqual(4);
+    expect((await committedVersion(source, 't'))?.metadataKey).toBe(before?.metadataKey);
+    // A run that leaves buckets for later: readers still see the previous table.
+    expect((await merge(source, { config, maxBuckets: 1 })).tables.map((t) => [t.status, t.mode])).toEqual([['busy', 'rewrite']]);
+    expect(await icebergRows(source, 't')).toEqual(beforeRows);
+
+    // The merge and a worker write the rest in parallel, and the merge commits.
+    const workers = inProcessWorkers(source, { config });
+    const result = await merge(source, { config, invoke: workers.invoke });
+    expect((await workers.settled()).filter((f) => f instanceof Error)).toEqual([]);
+    expect(workers.started()).toBe(1);
+    expect(result.tables.map((t) => [t.status, t.mode, t.rowsWritten])).toEqual([['merged', 'rewrite', (await mysqlText(source, 't')).length]]);
+
+    const after = await committedVersion(source, 't');
+    expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
+    expect(after?.metadata.snapshots).toHaveLength((before?.metadata.snapshots.length ?? 0) + 1);
+    const snapshot = after?.metadata.snapshots.find((s) => s['snapshot-id'] === after.metadata['current-snapshot-id']);
+    expect(snapshot?.['parent-snapshot-id']).toBe(before?.metadata['current-snapshot-id']);
+    expect(snapshot?.summary.operation).toBe('overwrite');
+    expect(Number(snapshot?.summary['total-records'])).toBe((await mysqlText(source, 't')).length);
+    // Time travel: the previous snapshot still reads the table as it was.
+    const older = { ...(after?.metadata as NonNullable<typeof after>['metadata']), 'current-snapshot-id': before?.metadata['current-snapshot-id'] as number };
+    expect(await icebergRowsAt(s3ObjectStore(source.clients.s3, source.config.bucket), older)).toEqual(beforeRows);
+    // Columns kept their field ids (a truncated table is the same table).
+    expect(after?.metadata.schemas.at(-1)?.fields.map((f) => [f.name, f.id])).toEqual(before?.metadata.schemas.at(-1)?.fields.map((f) => [f.name, f.id]));
+    const objects = await tableObjects(source, 't');
+    expect(objects.listed).toEqual(objects.named);
+    expect((await source.clients.merges.get(config.sourceId, table))?.rewrite).toBeUndefined();
+
+    // The table goes on incrementally from the rewrite's cut.
+    await source.sql('UPDATE t SET amount = 0 WHERE id < 50');
+    await source.capture();
+    expect((await merge(source, { config })).tables.map((t) => [t.status, t.mode])).toEqual([['merged', 'incremental']]);
     expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
   });
 });
