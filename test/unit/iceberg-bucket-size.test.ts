@@ -106,7 +106,12 @@ describe('a split first load bucket item, by table width', () => {
 
   it('is what the adapter writes: the record call of a 1,000-column bucket sends its key, not its files', async () => {
     const sent: { ExpressionAttributeValues?: Record<string, never> }[] = [];
-    const client = { send: async (command: { input: (typeof sent)[number] }) => (sent.push(command.input), {}) } as unknown as DynamoDBClient;
+    const client = {
+      send: async (command: { input: (typeof sent)[number] }) => {
+        sent.push(command.input);
+        return {};
+      },
+    } as unknown as DynamoDBClient;
     const key = recordKey(location, tag, 3, '0a1b2c');
     await new DynamoDbRewriteBuckets(client, 'state').record('production-db', { db: 'shop', table: 'wide' }, tag, { n: 3, version: 2 }, 'owner', key, 1);
     const values = unmarshall(sent[0]?.ExpressionAttributeValues ?? {}) as Record<string, string | number>;
