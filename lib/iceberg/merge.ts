@@ -778,8 +778,10 @@ class MergeRun {
       );
       staged = { version: version.version, schemaVersion: to, gone: false, mode: version.stats.rowsWritten ? 'rewrite' : 'empty', stats: [version] };
     }
-    // Never a compaction here: it would rewrite in this one invocation the whole table the buckets
-    // split (a table of more than compactFiles buckets has that many files at least).
+    // No housekeeping here: a compaction would rewrite in this one invocation the whole table the
+    // buckets split (a table of more than compactFiles buckets has that many files at least), and an
+    // expiry staged under this run's tag would replace the rewrite's own cleanup list and outlive a
+    // crash before the commit; the next merge expires.
     const cleanup = await rewriteCleanup(this.store, location, rewrite, records);
     const result = await this.commit(table, state, ledger, staged, { ...rewrite.advance, schemaVersion: to, gone, cleanup }, false);
     await removeRewrite(deps, this.store, table, rewrite, records);
@@ -968,11 +970,12 @@ class MergeRun {
     ledger: ReturnType<typeof mergeLedger>,
     staged: StagedMerge,
     advance: MergeAdvance,
-    compact = true,
+    housekeep = true,
   ): Promise<TableMergeResult> {
     const tag = this.tagFor(state);
-    const kept = staged.version ? await this.housekeeping(icebergLocation(this.config.prefix, table), staged.version, tag, undefined, compact) : undefined;
-    const metadataKey = kept?.version.metadataKey ?? state.metadataKey;
+    const kept =
+      staged.version && housekeep ? await this.housekeeping(icebergLocation(this.config.prefix, table), staged.version, tag, undefined) : undefined;
+    const metadataKey = kept?.version.metadataKey ?? staged.version?.metadataKey ?? state.metadataKey;
     const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup ?? advance.cleanup });
     const result: TableMergeResult = {
       table,

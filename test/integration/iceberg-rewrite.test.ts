@@ -57,8 +57,10 @@ async function tableObjects(source: TestSource, table: string) {
   const version = await committedVersion(source, table);
   if (!version) throw new Error(`${table} has no committed version`);
   const named = new Set([version.metadataKey, versionHintKey(location)]);
-  // The file catalog's published copy of every committed version (`v<N>.metadata.json`).
-  for (let n = 1; n <= version.version; n++) named.add(metadataKey(location, n));
+  // The file catalog's published copies (`v<n>.metadata.json`): the current version's always, an
+  // earlier one's where it was published (a version chained into the same commit never is).
+  named.add(metadataKey(location, version.version));
+  for (let n = 1; n < version.version; n++) if (listed.includes(metadataKey(location, n))) named.add(metadataKey(location, n));
   for (const entry of version.metadata['metadata-log']) named.add(store.keyOf(entry['metadata-file']));
   for (const snapshot of version.metadata.snapshots) {
     named.add(store.keyOf(snapshot['manifest-list']));
@@ -309,5 +311,29 @@ describe('Iceberg reset of an existing table split into buckets (real stack)', (
     await source.capture();
     expect((await merge(source, { config })).tables.map((t) => [t.status, t.mode])).toEqual([['merged', 'incremental']]);
     expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
+  });
+
+  it('commits a split reset with no expiry chained on, even when one is due, and leaves none of its own objects behind; the next merge expires', async () => {
+    await using source = await loaded('irwresetx');
+    // Any snapshot replaced before the commit is due for expiry.
+    const expiring = { retentionMs: 1, keepSnapshots: 1 };
+    expect((await merge(source, { config: configOf(source, { ...expiring, bucketRows: 100_000 }) })).tables.map((t) => t.status)).toEqual(['merged']);
+    await source.sql(`TRUNCATE TABLE t; INSERT INTO t SELECT seq, CONCAT('x', seq), seq FROM seq_1_to_${ROWS}`);
+    await source.capture();
+    const config = configOf(source, { ...expiring, bucketRows: 300, workers: 1 });
+    const split = (await merge(source, { config })).tables[0];
+    expect([split?.status, split?.mode, split?.expiredSnapshots]).toEqual(['merged', 'rewrite', 0]);
+    expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
+    const objects = await tableObjects(source, 't');
+    expect(objects.listed).toEqual(objects.named);
+    await source.sql('UPDATE t SET name = NULL WHERE id < 10');
+    await source.capture();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const next = (await merge(source, { config })).tables[0];
+    expect([next?.status, next?.mode]).toEqual(['merged', 'incremental']);
+    expect(next?.expiredSnapshots).toBeGreaterThan(0);
+    expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
+    const later = await tableObjects(source, 't');
+    expect(later.listed).toEqual(later.named);
   });
 });
