@@ -527,12 +527,26 @@ class MergeRun {
     // A catalog that places tables gets its rewrites written whole: rewrite buckets are staged under sluice's own location.
     if (this.deps.buckets && !this.catalog.locate && events > config.iceberg.bucketRows) {
       let base: RewriteBase | undefined;
-      if (state.metadataKey) {
+      // Only a table the buckets can split is scanned for a reset (a keyless table, or one whose key
+      // or columns changed in its history, is written whole anyway).
+      const splittable = async () => {
+        const history = await tableHistory(
+          { s3: this.deps.s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId },
+          { table, keys, shape: binlog.shape },
+        );
+        return history !== undefined && bucketCount(config, events, history) > 1;
+      };
+      if (state.metadataKey && (await splittable())) {
         mkdirSync(dir, { recursive: true });
         files = await downloadObjects(this.deps.s3, config.bucket, keys, dir);
         base = await this.resetBase(table, state, files, work);
       }
       if (!state.metadataKey ? !state.gone : base) {
+        // The buckets download what they read themselves: one copy of the log on local disk, not two.
+        if (files) {
+          rmSync(dir, { recursive: true, force: true });
+          files = undefined;
+        }
         const split = await this.planRewrite(table, state, ledger, { keys, shape: binlog.shape, ...(base ? { base } : {}) }, events, moved());
         if (split) return split;
       }
@@ -973,8 +987,7 @@ class MergeRun {
     housekeep = true,
   ): Promise<TableMergeResult> {
     const tag = this.tagFor(state);
-    const kept =
-      staged.version && housekeep ? await this.housekeeping(icebergLocation(this.config.prefix, table), staged.version, tag, undefined) : undefined;
+    const kept = staged.version && housekeep ? await this.housekeeping(icebergLocation(this.config.prefix, table), staged.version, tag, undefined) : undefined;
     const metadataKey = kept?.version.metadataKey ?? staged.version?.metadataKey ?? state.metadataKey;
     const committed = await commitInPlace(this.ctx, ledger, state, { ...advance, metadataKey, cleanup: kept?.cleanup ?? advance.cleanup });
     const result: TableMergeResult = {
