@@ -101,7 +101,9 @@ export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
       const byBucket = new Map<string, string[]>();
       for (const key of keys) {
         const { Bucket, Key } = at(key);
-        byBucket.set(Bucket, [...(byBucket.get(Bucket) ?? []), Key]);
+        const list = byBucket.get(Bucket);
+        if (list) list.push(Key);
+        else byBucket.set(Bucket, [Key]);
       }
       for (const [Bucket, all] of byBucket)
         for (let i = 0; i < all.length; i += 1000) {
