@@ -40,6 +40,12 @@ export const ErrorCode = {
    * MASTER, a restore) or the server is another one (failover, Blue/Green). Fatal.
    */
   POSITION_FOREIGN: 'POSITION_FOREIGN',
+  /**
+   * A snapshot page's watermark lies before the source's stored position: the server's binlog is
+   * another history than the stored position's, and the poller has not moved to it yet. The page
+   * is not kept; retriable once the source's position is moved (`sluice state reset`).
+   */
+  SNAPSHOT_HISTORY: 'SNAPSHOT_HISTORY',
   /** A position given to sluice (`SLUICE_STARTUP=position:…`, `state reset --to position:…`) is not where a transaction starts. */
   POSITION_INVALID: 'POSITION_INVALID',
   /** The binlog connection failed mid-stream. Retriable: the next run resumes at the stored position. */
@@ -110,6 +116,12 @@ export const ErrorCode = {
   VERIFY_SNAPSHOT_RUNNING: 'VERIFY_SNAPSHOT_RUNNING',
   /** The server cannot pin where a consistent snapshot reads (MySQL without RELOAD or LOCK TABLES): verify cannot read it at a known position. */
   VERIFY_UNSUPPORTED: 'VERIFY_UNSUPPORTED',
+  /**
+   * The output holds events that sort after the MySQL read although the stored position was read
+   * before it: the source's position was moved while verify ran, or the output's order is broken.
+   * Verify judges nothing then rather than skip the table.
+   */
+  VERIFY_ORDER: 'VERIFY_ORDER',
   /** `materialize --out` is neither `.parquet` nor `.jsonl`. */
   MATERIALIZE_FORMAT: 'MATERIALIZE_FORMAT',
   /** The output has no events for the table to materialize. */

@@ -7,7 +7,7 @@ import { type Config, databaseFilter, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions } from '../core/position.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { encodeSource, markerLine } from '../format/event.ts';
-import type { ManifestDdl } from '../format/manifest.ts';
+import { epochField, type ManifestDdl } from '../format/manifest.ts';
 import { runControlPrefix, seq } from '../format/seq.ts';
 import { type Log, type MetricsSink, noMetrics } from '../log.ts';
 import { timed } from '../profile.ts';
@@ -125,9 +125,8 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
         await deps.onSnapshotRequested?.(requested);
       }
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
-    const catalog = fresh
-      ? catalogOf(config, fresh.versions, fresh.databases, start, state.commitSeq + 1)
-      : await initialCatalog(conn, deps, start, state.commitSeq + 1, traits);
+    const at = { epoch: state.epoch, commitSeq: state.commitSeq + 1 };
+    const catalog = fresh ? catalogOf(config, fresh.versions, fresh.databases, start, at) : await initialCatalog(conn, deps, start, at, traits);
     catalog.useCharsets(charsets);
     return { start, target, requested, traits, catalog, opening: { events: [], snapshots: [] } };
   } finally {
@@ -144,11 +143,11 @@ function catalogOf(
   versions: readonly SchemaVersion[],
   databases: ReadonlyMap<string, string>,
   position: BinlogPosition,
-  commitSeq: number,
+  at: { epoch: number; commitSeq: number },
 ): Catalog {
   const catalog = Catalog.from(undefined);
   catalog.setFilter(filterOf(config));
-  const prefix = runControlPrefix(position, commitSeq);
+  const prefix = runControlPrefix(at.epoch, position, at.commitSeq);
   for (const [i, version] of versions.entries()) catalog.put({ version, seq: seq(prefix, i), position, origin: 'server' });
   const relevant = databaseFilter(config);
   for (const [db, collation] of databases) if (relevant(db)) catalog.setDatabaseCollation(db, collation);
@@ -163,11 +162,98 @@ function catalogOf(
  * contradicts shows up as a TABLE_MAP mismatch or an impossible statement, and is handled as such
  * (re-snapshot, or a stop with the way out).
  */
-async function initialCatalog(conn: SqlConnection, deps: CaptureDeps, position: BinlogPosition, commitSeq: number, traits: ServerTraits): Promise<Catalog> {
+async function initialCatalog(
+  conn: SqlConnection,
+  deps: CaptureDeps,
+  position: BinlogPosition,
+  at: { epoch: number; commitSeq: number },
+  traits: ServerTraits,
+): Promise<Catalog> {
   const created = await createdSince(conn, position, traits);
   const tables = (await listTables(conn, tableFilter(deps.config))).filter((t) => !created.tables.has(tableKey(t)));
   const databases = new Map([...(await databaseCollations(conn))].filter(([db]) => !created.databases.has(db)));
-  return catalogOf(deps.config, await readVersions(conn, tables, new Map()), databases, position, commitSeq);
+  return catalogOf(deps.config, await readVersions(conn, tables, new Map()), databases, position, at);
+}
+
+/** The catalog the source's state points at (commit `commit`). */
+async function storedCatalog(deps: CaptureDeps, commit: number): Promise<Catalog> {
+  const { config } = deps;
+  const document = await getJson(deps.s3, config.bucket, catalogKey(config.prefix, config.sourceId, commit));
+  if (!document)
+    throw new SluiceError(
+      ErrorCode.STAGING_LOST,
+      `the schema catalog ${catalogKey(config.prefix, config.sourceId, commit)} that the source's state points at is missing; restore it from a bucket version`,
+    );
+  return Catalog.from(document as Parameters<typeof Catalog.from>[0]);
+}
+
+/**
+ * After a change of position that skipped transactions (`state.resync`, lib/ops/state-admin.ts).
+ * When the skipped transactions are known to have written some tables only (same history, no DDL
+ * among them), those tables get a reset (`t resnapshot`) and a snapshot, their versions unchanged.
+ * Otherwise (another history, a purge, DDL skipped) nothing recorded says what the tables hold at
+ * the new position: every table the old catalog has gets a reset (`t history`), and every
+ * captured table the server has there is read anew and copied again by a snapshot requested in
+ * the same commit; a table the server no longer has (or that the binlog creates after the
+ * position) gets `t drop`. The resets are written at the new position in the new epoch, so they
+ * sort after everything read before and before every page and event read after
+ * (lib/format/seq.ts). Version numbers continue the old catalog's, so no schema history object is
+ * overwritten.
+ */
+async function resyncCatalog(
+  deps: CaptureDeps,
+  conn: SqlConnection,
+  state: SourceState,
+  position: BinlogPosition,
+  traits: ServerTraits,
+): Promise<{ catalog: Catalog; opening: DdlOutcome }> {
+  const { config, log } = deps;
+  const catalog = state.catalog === undefined ? Catalog.from(undefined) : await storedCatalog(deps, state.catalog);
+  const prefix = runControlPrefix(state.epoch, position, state.commitSeq + 1);
+  let index = 0;
+  const next = () => seq(prefix, index++);
+  const opening: DdlOutcome = { events: [], snapshots: [] };
+  const listed = state.resync?.tables;
+  if (listed && state.catalog !== undefined) {
+    for (const table of listed) {
+      const version = catalog.live(table);
+      if (!version) continue;
+      opening.events.push({ table, op: 't', kind: 'resnapshot', version, seq: next(), position });
+      opening.snapshots.push({ table, reason: 'skipped' });
+    }
+    log.info('transactions were skipped: resetting and copying again the tables they wrote', { reason: state.resync?.reason, tables: opening.events.length });
+    return { catalog, opening };
+  }
+  const created = await createdSince(conn, position, traits);
+  const present = new Set<string>();
+  for (const table of await listTables(conn, tableFilter(config))) {
+    if (created.tables.has(tableKey(table)) || catalog.isSequence(table)) continue;
+    const version = await readTableVersion(conn, table, catalog.entry(table)?.version);
+    if (!version) continue;
+    present.add(tableKey(table));
+    const at = next();
+    catalog.put({ version, seq: at, position, origin: 'server', ddl: { kind: 'history' } });
+    opening.events.push({ table, op: 't', kind: 'history', version, seq: at, position });
+    opening.snapshots.push({ table, reason: 'history' });
+  }
+  for (const version of catalog.liveTables()) {
+    if (present.has(tableKey(version))) continue;
+    const at = next();
+    const dropped = { ...version, dropped: true as const };
+    catalog.put({ version: dropped, seq: at, position, origin: 'server', ddl: { kind: 'history' } }, false);
+    opening.events.push({ table: { db: version.db, table: version.table }, op: 't', kind: 'drop', version: dropped, seq: at, position });
+  }
+  const relevant = databaseFilter(config);
+  for (const [db, collation] of await databaseCollations(conn))
+    if (relevant(db) && !created.databases.has(db) && catalog.databaseCollation(db) !== collation) catalog.setDatabaseCollation(db, collation);
+  catalog.setFilter(filterOf(config));
+  log.info('the binlog history changed where transactions may be missing: resetting and copying every captured table again', {
+    reason: state.resync?.reason,
+    epoch: state.epoch,
+    tables: present.size,
+    gone: opening.events.length - present.size,
+  });
+  return { catalog, opening };
 }
 
 /**
@@ -182,15 +268,13 @@ async function openCatalog(
   traits: ServerTraits,
 ): Promise<{ catalog: Catalog; opening: DdlOutcome }> {
   const { config } = deps;
+  if (state.resync) return resyncCatalog(deps, conn, state, position, traits);
   if (state.catalog === undefined)
-    return { catalog: await initialCatalog(conn, deps, position, state.commitSeq + 1, traits), opening: { events: [], snapshots: [] } };
-  const document = await getJson(deps.s3, config.bucket, catalogKey(config.prefix, config.sourceId, state.catalog));
-  if (!document)
-    throw new SluiceError(
-      ErrorCode.STAGING_LOST,
-      `the schema catalog ${catalogKey(config.prefix, config.sourceId, state.catalog)} that the source's state points at is missing; restore it from a bucket version`,
-    );
-  const catalog = Catalog.from(document as Parameters<typeof Catalog.from>[0]);
+    return {
+      catalog: await initialCatalog(conn, deps, position, { epoch: state.epoch, commitSeq: state.commitSeq + 1 }, traits),
+      opening: { events: [], snapshots: [] },
+    };
+  const catalog = await storedCatalog(deps, state.catalog);
   const opening: DdlOutcome = { events: [], snapshots: [] };
   const filter = filterOf(config);
   // Only a change of the filters moves tables in or out here; tables created, dropped or renamed
@@ -200,7 +284,7 @@ async function openCatalog(
     ? tableFilter({ include: catalog.filter.include.map((r) => new RegExp(r)), exclude: catalog.filter.exclude.map((r) => new RegExp(r)) })
     : undefined;
   const accept = tableFilter(config);
-  const prefix = runControlPrefix(position, state.commitSeq + 1);
+  const prefix = runControlPrefix(state.epoch, position, state.commitSeq + 1);
   let index = 0;
   const next = () => seq(prefix, index++);
   for (const table of await listTables(conn, accept)) {
@@ -339,7 +423,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
 
 /** The streaming part of a run: reads the binlog from `start`, one small handler per item kind. */
 class CaptureStream {
-  private readonly cursor = new TransactionCursor();
+  private readonly cursor: TransactionCursor;
   private readonly metrics: MetricsSink;
   private readonly clock: () => number;
   private reader: BinlogReader | undefined;
@@ -375,6 +459,8 @@ class CaptureStream {
   ) {
     this.metrics = deps.metrics ?? noMetrics;
     this.clock = ctx.clock;
+    // A run reads one history: the epoch its state holds (changing it takes this run's lease).
+    this.cursor = new TransactionCursor(state.epoch);
     this.position = spec.start;
     this.committed = spec.start;
     this.lastCommitAt = this.clock();
@@ -390,7 +476,8 @@ class CaptureStream {
     const { start } = this.spec;
     const source = encodeSource({ file: start.file, pos: start.pos, gtid: null, serverId: null, tsMs: this.clock(), txn: 'run', snapshot: false });
     this.writeOutcome(opening, source, this.clock());
-    if (this.tracker.catalog.dirty) {
+    if (this.state.resync) this.metrics.addMetric('HistoryResyncs', 'Count', 1);
+    if (this.tracker.catalog.dirty || this.state.resync) {
       this.openBatch(this.clock());
       await this.commitBatch();
     }
@@ -564,6 +651,7 @@ class CaptureStream {
         placement: {
           commit_seq: commitSeq,
           position: { from: this.committed, to },
+          ...epochField(this.state.epoch),
           transactions: batch.transactions,
           ...(this.ddl.length ? { ddl: this.ddl } : {}),
           ...(saved ? { schema: { versions: documents.slice(0, -1).map((d) => d.key), catalog: catalogKey(config.prefix, config.sourceId, commitSeq) } } : {}),
@@ -573,7 +661,7 @@ class CaptureStream {
         documents,
         snapshots,
       },
-      { position: to, ...(saved ? { catalog: commitSeq } : {}) },
+      { position: to, ...(saved ? { catalog: commitSeq } : {}), ...(this.state.resync ? { resynced: true } : {}) },
       { commitSeq, transactions: batch.transactions, position: to },
     );
     this.ddl = [];

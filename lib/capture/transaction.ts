@@ -26,11 +26,14 @@ export class TransactionCursor {
   /** Binlog time of the last transaction begun, for the run's lag. */
   lastTimestamp: number | undefined;
 
+  /** `epoch`: the history epoch of the position the run reads from (lib/format/seq.ts). */
+  constructor(private readonly epoch: number) {}
+
   begin(item: Extract<BinlogItem, { kind: 'begin' }>): void {
     this.lastTimestamp = item.tsMs;
     this.inTransaction = true;
     this.hasRows = false;
-    this.prefix = seqPrefix(item.file, item.pos);
+    this.prefix = seqPrefix(this.epoch, item.file, item.pos);
     this.index = 0;
     this.bytes = undefined;
     this.source = encodeSource({

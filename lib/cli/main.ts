@@ -382,6 +382,10 @@ function commands(cli: Cli): Command {
       const rows: [string, string][] = [
         ['source', status.source],
         ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
+        [
+          'binlog history',
+          `history epoch ${status.epoch}${status.epoch ? '' : ' (never changed)'}${status.resync ? `; the next run resets and copies every table again (${status.resync.reason}, ${status.resync.at})` : ''}`,
+        ],
         ['server position', status.master ? formatPosition(status.master) : `unknown (${status.mysqlError})`],
         ['lag', status.lagBytes === undefined ? '-' : `${status.lagBytes} bytes of binlog`],
         ['commits', `${status.commitSeq}${status.lastCommitAt ? `, last at ${status.lastCommitAt}` : ''}`],
@@ -549,7 +553,7 @@ function commands(cli: Cli): Command {
   state
     .command('import <file>')
     .description('restore a state exported with `state export`; refuses to move a source backwards unless --force')
-    .option('--force', 'roll back on purpose (changes after the saved position are captured again, with the same seq)')
+    .option('--force', 'roll back on purpose (changes after the saved position are captured again, in a later history epoch)')
     .action(async (file: string, options: { force?: boolean }) => {
       const { createLogger } = await import('../log.ts');
       const { importState, readStateFile } = await import('../ops/state-admin.ts');
@@ -560,7 +564,7 @@ function commands(cli: Cli): Command {
     });
   state
     .command('reset')
-    .description('move the stored position (the commit sequence is kept)')
+    .description('move the stored position in a new history epoch (the commit sequence is kept); anything but gtid: re-copies every table')
     .requiredOption('--to <where>', 'latest | earliest | position:<file>:<pos> | timestamp:<ISO> | gtid:<set>')
     .action(async (options: { to: string }) => {
       const { createLogger } = await import('../log.ts');
@@ -568,7 +572,13 @@ function commands(cli: Cli): Command {
       const { parseStartupSetting } = await import('../config/config.ts');
       const { config, clients } = await cli.configure(program.opts());
       const result = await resetState(config, clients.store, parseStartupSetting(options.to), createLogger('WARN', cli.io.env));
-      cli.out(`source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}`);
+      cli.out(
+        `source ${config.sourceId} now at ${result.position ? formatPosition(result.position) : '-'}, commit ${result.commitSeq}, history epoch ${result.epoch}`,
+      );
+      if (result.resync)
+        cli.out(
+          `the next capture run resets ${result.resync.tables ? result.resync.tables.map(formatTableRef).join(', ') : 'every captured table'} and copies it again (a snapshot job it requests): ${result.resync.tables ? 'the skipped transactions wrote it' : 'transactions may have been skipped'}`,
+        );
     });
 
   program

@@ -37,6 +37,17 @@ export function comparePositions(a: BinlogPosition, b: BinlogPosition): number {
   return fileNumber(a.file) - fileNumber(b.file) || a.pos - b.pos;
 }
 
+/** A position in the source's numbered binlog history (its epoch, lib/format/seq.ts). */
+export interface EpochPosition {
+  readonly epoch: number;
+  readonly position: BinlogPosition;
+}
+
+/** Orders positions across changes of history: by epoch, then within one history by file and offset. */
+export function compareEpochPositions(a: EpochPosition, b: EpochPosition): number {
+  return a.epoch - b.epoch || comparePositions(a.position, b.position);
+}
+
 export function formatPosition(p: BinlogPosition): string {
   return `${p.file}:${p.pos}${p.gtid ? ` (gtid ${p.gtid})` : ''}`;
 }

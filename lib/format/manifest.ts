@@ -34,6 +34,8 @@ export interface Manifest {
   commit_seq?: number;
   position?: { from: BinlogPosition; to: BinlogPosition };
   transactions?: number;
+  /** The history epoch of `position` or the page's watermark (lib/format/seq.ts); absent for 0. */
+  epoch?: number;
   /** Snapshot pages. */
   snapshot?: { id: string; db: string; table: string; chunk: number; page: number; watermark: BinlogPosition; after: unknown; last: unknown };
   /** DDL in the commit, in feed order. */
@@ -41,6 +43,9 @@ export interface Manifest {
   /** Schema history objects the commit added, and the catalog it saved. */
   schema?: { versions: string[]; catalog: string };
 }
+
+/** A manifest's `epoch` field: written only for epochs after 0, so output that never changed history reads as before. */
+export const epochField = (epoch: number): { epoch?: number } => (epoch ? { epoch } : {});
 
 /** Where a commit sits: a binlog range, or a snapshot page. */
 export type ManifestPlacement =

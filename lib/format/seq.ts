@@ -5,6 +5,8 @@ import { type BinlogPosition, fileNumber } from '../core/position.ts';
  * `seq`, the ordering key of the format (docs/FORMAT.md, "Ordering"): a string, unique per event,
  * whose lexicographic order is capture order. Every form of it is built here and nowhere else.
  *
+ *   every form may be led by the history epoch `hEEEEEE.` (below); epoch 0 writes none
+ *
  *   binlog event   FFFFFFFFFF.PPPPPPPPPPPP.IIIIIIIIII
  *                  file number . end offset of the transaction's first event . change index
  *   snapshot row   FFFFFFFFFF.PPPPPPPPPPPP.r.<job>.<table hash:8>.<chunk:4>.<page:8>.<row:7>
@@ -30,6 +32,21 @@ import { type BinlogPosition, fileNumber } from '../core/position.ts';
  *     written by a run sorts before the rows of a snapshot page read at that position, and the
  *     sentinel after every snapshot row read at that position and before every event of a later
  *     transaction.
+ *
+ * The history epoch. (F, P) order events only within one binlog history: RESET MASTER, a restore,
+ * a failover or a Blue/Green switch starts numbering again or differently. The source's state
+ * counts its histories (`SourceState.epoch`): every write that puts the stored position anywhere
+ * but where reading forward left it (`sluice state reset`, `state import`, an automatic
+ * reposition after a failover) advances the epoch in the same conditional write. Events and
+ * snapshot rows carry the epoch that was stored when they were read, and a seq of epoch E > 0
+ * starts with `hEEEEEE.` — `h` sorts after every digit, so epoch 1 sorts after everything written
+ * before epochs existed (epoch 0, no prefix: output written by earlier versions stays as it is and
+ * in order), and the six zero-padded digits order the epochs after it. So every event written
+ * after a change of history sorts after every event written before it, whatever its file number
+ * and offset; inside one epoch the argument above holds, because a run reads one history only (the
+ * history checks in lib/source/mysql/history.ts stop it before anything else) and a snapshot page
+ * is kept only when its watermark is not before the stored position of the epoch it is tagged with
+ * (lib/snapshot/worker.ts).
  */
 
 const FILE_WIDTH = 10;
@@ -40,17 +57,27 @@ const PAGE_WIDTH = 8;
 /** Digits of a snapshot row's index within its page (`snapshotSeq`), zero-padded. */
 export const SNAPSHOT_ROW_WIDTH = 7;
 
+const EPOCH_WIDTH = 6;
+
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
-/** The last file `seqPrefix` was asked about and its `F.`: a capture asks per transaction, nearly always of one file. */
+/** What leads every seq of history epoch `epoch`: nothing for 0, `hEEEEEE.` after it. */
+export function epochPart(epoch: number): string {
+  if (!Number.isInteger(epoch) || epoch < 0 || epoch >= 10 ** EPOCH_WIDTH) throw new RangeError(`history epoch ${epoch} is out of range`);
+  return epoch === 0 ? '' : `h${pad(epoch, EPOCH_WIDTH)}.`;
+}
+
+/** The last epoch and file `seqPrefix` was asked about and its `[hE.]F.`: a capture asks per transaction, nearly always of one file. */
+let lastEpoch = 0;
 let lastFile = '';
 let lastFilePart = '';
 
-/** `F.P.` of a binlog position: of a transaction's first event, or of a snapshot page's watermark. */
-export function seqPrefix(file: string, pos: number): string {
-  if (file !== lastFile) {
-    lastFilePart = `${pad(fileNumber(file), FILE_WIDTH)}.`;
+/** `[hE.]F.P.` of a binlog position in history epoch `epoch`: of a transaction's first event, or of a snapshot page's watermark. */
+export function seqPrefix(epoch: number, file: string, pos: number): string {
+  if (file !== lastFile || epoch !== lastEpoch) {
+    lastFilePart = `${epochPart(epoch)}${pad(fileNumber(file), FILE_WIDTH)}.`;
     lastFile = file;
+    lastEpoch = epoch;
   }
   return `${lastFilePart}${pad(pos, POS_WIDTH)}.`;
 }
@@ -61,8 +88,8 @@ export function seq(prefix: string, index: number): string {
 }
 
 /** The prefix of what a run records at its start position, in the commit numbered `commitSeq`. */
-export function runControlPrefix(position: BinlogPosition, commitSeq: number): string {
-  return `${seqPrefix(position.file, position.pos)}i${pad(commitSeq, POS_WIDTH)}.`;
+export function runControlPrefix(epoch: number, position: BinlogPosition, commitSeq: number): string {
+  return `${seqPrefix(epoch, position.file, position.pos)}i${pad(commitSeq, POS_WIDTH)}.`;
 }
 
 /** A short, stable tag for a table name, so two tables' rows in one snapshot never share a seq. */
@@ -71,8 +98,8 @@ function tableHash(table: string): string {
 }
 
 /** The prefix of one snapshot page's rows: the watermark's `F.P.`, then `r.<job>.<table hash>.<chunk>.<page>.`. */
-export function snapshotPagePrefix(watermark: BinlogPosition, job: string, table: string, chunk: number, page: number): string {
-  return `${seqPrefix(watermark.file, watermark.pos)}r.${job}.${tableHash(table)}.${pad(chunk, CHUNK_WIDTH)}.${pad(page, PAGE_WIDTH)}.`;
+export function snapshotPagePrefix(epoch: number, watermark: BinlogPosition, job: string, table: string, chunk: number, page: number): string {
+  return `${seqPrefix(epoch, watermark.file, watermark.pos)}r.${job}.${tableHash(table)}.${pad(chunk, CHUNK_WIDTH)}.${pad(page, PAGE_WIDTH)}.`;
 }
 
 /** A snapshot row's seq: its page's prefix and its index within the page. */
@@ -84,6 +111,6 @@ export function snapshotSeq(pagePrefix: string, row: number): string {
  * Greater than the seq of every event committed at or before `position` and of every snapshot row
  * read at that watermark; smaller than the seq of every transaction that begins after it.
  */
-export function seqAfter(position: BinlogPosition): string {
-  return `${seqPrefix(position.file, position.pos)}~`;
+export function seqAfter(epoch: number, position: BinlogPosition): string {
+  return `${seqPrefix(epoch, position.file, position.pos)}~`;
 }

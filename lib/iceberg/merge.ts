@@ -8,7 +8,7 @@ import { type Faults, noFaults } from '../commit/faults.ts';
 import { mergeLedger } from '../commit/ledgers.ts';
 import { type CommitContext, commitInPlace, advance as moveLedger, rollForward } from '../commit/protocol.ts';
 import type { Config } from '../config/config.ts';
-import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { type BinlogPosition, compareEpochPositions } from '../core/position.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
 import { type Manifest, readManifest } from '../format/manifest.ts';
@@ -179,6 +179,8 @@ export interface MergeResult {
 export interface Cut {
   readonly commitSeq: number;
   readonly position: BinlogPosition;
+  /** The history epoch of `position`: positions of different epochs compare by it alone. */
+  readonly epoch: number;
 }
 
 /** Reset kinds after which the table is the same one, its columns keeping their identity (others: a new table under the name). */
@@ -328,13 +330,13 @@ class MergeRun {
   async readCut(): Promise<Cut | undefined> {
     const state = await this.deps.store.get(this.config.sourceId);
     if (!state?.position) return undefined;
-    if (!state.pending) return { commitSeq: state.commitSeq, position: state.position };
+    if (!state.pending) return { commitSeq: state.commitSeq, position: state.position, epoch: state.epoch };
     // The newest commit may not be renamed yet: cut at the one before, at its end.
     const previous = state.commitSeq - 1;
     if (previous < 1) return undefined;
     const manifest = await this.manifest(previous);
     if (!manifest?.position) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${previous} of a committed commit is missing`);
-    return { commitSeq: previous, position: manifest.position.to };
+    return { commitSeq: previous, position: manifest.position.to, epoch: manifest.epoch ?? 0 };
   }
 
   async text(key: string): Promise<string | undefined> {
@@ -404,7 +406,7 @@ class MergeRun {
         if (text === undefined) throw new SluiceError(ErrorCode.ASSERTION, `snapshot page manifest ${key} vanished`);
         const manifest = readManifest(text);
         const watermark = manifest.snapshot?.watermark;
-        if (!watermark || comparePositions(watermark, cut.position) > 0) {
+        if (!watermark || compareEpochPositions({ epoch: manifest.epoch ?? 0, position: watermark }, cut) > 0) {
           all = false;
           break;
         }
@@ -493,7 +495,7 @@ class MergeRun {
       if (maintained) state = await this.adopt(table, state, maintained, state);
     }
     // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
-    if (state.commitSeq > cut.commitSeq || (state.position && comparePositions(state.position, cut.position) > 0))
+    if (state.commitSeq > cut.commitSeq || (state.position && compareEpochPositions({ epoch: state.epoch, position: state.position }, cut) > 0))
       return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
     const binlog = await this.binlogObjects(table, state.commitSeq, cut.commitSeq);
     const pages = await this.pageObjects(table, cut, new Set(state.jobs));
@@ -507,6 +509,7 @@ class MergeRun {
     const moved = (extra: Partial<MergeAdvance> = {}): MergeAdvance => ({
       commitSeq: cut.commitSeq,
       position: cut.position,
+      epoch: cut.epoch,
       jobs: [...state.jobs, ...pages.complete],
       schemaVersion: state.schemaVersion,
       gone: state.gone,
@@ -517,7 +520,7 @@ class MergeRun {
       const maintained = await this.maintain(table, state, moved());
       if (maintained) return maintained;
       // Nothing of this table in the new commits: move its offset so the next run starts there.
-      const position = state.position && comparePositions(cut.position, state.position) === 0;
+      const position = state.position && compareEpochPositions(cut, { epoch: state.epoch, position: state.position }) === 0;
       if (!position || cut.commitSeq !== state.commitSeq || pages.complete.length) await moveLedger(ledger, state, moved());
       return { table, status: 'up-to-date', commitSeq: cut.commitSeq, metadataKey: state.metadataKey };
     }

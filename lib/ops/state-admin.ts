@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import type { Config, Startup } from '../config/config.ts';
+import { type Config, type Startup, tableFilter } from '../config/config.ts';
 import { GtidSet } from '../core/gtid-set.ts';
 import type { BinlogHistory } from '../core/history.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
+import type { TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
-import { startupPosition } from '../source/mysql/binlog-scan.ts';
-import { connect } from '../source/mysql/server.ts';
+import { startupPosition, tablesWritten } from '../source/mysql/binlog-scan.ts';
+import { BinlogHistories } from '../source/mysql/history.ts';
+import { connect, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
 
@@ -21,6 +23,8 @@ export interface StateFile {
   /** The binlog history the position belongs to (absent in files from before it was recorded). */
   history?: BinlogHistory;
   commitSeq: number;
+  /** The position's history epoch (absent in files from before epochs: 0). */
+  epoch?: number;
 }
 
 /** What `state import` accepts: the shape `state export` writes, every field checked (zod, like the config). */
@@ -40,6 +44,7 @@ const stateFileSchema = z.object({
     .object({ file: z.string().min(1), created: z.number().int().positive(), serverId: z.number().int().optional(), serverUuid: z.string().optional() })
     .optional(),
   commitSeq: z.number().int().min(0),
+  epoch: z.number().int().min(0).optional(),
 });
 
 /** Checks a savepoint; errors name `origin` (the file) and each bad field. */
@@ -75,6 +80,7 @@ export async function exportState(config: Config, store: StateStore): Promise<St
     position: state?.position ?? null,
     ...(state?.history ? { history: state.history } : {}),
     commitSeq: state?.commitSeq ?? 0,
+    epoch: state?.epoch ?? 0,
   };
 }
 
@@ -112,9 +118,10 @@ async function underLease(
 }
 
 /**
- * Restores a savepoint. Refuses to move a source backwards (an older position or commit sequence)
- * unless forced. The commit sequence never decreases even when forced: reusing a number would
- * overwrite committed output objects.
+ * Restores a savepoint. Refuses to move a source backwards (an older epoch, position or commit
+ * sequence) unless forced. The commit sequence never decreases even when forced: reusing a number
+ * would overwrite committed output objects. The position starts a new history epoch, after both
+ * the stored one and the file's: what is read from it sorts after everything either stack wrote.
  */
 export async function importState(
   config: Config,
@@ -134,7 +141,11 @@ export async function importState(
   }
   const position = file.position;
   return underLease(config, store, async (state, now, owner) => {
-    const newer = (state.position && comparePositions(state.position, position) > 0) || state.commitSeq > file.commitSeq;
+    const fileEpoch = file.epoch ?? 0;
+    const newer =
+      state.epoch > fileEpoch ||
+      (state.epoch === fileEpoch && state.position !== undefined && comparePositions(state.position, position) > 0) ||
+      state.commitSeq > file.commitSeq;
     if (newer && !options.force) {
       throw new SluiceError(
         ErrorCode.STATE_NEWER,
@@ -144,26 +155,102 @@ export async function importState(
     options.log.info('importing state', { source: config.sourceId, position, commitSeq: file.commitSeq });
     return store.overwrite(
       { sourceId: config.sourceId, owner, expectVersion: state.version, now },
-      { position, history: file.history?.file === position.file ? file.history : undefined, commitSeq: Math.max(state.commitSeq, file.commitSeq) },
+      {
+        position,
+        history: file.history?.file === position.file ? file.history : undefined,
+        commitSeq: Math.max(state.commitSeq, file.commitSeq),
+        epoch: Math.max(state.epoch, fileEpoch) + 1,
+      },
     );
   });
 }
 
-/** Moves the stored position to `latest`, `position:…`, `timestamp:…` or `gtid:…`, keeping the commit sequence. */
+/** A startup setting as it was written (`position:binlog.000003:4`). */
+function startupText(to: Startup): string {
+  switch (to.mode) {
+    case 'position':
+      return `position:${to.position.file}:${to.position.pos}`;
+    case 'gtid':
+      return `gtid:${to.gtid}`;
+    case 'timestamp':
+      return `timestamp:${new Date(to.at).toISOString()}`;
+    default:
+      return to.mode;
+  }
+}
+
+/**
+ * Moves the stored position to `latest`, `position:…`, `timestamp:…` or `gtid:…`, keeping the
+ * commit sequence, in a new history epoch (lib/format/seq.ts), and says what the move skipped
+ * (`resync`), which the next run resets and copies again:
+ *
+ *   - `gtid:` names the transactions read: the server sends every one after them, nothing is skipped;
+ *   - the stored position on another history than the server's, or purged: every table;
+ *   - back on the same history: the transactions after the new position are read again, nothing
+ *     is skipped (their events sort after the first reading's, so the result is the same);
+ *   - forward on the same history: the tables the skipped transactions wrote, read from the binlog
+ *     (every table when a DDL lies among them).
+ */
 export async function resetState(config: Config, store: StateStore, to: Startup, log: Log): Promise<SourceState> {
   if (to.mode === 'initial' || to.mode === 'initial-only')
     throw new SluiceError(
       ErrorCode.STATE_RESET,
       'reset takes latest, earliest, position:<file>:<pos>, timestamp:<ISO> or gtid:<set>; for a new snapshot run `sluice snapshot --all`',
     );
-  const conn = await connect(await mysqlTarget(config));
+  const target = await mysqlTarget(config);
+  const conn = await connect(target);
+  const before = await store.get(config.sourceId);
   let position: BinlogPosition;
+  let skipped: Skipped;
   try {
     position = await startupPosition({ ...config, startup: to }, conn, log);
+    skipped = await whatResetSkips(config, conn, before, position, to);
   } finally {
     await conn.end();
   }
-  return underLease(config, store, (state, now, owner) =>
-    store.overwrite({ sourceId: config.sourceId, owner, expectVersion: state.version, now }, { position, commitSeq: state.commitSeq }),
-  );
+  return underLease(config, store, (state, now, owner) => {
+    if (state.epoch !== before?.epoch || JSON.stringify(state.position) !== JSON.stringify(before?.position))
+      throw new SluiceError(ErrorCode.STATE_BUSY, `source ${config.sourceId} moved while the reset looked at the binlog; nothing was stored, retry`);
+    const resync =
+      skipped === 'nothing' ? undefined : { reason: `sluice state reset --to ${startupText(to)}`, at: now, ...(skipped === 'all' ? {} : { tables: skipped }) };
+    log.info('resetting the stored position', { source: config.sourceId, from: state.position, to: position, epoch: state.epoch + 1, resync });
+    return store.overwrite(
+      { sourceId: config.sourceId, owner, expectVersion: state.version, now },
+      { position, commitSeq: state.commitSeq, epoch: state.epoch + 1, ...(resync ? { resync } : {}) },
+    );
+  });
+}
+
+type Skipped = 'nothing' | 'all' | TableRef[];
+
+/**
+ * What a reset from the stored state to `position` skips (see resetState). The stored position is
+ * taken to be on the server's history only where that is proven: the checks a run makes before
+ * reading (its file and offset; with its GTID, that the server has it at that very place, or holds
+ * its GTID set), and those of the stream from it (its file's creation time, the first GTID after
+ * it). A position with neither a recorded history nor a GTID proves nothing: every table.
+ */
+async function whatResetSkips(config: Config, conn: SqlConnection, state: SourceState | undefined, position: BinlogPosition, to: Startup): Promise<Skipped> {
+  if (to.mode === 'gtid' || !state?.position) return 'nothing';
+  const stored = state.position;
+  if (state.history === undefined && stored.gtid === undefined && stored.gtidSet === undefined) return 'all';
+  const forward = comparePositions(position, stored) > 0;
+  let written: Awaited<ReturnType<typeof tablesWritten>>;
+  try {
+    await new BinlogHistories(state).checkStored(conn);
+    // The GTID checks too, which a recorded history stands in for at a run's start.
+    if (state.history && (stored.gtid !== undefined || stored.gtidSet !== undefined)) await new BinlogHistories({ position: stored }).checkStored(conn);
+    written = await tablesWritten(
+      await mysqlTarget(config),
+      { from: stored, to: forward ? position : stored },
+      tableFilter(config),
+      new BinlogHistories(state),
+    );
+  } catch (error) {
+    if (error instanceof SluiceError && (error.code === ErrorCode.POSITION_FOREIGN || error.code === ErrorCode.POSITION_LOST)) return 'all';
+    throw error;
+  }
+  if (!forward) return 'nothing';
+  if (written.ddl) return 'all';
+  return written.tables.length ? written.tables : 'nothing';
 }

@@ -16,6 +16,10 @@ export interface SourceStatus {
   lagBytes?: number;
   positionOnServer?: boolean;
   commitSeq: number;
+  /** The stored position's history epoch: how many times its binlog history was changed (lib/format/seq.ts). */
+  epoch: number;
+  /** A change of history the next run still has to act on: it resets and re-copies every captured table. */
+  resync?: { reason: string; at: string };
   lastCommitAt?: string;
   /** Seconds since the stored position last moved (data commit or heartbeat); with lag, it tells catching up from stuck. */
   positionAgeSeconds?: number;
@@ -102,6 +106,8 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     source: config.sourceId,
     stored: state?.position,
     commitSeq: state?.commitSeq ?? 0,
+    epoch: state?.epoch ?? 0,
+    resync: state?.resync ? { reason: state.resync.reason, at: new Date(state.resync.at).toISOString() } : undefined,
     lastCommitAt: state?.lastCommitAt ? new Date(state.lastCommitAt).toISOString() : undefined,
     positionAgeSeconds: state?.positionAt ? Math.max(0, Math.round((now - state.positionAt) / 1000)) : undefined,
     lease: state?.lease ? { owner: state.lease.owner, expiresAt: new Date(state.lease.expiresAt).toISOString(), live: state.lease.expiresAt > now } : undefined,

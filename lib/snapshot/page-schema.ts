@@ -1,6 +1,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
 import type { TableRef } from '../core/table-ref.ts';
+import { ErrorCode, SluiceError } from '../errors.ts';
 import { seqAfter } from '../format/seq.ts';
 import { Catalog, type CatalogDocument } from '../schema/catalog.ts';
 import { type SchemaVersion, structureOf } from '../schema/version.ts';
@@ -23,6 +24,18 @@ import type { StateStore } from '../state/store.ts';
  * after.
  */
 
+/** The source's epoch and stored position as read before a watermark. */
+export interface StoredEpoch {
+  readonly epoch: number;
+  readonly position: BinlogPosition | undefined;
+}
+
+/** Where a page was read: its watermark, in its history epoch. */
+export interface PageAt {
+  readonly epoch: number;
+  readonly watermark: BinlogPosition;
+}
+
 export class PageSchema {
   private loaded: { pointer: number | undefined; catalog: Catalog } | undefined;
 
@@ -44,6 +57,35 @@ export class PageSchema {
     return this.loaded.catalog;
   }
 
+  /**
+   * The source's history epoch and stored position, read before a page's watermark: the epoch
+   * the page's rows are written in, once `place` has checked the watermark against the position.
+   */
+  async epoch(): Promise<StoredEpoch> {
+    const state = await this.deps.store.get(this.deps.sourceId);
+    return { epoch: state?.epoch ?? 0, position: state?.position };
+  }
+
+  /**
+   * A page's watermark in the epoch read before it. The stored position was read from the server
+   * before, so in the same binlog history the watermark is never before it; when it is, the
+   * server's binlog is another history (RESET MASTER, a failover) that the source has not moved
+   * to yet, and rows read now cannot be ordered against that epoch's events (lib/format/seq.ts):
+   * SNAPSHOT_HISTORY, the page is not kept. (A page read on a new history whose numbers happen to
+   * lie beyond the stored position sorts after every event of the epoch read before it, which it
+   * is newer than; the source then moves to a later epoch, and every event read there sorts after
+   * the page.)
+   */
+  place(stored: StoredEpoch, watermark: BinlogPosition): PageAt {
+    if (stored.position && comparePositions(watermark, stored.position) < 0)
+      throw new SluiceError(
+        ErrorCode.SNAPSHOT_HISTORY,
+        `the server's binlog is at ${formatPosition(watermark)}, before the source's stored position ${formatPosition(stored.position)}: its binlog history changed (RESET MASTER, a restore, a failover) and the source has not moved to it. No page was kept; the snapshot goes on once the source's position is moved (docs/RUNBOOK.md, POSITION_FOREIGN)`,
+        { retriable: true },
+      );
+    return { epoch: stored.epoch, watermark };
+  }
+
   /** The structure of `table` on the server now (undefined: gone, or not describable). */
   async structureOf(conn: SqlConnection, table: TableRef): Promise<string | undefined> {
     const now = await readTableVersion(conn, table, undefined);
@@ -56,11 +98,15 @@ export class PageSchema {
    * which is taken after reading the structure (a DDL seen in the structure is then in the binlog
    * before the watermark: MariaDB logs DDL before releasing the table's metadata lock).
    */
-  async versionAt(table: TableRef, structure: string | undefined, watermark: BinlogPosition): Promise<SchemaVersion | undefined> {
+  async versionAt(table: TableRef, structure: string | undefined, at: PageAt): Promise<SchemaVersion | undefined> {
+    const { epoch, watermark } = at;
     const state = await this.deps.store.get(this.deps.sourceId);
-    if (structure === undefined || !state?.position || comparePositions(state.position, watermark) < 0) return undefined;
+    // After a reset that skipped transactions, the catalog describes the old position until the
+    // next run's resync commit: it proves nothing about L.
+    if (structure === undefined || !state?.position || state.resync || state.epoch !== epoch || comparePositions(state.position, watermark) < 0)
+      return undefined;
     const entry = (await this.catalog(state.catalog))?.entry(table);
-    if (!entry || entry.version.dropped || entry.seq > seqAfter(watermark) || structureOf(entry.version) !== structure) return undefined;
+    if (!entry || entry.version.dropped || entry.seq > seqAfter(epoch, watermark) || structureOf(entry.version) !== structure) return undefined;
     return entry.version;
   }
 }

@@ -6,6 +6,7 @@ import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeShape, encodeSource, markerLine } from '../format/event.ts';
+import { epochField } from '../format/manifest.ts';
 import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
@@ -255,9 +256,11 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         return copyWhole(copy, chunk);
       }
       const whole = !sameNames(info.key, planned.key);
-      const watermark = await masterPosition(reader.sql);
-      const shape = shapeOf(info, await schema.versionAt(info, before, watermark));
-      const prefix = snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page);
+      const stored = await schema.epoch();
+      const at = schema.place(stored, await masterPosition(reader.sql));
+      const { epoch, watermark } = at;
+      const shape = shapeOf(info, await schema.versionAt(info, before, at));
+      const prefix = snapshotPagePrefix(epoch, watermark, job.id, claimed.table, claimed.n, page);
       const source = encodeSource({
         file: watermark.file,
         pos: watermark.pos,
@@ -311,6 +314,7 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
             after: plainKeyValues(from),
             last: plainKeyValues(last),
           },
+          ...epochField(epoch),
         },
         dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
         manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
@@ -380,6 +384,7 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   const before = await schema.structureOf(reader.sql, reading.info);
   // One transaction at a binlog point the server's dialect pins (dialect.ts `snapshotPoint`).
   // On MySQL without RELOAD the table is read-locked instead (no transaction): read nothing else until point.end().
+  const stored = await schema.epoch();
   const point = await (await dialectOf(reader.sql)).snapshotPoint(reader.sql, [reading.info]);
   if ('refused' in point)
     throw new SluiceError(
@@ -394,8 +399,9 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   }
   const info = reading.info;
   try {
-    const watermark = point.position;
-    const version = await schema.versionAt(info, before, watermark);
+    const at = schema.place(stored, point.position);
+    const { epoch, watermark } = at;
+    const version = await schema.versionAt(info, before, at);
     const shape = shapeOf(info, version);
     const source = encodeSource({
       file: watermark.file,
@@ -408,14 +414,17 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
     });
     let page = chunk.pages + 1;
     let batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-    const reset = snapshotSeq(snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, 0), 0);
+    const reset = snapshotSeq(snapshotPagePrefix(epoch, watermark, job.id, claimed.table, claimed.n, 0), 0);
     void batch.write(shape, markerLine('t', info, version?.version, { kind: 'snapshot', position: watermark }, source, reset), reset);
     let count = 0;
     let wireRows = 0;
     const commitPage = async (done: boolean) => {
       const staged = await stage(ctx, batch, {
         source: config.sourceId,
-        placement: { snapshot: { id: job.id, db: info.db, table: info.table, chunk: claimed.n, page, watermark, after: null, last: null } },
+        placement: {
+          snapshot: { id: job.id, db: info.db, table: info.table, chunk: claimed.n, page, watermark, after: null, last: null },
+          ...epochField(epoch),
+        },
         dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, config.sourceId, job.id, claimed.n, page),
         manifestKey: snapshotManifestKey(config.prefix, config.sourceId, job.id, info.db, info.table, claimed.n, page),
       });
@@ -425,7 +434,7 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       result.wireRows += wireRows;
     };
     // A full page commits while the read waits (the connection paused), then the rows go on into the next.
-    const lines: PageLines = new PageLines(batch, shape, source, snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page), {
+    const lines: PageLines = new PageLines(batch, shape, source, snapshotPagePrefix(epoch, watermark, job.id, claimed.table, claimed.n, page), {
       bytes: deps.rowLines !== false,
       pageRows: config.snapshot.pageRows,
       full: async () => {
@@ -434,7 +443,7 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
         await commitPage(false);
         page++;
         batch = new Batch(ctx.s3, ctx.bucket, `${stagingRoot}${owner}/${pad(page, 8)}/`, clock());
-        lines.next(batch, snapshotPagePrefix(watermark, job.id, claimed.table, claimed.n, page));
+        lines.next(batch, snapshotPagePrefix(epoch, watermark, job.id, claimed.table, claimed.n, page));
       },
     });
     await reader.read(info, null, null, 0, lines).catch(async (error) => {

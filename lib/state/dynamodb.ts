@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.ts';
-import type { Fence, PendingCommit, SourceChange, SourceState, StateStore } from './store.ts';
+import type { Fence, PendingCommit, PositionOverwrite, Resync, SourceChange, SourceState, StateStore } from './store.ts';
 
 const key = (sourceId: string) => `source#${sourceId}`;
 
@@ -20,6 +20,8 @@ function toState(sourceId: string, item: Item): SourceState {
     version: item.version ?? 0,
     position: item.position as SourceState['position'],
     history: item.history as SourceState['history'],
+    epoch: (item.epoch as number | undefined) ?? 0,
+    ...(item.resync ? { resync: item.resync as Resync } : {}),
     commitSeq: (item.commit_seq as number | undefined) ?? 0,
     pending: item.pending as PendingCommit | undefined,
     catalog: item.catalog as number | undefined,
@@ -57,9 +59,10 @@ export class DynamoDbStateStore implements StateStore {
         ...(pending ? ['#pending = :pending', '#seq = if_not_exists(#seq, :zero) + :one', '#last = :now'] : []),
         ...(catalog !== undefined ? ['#catalog = :catalog'] : []),
       ],
-      remove: ['#error', ...(history ? [] : ['#history'])],
+      remove: ['#error', ...(history ? [] : ['#history']), ...(change.resynced ? ['#resync'] : [])],
       condition: 'attribute_not_exists(#pending)',
       names: {
+        ...(change.resynced ? { '#resync': 'resync' } : {}),
         '#position': 'position',
         '#posat': 'position_at',
         '#history': 'history',
@@ -78,14 +81,36 @@ export class DynamoDbStateStore implements StateStore {
     return toState(fence.sourceId, item);
   }
 
-  async overwrite(fence: Fence, change: { position: SourceState['position']; history?: SourceState['history']; commitSeq: number }): Promise<SourceState> {
-    const { history } = change;
+  async overwrite(fence: Fence, change: PositionOverwrite): Promise<SourceState> {
+    const { history, resync } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
-      set: ['#position = :position', '#posat = :now', '#seq = :seq', ...(history ? ['#history = :history'] : [])],
-      remove: ['#error', ...(history ? [] : ['#history'])],
+      set: [
+        '#position = :position',
+        '#posat = :now',
+        '#seq = :seq',
+        '#epoch = :epoch',
+        ...(history ? ['#history = :history'] : []),
+        ...(resync ? ['#resync = :resync'] : []),
+      ],
+      remove: ['#error', ...(history ? [] : ['#history']), ...(resync ? [] : ['#resync'])],
       condition: 'attribute_not_exists(#pending)',
-      names: { '#position': 'position', '#posat': 'position_at', '#history': 'history', '#seq': 'commit_seq', '#error': 'error', '#pending': 'pending' },
-      values: { ':position': change.position, ':seq': change.commitSeq, ...(history ? { ':history': history } : {}) },
+      names: {
+        '#position': 'position',
+        '#posat': 'position_at',
+        '#history': 'history',
+        '#seq': 'commit_seq',
+        '#epoch': 'epoch',
+        '#resync': 'resync',
+        '#error': 'error',
+        '#pending': 'pending',
+      },
+      values: {
+        ':position': change.position,
+        ':seq': change.commitSeq,
+        ':epoch': change.epoch,
+        ...(history ? { ':history': history } : {}),
+        ...(resync ? { ':resync': resync } : {}),
+      },
     });
     return toState(fence.sourceId, item);
   }

@@ -22,6 +22,8 @@ export interface MergeState {
   readonly commitSeq: number;
   /** The cut: every event of the table before this binlog position is merged, none after it. */
   readonly position?: BinlogPosition;
+  /** The history epoch of `position` (lib/format/seq.ts); 0 on items written before epochs. */
+  readonly epoch: number;
   /** Snapshot jobs every page of which (for this table) is merged. */
   readonly jobs: readonly string[];
   /** The sluice schema version the Iceberg table is at; absent before the first merge. */
@@ -63,6 +65,8 @@ export interface RewriteRecord {
 export interface MergeAdvance {
   readonly commitSeq: number;
   readonly position: BinlogPosition;
+  /** The history epoch of `position`; absent on records written before epochs (0). */
+  readonly epoch?: number;
   readonly jobs: readonly string[];
   readonly schemaVersion: number | undefined;
   readonly gone: boolean;
@@ -100,6 +104,7 @@ const key = (sourceId: string, table: TableRef) => `iceberg#${sourceId}#${tableP
 const baseOf = (state: MergeState): MergeAdvance => ({
   commitSeq: state.commitSeq,
   position: state.position as BinlogPosition,
+  epoch: state.epoch,
   jobs: [...state.jobs],
   schemaVersion: state.schemaVersion,
   gone: state.gone,
@@ -114,6 +119,7 @@ function toState(sourceId: string, table: TableRef, item: Item): MergeState {
     mergeSeq: (item.merge_seq as number | undefined) ?? 0,
     commitSeq: (item.commit_seq as number | undefined) ?? 0,
     position: item.position as BinlogPosition | undefined,
+    epoch: (item.epoch as number | undefined) ?? 0,
     jobs: (item.jobs as string[] | undefined) ?? [],
     schemaVersion: item.schema_version as number | undefined,
     gone: item.gone === true,
@@ -155,6 +161,7 @@ export class DynamoDbMergeStore implements MergeStore {
         '#tbl = :tbl',
         '#cseq = :cseq',
         '#position = :position',
+        '#epoch = :epoch',
         '#jobs = :jobs',
         '#gone = :gone',
         ...(meta ? ['#meta = :meta'] : []),
@@ -173,6 +180,7 @@ export class DynamoDbMergeStore implements MergeStore {
         '#tbl': 'table',
         '#cseq': 'commit_seq',
         '#position': 'position',
+        '#epoch': 'epoch',
         '#jobs': 'jobs',
         '#gone': 'gone',
         '#cleanup': 'cleanup',
@@ -187,6 +195,7 @@ export class DynamoDbMergeStore implements MergeStore {
         ':tbl': state.table.table,
         ':cseq': advance.commitSeq,
         ':position': advance.position,
+        ':epoch': advance.epoch ?? 0,
         ':jobs': [...advance.jobs],
         ':gone': advance.gone,
         ...(meta ? { ':meta': advance.metadataKey } : {}),
@@ -206,6 +215,7 @@ export class DynamoDbMergeStore implements MergeStore {
         '#jobs = :jobs',
         '#gone = :gone',
         '#meta = :meta',
+        '#epoch = :epoch',
         ...(to.position ? ['#position = :position'] : []),
         ...(to.schemaVersion !== undefined ? ['#schema = :schema'] : []),
         ...(state.metadataKey ? ['#prev = :prev'] : []),
@@ -216,6 +226,7 @@ export class DynamoDbMergeStore implements MergeStore {
         '#jobs': 'jobs',
         '#gone': 'gone',
         '#meta': 'metadata_key',
+        '#epoch': 'epoch',
         '#position': 'position',
         '#schema': 'schema_version',
         '#pending': 'pending',
@@ -228,6 +239,7 @@ export class DynamoDbMergeStore implements MergeStore {
         ':jobs': [...to.jobs],
         ':gone': to.gone,
         ':meta': to.metadataKey,
+        ':epoch': to.epoch ?? 0,
         ...(to.position ? { ':position': to.position } : {}),
         ...(to.schemaVersion !== undefined ? { ':schema': to.schemaVersion } : {}),
         ...(state.metadataKey ? { ':prev': state.metadataKey } : {}),

@@ -1,5 +1,5 @@
 import { LeaseLostError, OffsetConflictError } from '../errors.ts';
-import type { Fence, SourceChange, SourceState, StateStore } from './store.ts';
+import type { Fence, PositionOverwrite, SourceChange, SourceState, StateStore } from './store.ts';
 
 type Item = { -readonly [K in keyof SourceState]: SourceState[K] };
 
@@ -18,7 +18,7 @@ export class InMemoryStateStore implements StateStore {
   }
 
   async acquireLease(sourceId: string, owner: string, expiresAt: number, now: number): Promise<SourceState> {
-    const item = this.items.get(sourceId) ?? { sourceId, version: 0, commitSeq: 0 };
+    const item = this.items.get(sourceId) ?? { sourceId, version: 0, commitSeq: 0, epoch: 0 };
     if (item.lease && item.lease.expiresAt >= now && item.lease.owner !== owner) {
       throw new LeaseLostError(`source ${sourceId} is leased by ${item.lease.owner} until ${new Date(item.lease.expiresAt).toISOString()}`);
     }
@@ -36,6 +36,7 @@ export class InMemoryStateStore implements StateStore {
       position: change.position,
       positionAt: fence.now,
       history: change.history,
+      ...(change.resynced ? { resync: undefined } : {}),
       error: undefined,
       version: item.version + 1,
       updatedAt: fence.now,
@@ -47,14 +48,12 @@ export class InMemoryStateStore implements StateStore {
     return this.write(fence.sourceId, { ...item, pending: undefined, version: item.version + 1, updatedAt: fence.now });
   }
 
-  async overwrite(
-    fence: Fence,
-    change: { position: NonNullable<SourceState['position']>; history?: SourceState['history']; commitSeq: number },
-  ): Promise<SourceState> {
+  async overwrite(fence: Fence, change: PositionOverwrite): Promise<SourceState> {
     const item = this.fenced(fence, { noPending: true });
     return this.write(fence.sourceId, {
       ...item,
       history: undefined,
+      resync: undefined,
       ...change,
       positionAt: fence.now,
       error: undefined,
@@ -64,7 +63,7 @@ export class InMemoryStateStore implements StateStore {
   }
 
   async recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void> {
-    const item = this.items.get(sourceId) ?? { sourceId, version: 0, commitSeq: 0 };
+    const item = this.items.get(sourceId) ?? { sourceId, version: 0, commitSeq: 0, epoch: 0 };
     this.write(sourceId, { ...item, error: { ...error, at: now }, version: item.version + 1, updatedAt: now });
   }
 

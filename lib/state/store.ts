@@ -1,5 +1,6 @@
 import type { BinlogHistory } from '../core/history.ts';
 import type { BinlogPosition } from '../core/position.ts';
+import type { TableRef } from '../core/table-ref.ts';
 
 /**
  * The state of one source, held in a single item so that one conditional write can move the
@@ -12,6 +13,14 @@ export interface SourceState {
   readonly position?: BinlogPosition;
   /** The binlog history `position` belongs to (lib/core/history.ts); absent on items written before it was recorded. */
   readonly history?: BinlogHistory;
+  /**
+   * The history epoch of `position` (0 when never changed): advanced by every write that puts the
+   * position anywhere but where reading forward left it, so that everything read after it sorts
+   * after everything read before (lib/format/seq.ts).
+   */
+  readonly epoch: number;
+  /** Set by a change of position that skipped transactions: the next run resets and re-copies the tables they wrote (or every table). */
+  readonly resync?: Resync;
   /** How many data commits the source has made; final object keys are derived from it. */
   readonly commitSeq: number;
   readonly pending?: PendingCommit;
@@ -23,6 +32,15 @@ export interface SourceState {
   readonly positionAt?: number;
   readonly error?: RecordedError;
   readonly updatedAt?: number;
+}
+
+/** Which tables the next run must reset and copy again after a change of position that may have skipped transactions, why, and since when. */
+export interface Resync {
+  /** What moved the position, in words (for status and the log). */
+  readonly reason: string;
+  readonly at: number;
+  /** The tables the skipped transactions wrote; absent: every captured table (another history, a purge, DDL skipped). */
+  readonly tables?: readonly TableRef[];
 }
 
 /** A fatal error as recorded for `sluice status`. */
@@ -76,6 +94,19 @@ export interface SourceChange {
   readonly history?: BinlogHistory;
   readonly pending?: PendingCommit;
   readonly catalog?: number;
+  /** The commit carries the resets and snapshot requests a `resync` asked for: it is cleared in the same write. */
+  readonly resynced?: boolean;
+}
+
+/** What `overwrite` writes: a position set by other means than reading forward, which starts a new history epoch. */
+export interface PositionOverwrite {
+  readonly position: BinlogPosition;
+  readonly history?: BinlogHistory;
+  readonly commitSeq: number;
+  /** Must be greater than the stored epoch. */
+  readonly epoch: number;
+  /** Absent: the new position continues the old one's transactions (nothing to re-copy). */
+  readonly resync?: Resync;
 }
 
 /**
@@ -94,8 +125,8 @@ export interface StateStore {
   commit(fence: Fence, change: SourceChange): Promise<SourceState>;
   /** Clears a pending record once its renames are done. */
   clearPending(fence: Fence): Promise<SourceState>;
-  /** Replaces position (with its history, removed when not given) and commit sequence (state import / reset), refused while a commit is pending. */
-  overwrite(fence: Fence, change: { position: BinlogPosition; history?: BinlogHistory; commitSeq: number }): Promise<SourceState>;
+  /** Replaces position (with its history, removed when not given), commit sequence and epoch (state import / reset), refused while a commit is pending. */
+  overwrite(fence: Fence, change: PositionOverwrite): Promise<SourceState>;
   /** Records a fatal error for `status`; cleared by the next successful commit. */
   recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void>;
   /** Extends this owner's live lease to `expiresAt` without bumping the version; throws LeaseLostError when it is gone. */

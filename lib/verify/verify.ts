@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { type Config, tableFilter } from '../config/config.ts';
-import type { BinlogPosition } from '../core/position.ts';
+import { type BinlogPosition, formatPosition } from '../core/position.ts';
 import { formatTableRef, fromTableKey, type TableRef, tableKey } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import { seqAfter } from '../format/seq.ts';
 import { sqlString } from '../materialize/projection.ts';
 import { type Materialized, materializeRule } from '../materialize/rule.ts';
 import { loadTable, type OutputSource, type OutputTable, outputTables, tableDir } from '../materialize/table.ts';
+import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables } from '../source/mysql/schema.ts';
 import { serverTraits } from '../source/mysql/schema-read.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
@@ -95,8 +96,13 @@ export async function verify(
   const reader = pagingConnection(target);
   try {
     await reader.init();
-    // 1. The output's position, then what it holds (every change up to O is listed).
-    const outputPosition = (await deps.store.get(config.sourceId))?.position;
+    // 1. The output's position, then what it holds (every change up to O is listed). O must be on
+    // the server's binlog history (POSITION_FOREIGN otherwise, as capture would say): S, read
+    // later, is then in O's history epoch and every event of the output sorts at or before it.
+    const stored = await deps.store.get(config.sourceId);
+    const outputPosition = stored?.position;
+    const epoch = stored?.epoch ?? 0;
+    if (stored?.position) await new BinlogHistories(stored).checkStored(reader.sql);
     const source: OutputSource = { s3, bucket: config.bucket, prefix: config.prefix, sourceId: config.sourceId };
     const output = await outputTables(source);
 
@@ -131,9 +137,13 @@ export async function verify(
       const key = tableKey(ref);
       const inFlux = changing.all || changing.ddl.has(key);
       const dir = tableDir(work, n);
-      const materialized = inFlux ? undefined : await materialize(duck, source, output.get(key), dir, mysqlPosition);
-      if (materialized === 'ahead') tables.push(changingVerdict(ref, 'the output holds events after the MySQL read'));
-      else if (!live.has(key)) {
+      const materialized = inFlux ? undefined : await materialize(duck, source, output.get(key), dir, { epoch, position: mysqlPosition });
+      if (typeof materialized === 'number')
+        throw new SluiceError(
+          ErrorCode.VERIFY_ORDER,
+          `the output holds ${materialized} event(s) of ${formatTableRef(ref)} that sort after the MySQL read (${formatPosition(mysqlPosition)}${epoch ? `, history epoch ${epoch}` : ''}), although the stored position was read before it: the source's position was moved while verify ran (run it again), or the output's order is broken. Nothing was judged.`,
+        );
+      if (!live.has(key)) {
         if (inFlux) unjudged.push(formatTableRef(ref));
         else if (materialized && !materialized.gone && materialized.rows > 0)
           orphans.push({ table: formatTableRef(ref), ref, rows: materialized.rows, reason: existing.has(key) ? 'not included' : 'does not exist' });
@@ -175,19 +185,19 @@ export async function verify(
   }
 }
 
-/** The output of one table by the rule, or 'ahead' when it holds events after the MySQL read (cannot happen when O is read first). */
+/** The output of one table by the rule, or how many of its events sort after the MySQL read (none when O is read first and nothing moved it). */
 async function materialize(
   duck: DuckDBConnection,
   source: OutputSource,
   entry: OutputTable | undefined,
   dir: string,
-  at: BinlogPosition,
-): Promise<(Materialized & { versioned: boolean }) | 'ahead' | undefined> {
+  at: { epoch: number; position: BinlogPosition },
+): Promise<(Materialized & { versioned: boolean }) | number | undefined> {
   if (!entry) return undefined;
   const loaded = await loadTable(source, entry, duck, dir, 'o');
   if (!loaded) return undefined;
-  const [late] = (await duck.runAndReadAll(`SELECT count(*) AS n FROM o_ev WHERE seq > ${sqlString(seqAfter(at))}`)).getRowObjects();
-  if (Number(late?.n)) return 'ahead';
+  const [late] = (await duck.runAndReadAll(`SELECT count(*) AS n FROM o_ev WHERE seq > ${sqlString(seqAfter(at.epoch, at.position))}`)).getRowObjects();
+  if (Number(late?.n)) return Number(late?.n);
   return { ...(await materializeRule(duck, loaded.history, 'o_ev', 'o')), versioned: loaded.history.versioned };
 }
 

@@ -143,7 +143,7 @@ describe('binlog history (private MariaDB servers)', () => {
       /the position was recorded in a binlog\.000002 created at .*, on server_id 1; this server's \(server_id 1\) binlog\.000002 was created at /,
     );
     expect((failure as Error).message).toContain('RESET MASTER');
-    expect((failure as Error).message).toContain('`sluice state reset --to latest`, then `sluice snapshot --all`');
+    expect((failure as Error).message).toContain('`sluice state reset --to latest` (the next run resets every table and copies it again)');
     expect((await source.state())?.position).toEqual(stored?.position);
     expect((await sourceStatus(source.config, source.clients.store)).error?.code).toBe('POSITION_FOREIGN');
     expect(await source.rows()).toEqual([
@@ -151,8 +151,9 @@ describe('binlog history (private MariaDB servers)', () => {
       { id: 2, v: 'two' },
     ]);
 
-    // The recovery the message names.
+    // The recovery the message names: the reset's next run asks for the copy.
     expect((await source.cli(['state', 'reset', '--to', 'latest'])).code).toBe(0);
+    await source.capture();
     await source.snapshot([{ db: 'shop', table: 't' }]);
     await s.admin.query("INSERT INTO shop.t VALUES (6, 'six')");
     expect((await source.capture()).status).toBe('captured');
@@ -184,7 +185,7 @@ describe('binlog history (private MariaDB servers)', () => {
     let state = await source.clients.store.acquireLease(source.config.sourceId, 'admin', Date.now() + 30_000, Date.now());
     state = await source.clients.store.overwrite(
       { sourceId: source.config.sourceId, owner: 'admin', expectVersion: state.version, now: Date.now() },
-      { position: stored, commitSeq: state.commitSeq },
+      { position: stored, commitSeq: state.commitSeq, epoch: state.epoch + 1 },
     );
     await source.clients.store.releaseLease(source.config.sourceId, 'admin');
     expect(state.history).toBeUndefined();

@@ -70,7 +70,7 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     state = await store.commit(fence(1_200), { position: position(200), pending });
     expect(state).toMatchObject({ position: position(200), commitSeq: 1, pending, lastCommitAt: 1_200 });
     await expect(store.commit(fence(1_300), { position: position(300), pending })).rejects.toBeInstanceOf(OffsetConflictError);
-    await expect(store.overwrite(fence(1_300), { position: position(1), commitSeq: 9 })).rejects.toBeInstanceOf(OffsetConflictError);
+    await expect(store.overwrite(fence(1_300), { position: position(1), commitSeq: 9, epoch: 1 })).rejects.toBeInstanceOf(OffsetConflictError);
     state = await store.clearPending(fence(1_300));
     expect(state.pending).toBeUndefined();
     state = await store.commit(fence(1_400), { position: position(300), pending });
@@ -99,8 +99,8 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     await store.recordError(id, { code: 'POSITION_LOST', message: 'gone' }, 500);
     expect((await store.get(id))?.error).toEqual({ code: 'POSITION_LOST', message: 'gone', at: 500 });
     let state = await store.acquireLease(id, 'a', 10_000, 1_000);
-    state = await store.overwrite({ sourceId: id, owner: 'a', expectVersion: state.version, now: 1_100 }, { position: position(7), commitSeq: 41 });
-    expect(state).toMatchObject({ position: position(7), commitSeq: 41 });
+    state = await store.overwrite({ sourceId: id, owner: 'a', expectVersion: state.version, now: 1_100 }, { position: position(7), commitSeq: 41, epoch: 1 });
+    expect(state).toMatchObject({ position: position(7), commitSeq: 41, epoch: 1 });
     expect(state.error).toBeUndefined();
     await store.recordError(id, { code: 'ASSERTION', message: 'x' }, 1_150);
     state = (await store.get(id)) as typeof state;
@@ -122,10 +122,31 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     expect(state.history).toEqual({ ...history, serverUuid: 'u-1' }); // clearing renames keeps it
     state = await store.commit(fence(1_400), { position: { file: 'binlog.000002', pos: 4 } });
     expect(state.history).toBeUndefined(); // a position whose history is not known has none, never another file's
-    state = await store.overwrite(fence(1_500), { position: position(7), history, commitSeq: 5 });
+    state = await store.overwrite(fence(1_500), { position: position(7), history, commitSeq: 5, epoch: 1 });
     expect((await store.get(id))?.history).toEqual(history);
-    state = await store.overwrite(fence(1_600), { position: position(8), commitSeq: 5 });
+    state = await store.overwrite(fence(1_600), { position: position(8), commitSeq: 5, epoch: 2 });
     expect((await store.get(id))?.history).toBeUndefined();
+  });
+
+  it('an overwrite starts a history epoch and may ask for a resync, which the commit that carries it clears', async () => {
+    const id = source();
+    let state = await store.acquireLease(id, 'a', 10_000, 1_000);
+    expect(state.epoch).toBe(0);
+    expect(state.resync).toBeUndefined();
+    const fence = (now: number) => ({ sourceId: id, owner: 'a', expectVersion: state.version, now });
+    state = await store.commit(fence(1_100), { position: position(100) });
+    const resync = { reason: 'sluice state reset --to latest', at: 1_150 };
+    state = await store.overwrite(fence(1_200), { position: position(7), commitSeq: 0, epoch: 1, resync });
+    expect(await store.get(id)).toMatchObject({ epoch: 1, resync, position: position(7) });
+    state = await store.commit(fence(1_300), { position: position(8) });
+    expect((await store.get(id))?.resync).toEqual(resync); // a commit that does not carry the resets keeps it
+    state = await store.commit(fence(1_400), { position: position(9), pending, resynced: true });
+    expect(await store.get(id)).toMatchObject({ epoch: 1, commitSeq: 1 });
+    expect((await store.get(id))?.resync).toBeUndefined();
+    state = await store.clearPending(fence(1_500));
+    state = await store.overwrite(fence(1_600), { position: position(4), commitSeq: 1, epoch: 2 });
+    expect(await store.get(id)).toMatchObject({ epoch: 2, commitSeq: 1 });
+    expect((await store.get(id))?.resync).toBeUndefined();
   });
 });
 

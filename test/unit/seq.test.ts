@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { BinlogPosition } from '../../lib/core/position.ts';
-import { seq, seqAfter, seqPrefix, snapshotPagePrefix, snapshotSeq } from '../../lib/format/seq.ts';
+import { epochPart, runControlPrefix, seq, seqAfter, seqPrefix, snapshotPagePrefix, snapshotSeq } from '../../lib/format/seq.ts';
 
 // The ordering argument of docs/FORMAT.md ("Ordering"), checked on the strings themselves.
 
 const at = (file: number, pos: number): BinlogPosition => ({ file: `binlog.${String(file).padStart(6, '0')}`, pos });
 /** A transaction whose first event ends at `firstEventEnd`; its changes get indexes 0, 1, … */
 const txn = (file: number, firstEventEnd: number, changes: number) =>
-  Array.from({ length: changes }, (_, i) => seq(seqPrefix(at(file, 0).file, firstEventEnd), i));
+  Array.from({ length: changes }, (_, i) => seq(seqPrefix(0, at(file, 0).file, firstEventEnd), i));
 const row = (watermark: BinlogPosition, page: number, index: number, chunk = 0, table = 'shop.orders', job = '20261130120000-ab12') =>
-  snapshotSeq(snapshotPagePrefix(watermark, job, table, chunk, page), index);
+  snapshotSeq(snapshotPagePrefix(0, watermark, job, table, chunk, page), index);
 
 describe('seq: binlog events and snapshot rows around a watermark', () => {
   // Binlog file 7: T1 [GTID ends 120 … COMMIT ends 300], L = 300, T2 [GTID ends 330 … ends 600].
@@ -42,7 +42,7 @@ describe('seq: binlog events and snapshot rows around a watermark', () => {
   });
 
   it('the verify sentinel lies after every event and row at or before S, before every later transaction', () => {
-    const sentinel = seqAfter(L);
+    const sentinel = seqAfter(0, L);
     expect(before.every((s) => s < sentinel)).toBe(true);
     expect(page.every((s) => s < sentinel)).toBe(true);
     expect(after.every((s) => s > sentinel)).toBe(true);
@@ -63,8 +63,8 @@ describe('seq: binlog order', () => {
   });
 
   it('has fixed widths, so string order is numeric order up to each field’s limit', () => {
-    expect(seq(seqPrefix('binlog.000001', 4), 0)).toBe('0000000001.000000000004.0000000000');
-    expect(seq(seqPrefix('binlog.9999999999', 999_999_999_999), 9_999_999_999)).toBe('9999999999.999999999999.9999999999');
+    expect(seq(seqPrefix(0, 'binlog.000001', 4), 0)).toBe('0000000001.000000000004.0000000000');
+    expect(seq(seqPrefix(0, 'binlog.9999999999', 999_999_999_999), 9_999_999_999)).toBe('9999999999.999999999999.9999999999');
     expect(row(at(1, 4), 1, 0, 2, 't', 'j')).toMatch(/^0000000001\.000000000004\.r\.j\.[0-9a-f]{8}\.0002\.00000001\.0000000$/);
     const lengths = new Set([row(at(1, 4), 1, 0), row(at(123, 456_789), 12_345, 6_789_012, 321)].map((s) => s.length));
     expect(lengths.size).toBe(1);
@@ -80,8 +80,48 @@ describe('seq', () => {
       ['binlog.000010', 4, 0],
       ['binlog.1000000', 4, 0],
     ];
-    const seqs = cases.map(([file, pos, i]) => seq(seqPrefix(file, pos), i));
+    const seqs = cases.map(([file, pos, i]) => seq(seqPrefix(0, file, pos), i));
     expect([...seqs].sort()).toEqual(seqs);
     expect(new Set(seqs).size).toBe(seqs.length);
+  });
+});
+
+describe('seq: history epochs', () => {
+  // Epoch 0 wrote file 7 up to offset 900; RESET MASTER restarted the binlog at file 1, which a
+  // `state reset` (epoch 1) and later a failover to a server at file 3 (epoch 2) followed.
+  const old = [...txn(7, 120, 2), row(at(7, 300), 1, 0), ...txn(7, 900, 1)];
+  const epoch = (e: number, file: number, pos: number, i = 0) => seq(seqPrefix(e, `binlog.${String(file).padStart(6, '0')}`, pos), i);
+  const first = [
+    seq(runControlPrefix(1, at(1, 4), 12), 0),
+    epoch(1, 1, 120),
+    snapshotSeq(snapshotPagePrefix(1, at(1, 200), 'j', 'shop.orders', 0, 1), 0),
+    epoch(1, 1, 300, 3),
+  ];
+  const second = [epoch(2, 1, 4), epoch(2, 3, 77)];
+
+  it('every event of a later epoch sorts after every event of an earlier one, whatever its file and offset', () => {
+    const all = [...old, ...first, ...second];
+    expect([...all].sort()).toEqual(all);
+  });
+
+  it('epoch 0 writes the form output had before epochs, so that output stays in order', () => {
+    expect(epoch(0, 1, 4)).toBe('0000000001.000000000004.0000000000');
+    expect(epochPart(0)).toBe('');
+    expect(epoch(1, 1, 4)).toBe('h000001.0000000001.000000000004.0000000000');
+  });
+
+  it('orders epochs as numbers up to its width, and refuses one beyond it', () => {
+    const seqs = [1, 9, 10, 999_999].map((e) => epoch(e, 1, 4));
+    expect([...seqs].sort()).toEqual(seqs);
+    expect(() => epochPart(1_000_000)).toThrow(RangeError);
+    expect(() => epochPart(-1)).toThrow(RangeError);
+  });
+
+  it("the verify sentinel of an epoch lies after all of it and before the next epoch's first event", () => {
+    const sentinel = seqAfter(1, at(1, 300));
+    expect([...old, ...first].every((s) => s < sentinel)).toBe(true);
+    expect(second.every((s) => s > sentinel)).toBe(true);
+    // The same position in epoch 0 lies below the whole of epoch 1.
+    expect(first.every((s) => s > seqAfter(0, at(1_000_000, 4)))).toBe(true);
   });
 });

@@ -108,6 +108,8 @@ export interface BinlogReaderOptions {
    * against the stored position's binlog history, which records each file's. Scans go without.
    */
   capture?: { history: BinlogHistories };
+  /** A scan that must read the stored position's binlog history (the check alone, no guards). */
+  history?: BinlogHistories;
 }
 
 const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete' } as const;
@@ -227,8 +229,9 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
     // (20,000 took a 320k-row capture's peak RSS from ~180 to ~235 MB, docs/PERFORMANCE.md).
     this.highWater = options.highWaterRows ?? 5_000;
+    const history = options.capture?.history ?? options.history;
     this.guard =
-      options.capture && new StreamGuard(options.start, { history: { check: options.capture.history, sql: () => this.sql() }, accept: options.filter });
+      history && new StreamGuard(options.start, { history: { check: history, sql: () => this.sql() }, accept: options.filter, historyOnly: !options.capture });
     // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
     // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
     // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).

@@ -1,11 +1,12 @@
 import type { Config } from '../../config/config.ts';
 import { GtidSet, isMariadbGtidPosition } from '../../core/gtid-set.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../../core/position.ts';
+import { type TableRef, tableKey } from '../../core/table-ref.ts';
 import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
 import { type Dialect, dialectOf } from './dialect.ts';
-import { checkStartPosition } from './history.ts';
+import { type BinlogHistories, checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';
 
@@ -130,7 +131,7 @@ export async function mysqlGtidStart(conn: SqlConnection, dialect: Dialect, text
   const lost = state?.executed.subtract(covered).intersect(state.purged);
   if (lost && !lost.isEmpty) {
     throw new PositionLostError(
-      `the transactions after gtid:${text} are partly purged from this server's binlog (${lost} is in gtid_purged); nothing was stored. Re-snapshot the source (SLUICE_STARTUP=initial, or \`sluice state reset --to latest\` then \`sluice snapshot --all\`).`,
+      `the transactions after gtid:${text} are partly purged from this server's binlog (${lost} is in gtid_purged); nothing was stored. Re-snapshot the source (SLUICE_STARTUP=initial, or \`sluice state reset --to latest\`, after which the next run copies every table again).`,
     );
   }
   const logs = await binaryLogs(conn);
@@ -190,4 +191,43 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
   }
   log.info('no stored position: starting from the startup setting', { startup: startup.mode, start });
   return start;
+}
+
+/**
+ * The captured tables (`accept`) whose rows the transactions between `from` and `to` write, read
+ * from the binlog without keeping any row; `ddl`: a DDL statement lies in the range (what it did
+ * to which table is not worked out here). What a reset that skips the range leaves out of the output.
+ * With `history`, the stream must read the history `from` was stored in (POSITION_FOREIGN
+ * otherwise), which it checks before anything else, also when the range is empty.
+ */
+export async function tablesWritten(
+  target: MysqlTarget,
+  range: { from: BinlogPosition; to: BinlogPosition },
+  accept: (db: string, table: string) => boolean,
+  history?: BinlogHistories,
+): Promise<{ tables: TableRef[]; ddl: boolean }> {
+  const found = new Map<string, TableRef>();
+  let ddl = false;
+  const reader = new BinlogReader({ target, start: range.from, filter: accept, idleMs: 200, history });
+  let heardAt = Date.now();
+  try {
+    for await (const item of reader) {
+      if (item.kind === 'idle') {
+        if (comparePositions(reader.streamPosition, range.to) >= 0) break;
+        if (Date.now() - heardAt < SCAN_SILENCE_MS) continue;
+        throw new SluiceError(
+          ErrorCode.BINLOG_STREAM,
+          `the binlog stream stopped before ${formatPosition(range.to)} for ${SCAN_SILENCE_MS / 1000} s while listing the tables a reset skips; nothing was stored, try again`,
+          { retriable: true },
+        );
+      }
+      heardAt = Date.now();
+      if (item.kind === 'rows') found.set(tableKey(item.shape), { db: item.shape.db, table: item.shape.table });
+      if (item.kind === 'query' && item.ddl) ddl = true;
+      if ((item.kind === 'commit' || item.kind === 'progress') && comparePositions(item.position, range.to) >= 0) break;
+    }
+  } finally {
+    await reader.stop();
+  }
+  return { tables: [...found.values()], ddl };
 }

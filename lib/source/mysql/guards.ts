@@ -90,6 +90,8 @@ export class StreamGuard {
       /** Whether a table is captured (the include/exclude filters). */
       accept?: (db: string, table: string) => boolean;
       clock?: () => number;
+      /** Check the history only: a scan that reads transactions it will not write (a reset's skipped range). */
+      historyOnly?: boolean;
     } = {},
   ) {
     this.lastFile = start.file;
@@ -120,6 +122,7 @@ export class StreamGuard {
     const history = this.options.history;
     const mismatch = history?.check.onEvent(ev, type, file);
     if (history && mismatch) return history.check.explain(history.sql, mismatch);
+    if (this.options.historyOnly) return undefined;
     if (this.violation) return this.drain(ev, type, file);
     switch (type) {
       case 'MariadbGtid':
@@ -246,17 +249,15 @@ export class StreamGuard {
     const group = this.group ?? { start: this.last(), xa: false, ddl: false, tables: new Map<string, TableRef>() };
     const at = formatPosition({ file: group.start.file, pos: group.start.pos, gtid: group.gtid });
     const tables = [...group.tables.values()].map(formatTableRef).sort();
-    const copy = violation.tablesUnknown
-      ? 'sluice snapshot --tables <every captured table it may have changed: sluice cannot see inside it>'
-      : `sluice snapshot --tables ${tables.join(',')}`;
+    const copied = violation.tablesUnknown ? 'every captured table it may have changed' : `the tables it changed (${tables.join(', ')})`;
     const skip =
       end && end > 0
-        ? `\`sluice state reset --to position:${file}:${end}\` (the transaction's end), then \`${copy}\``
-        : `\`sluice state reset --to position:<the transaction's end: SHOW BINLOG EVENTS IN '${group.start.file}' FROM ${group.start.pos}>\`, then \`${copy}\``;
+        ? `\`sluice state reset --to position:${file}:${end}\` (the transaction's end)`
+        : `\`sluice state reset --to position:<the transaction's end: SHOW BINLOG EVENTS IN '${group.start.file}' FROM ${group.start.pos}>\``;
     return new SluiceError(
       violation.code,
       `the transaction at ${at} holds ${violation.what}. Nothing of it was written and the position stays at ${group.start.file}:${group.start.pos}. ` +
-        `Fix: ${violation.fix}. Then skip the transaction and copy the tables it changed again: ${skip} (docs/RUNBOOK.md, ${violation.code}).`,
+        `Fix: ${violation.fix}. Then skip the transaction: ${skip}; the next run resets ${copied} and copies them again (docs/RUNBOOK.md, ${violation.code}).`,
     );
   }
 }

@@ -147,7 +147,7 @@ export class BinlogHistories {
       if (!lost.isEmpty) {
         throw new PositionLostError(
           `the transactions after the stored position ${formatPosition(position)} were partly purged from this server's binlog: ${lost} is in gtid_purged. ` +
-            'Nothing was skipped silently: re-snapshot the source (`sluice state reset --to latest`, then `sluice snapshot --all`), and keep binlogs longer than your longest outage (docs/RUNBOOK.md, POSITION_LOST).',
+            'Nothing was skipped silently: `sluice state reset --to latest` (the next run copies every table again), and keep binlogs longer than your longest outage (docs/RUNBOOK.md, POSITION_LOST).',
         );
       }
     }
@@ -286,8 +286,8 @@ export async function checkStartPosition(conn: SqlConnection, position: BinlogPo
 async function foreignError(sql: () => Promise<SqlConnection>, mismatch: Mismatch): Promise<SluiceError> {
   const { position, evidence } = mismatch;
   const gtid = mariadbGtid(position.gtid);
-  const snapshot = 're-snapshot: `sluice state reset --to latest`, then `sluice snapshot --all`';
-  let recovery = `Recover by copying the tables again — ${snapshot}.`;
+  const snapshot = 'copy the tables again: `sluice state reset --to latest` (the next run resets every table and copies it again)';
+  let recovery = `Recover: ${snapshot}.`;
   const read = position.gtidSet ? readSet(position) : undefined;
   if (read && !read.isEmpty) {
     // MySQL: the server can resume from the set when it holds all of it and still has what follows.
