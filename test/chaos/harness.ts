@@ -9,7 +9,7 @@ import { initResources } from '../../lib/aws.ts';
 import { type CaptureDeps, runCapture } from '../../lib/capture/run.ts';
 import { type FaultPoint, type Faults, InjectedFault } from '../../lib/commit/faults.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
-import { type BinlogPosition, comparePositions, formatPosition } from '../../lib/core/position.ts';
+import { compareEpochPositions, type EpochPosition, formatPosition } from '../../lib/core/position.ts';
 import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion } from '../../lib/iceberg/table.ts';
@@ -17,6 +17,7 @@ import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
+import { resetState } from '../../lib/ops/state-admin.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
@@ -333,6 +334,28 @@ export async function runChaos(options: {
       await merge({ hit: crashOnce(pick(['after-staging', 'after-commit', 'before-clear'] as FaultPoint[])) });
     },
     'SIGKILL of sluice iceberg': () => killed(['iceberg']),
+    'binlog history reset (RESET MASTER, then the recovery sluice offers)': async () => {
+      // The server's binlog starts again under the stored position: the next run stops with
+      // POSITION_FOREIGN (or LOST), and `state reset --to latest` moves the source to a new
+      // history epoch whose first run resets and copies every table again.
+      await admin.query('RESET MASTER');
+      count('RESET MASTER');
+      await tolerate(() => runCapture(...deps()));
+      for (let tries = 0; tries < 20; tries++) {
+        const reset = await resetState(config, store, { mode: 'latest' }, silentLog).then(
+          () => true,
+          (error: { code?: string }) => {
+            // A killed run's lease (STATE_BUSY) or a crashed commit's renames (STATE_PENDING): wait, as a person would retry.
+            if (error.code !== 'STATE_BUSY' && error.code !== 'STATE_PENDING') throw error;
+            return false;
+          },
+        );
+        if (reset) return;
+        if ((await store.get(sourceId))?.pending) await tolerate(() => runCapture(...deps()));
+        await sleep(500);
+      }
+      throw new Error('chaos: state reset --to latest was refused 20 times');
+    },
     'SIGKILL of sluice snapshot': async () => {
       const request = (await snapshots.activeJobs(sourceId)).length ? [] : ['--tables', `shop.${pick(['orders', itemsTable, 'audit'])}`];
       await killed(['snapshot', ...request, '--workers', '2']);
@@ -371,7 +394,7 @@ export async function runChaos(options: {
   }
 
   /** Clean runs until the poller is caught up and every snapshot is complete (leases of killed runs expire first). */
-  async function recover(): Promise<BinlogPosition> {
+  async function recover(): Promise<EpochPosition> {
     let last: unknown;
     const noted = (error: unknown) => {
       last = error;
@@ -387,8 +410,8 @@ export async function runChaos(options: {
       const result = await runCapture(...deps(undefined, 30_000)).catch(noted);
       // A capture may have asked for snapshots (DDL): caught up means nothing is left to copy either.
       if (result?.status === 'captured' && result.caughtUp && !(await snapshots.activeJobs(sourceId)).length) {
-        const position = (await store.get(sourceId))?.position;
-        if (position) return position;
+        const state = await store.get(sourceId);
+        if (state?.position) return { epoch: state.epoch, position: state.position };
       }
       await sleep(500);
     }
@@ -411,7 +434,7 @@ export async function runChaos(options: {
     await admin.query(`INSERT INTO items SELECT ${big}, seq, 'bulk', 1, 1.5 FROM seq_1_to_1500`);
     mutations += 1500;
 
-    let previous: BinlogPosition | undefined;
+    let previous: EpochPosition | undefined;
     let eventsChecked = 0;
     let differences = 0;
     for (let round = 1; round <= options.rounds; round++) {
@@ -439,8 +462,10 @@ export async function runChaos(options: {
       for (const kind of ddlDone) count(`DDL ${kind}`);
 
       const position = await recover();
-      if (previous && comparePositions(position, previous) < 0)
-        throw new Error(`chaos: the stored position moved backwards: ${formatPosition(previous)} → ${formatPosition(position)}`);
+      if (previous && compareEpochPositions(position, previous) < 0)
+        throw new Error(
+          `chaos: the stored position moved backwards: ${formatPosition(previous.position)} (epoch ${previous.epoch}) → ${formatPosition(position.position)} (epoch ${position.epoch})`,
+        );
       previous = position;
       const verdict = await verify({ config, s3, store, snapshots });
       // The Iceberg tables, merged cleanly up to the recovered position (killed merges' leases expire first).
