@@ -38,6 +38,10 @@ export interface FakeServerOptions {
   gtidMode?: 'ON' | 'OFF';
   gtidExecuted?: string;
   gtidPurged?: string;
+  /** MariaDB: @@gtid_binlog_state (the last GTID per domain and server). */
+  gtidBinlogState?: string;
+  /** MariaDB: BINLOG_GTID_POS(file, pos) at `file:pos` (other positions: ''). */
+  gtidPositions?: Record<string, string>;
   serverUuid?: string;
   serverId?: number;
   grants?: { backupAdmin?: boolean; reload?: boolean; lockTables?: boolean };
@@ -144,6 +148,14 @@ export class FakeServer implements SqlConnection {
     if (sql === 'SELECT BINLOG_GTID_POS(?, 4) AS gtid') {
       if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
       return answer([{ gtid: this.options.files?.find((f) => f.name === values[0])?.before ?? '' }]);
+    }
+    if (sql === 'SELECT BINLOG_GTID_POS(?, ?) AS gtid') {
+      if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
+      return answer([{ gtid: this.options.gtidPositions?.[`${values[0]}:${values[1]}`] ?? '' }]);
+    }
+    if (sql === 'SELECT @@gtid_binlog_state AS state') {
+      if (mysql) throw mysqlError(1193, 'ER_UNKNOWN_SYSTEM_VARIABLE', "Unknown system variable 'gtid_binlog_state'");
+      return answer([{ state: this.options.gtidBinlogState ?? '' }]);
     }
     if (sql === 'START TRANSACTION WITH CONSISTENT SNAPSHOT') {
       this.inTransaction = true;

@@ -1,5 +1,5 @@
 import ZongJi from '@vlasky/zongji';
-import { GtidSet } from '../../core/gtid-set.ts';
+import { GtidPosition, GtidSet, type MariadbGtid, parseMariadbGtid } from '../../core/gtid-set.ts';
 import type { BinlogPosition } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
@@ -191,6 +191,23 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   /** Where in `file` the stream has got to: the end of the last event read, whatever it was. */
   private streamPos: number;
   private gtid: string | null;
+  /** When `gtid` was written (its GTID event's timestamp), for positions (`BinlogPosition.gtidTime`). */
+  private gtidTime: number | undefined;
+  /**
+   * MariaDB: every domain's last transaction at the stream's point, once known (the stored
+   * position's, or a file's Gtid_list), with its text for positions; the open group's GTID joins
+   * it at the group's end.
+   */
+  private domains: { position: GtidPosition; text: string } | undefined;
+  private pendingDomainGtid: MariadbGtid | undefined;
+  /**
+   * MariaDB: the domains whose last transaction read lies further on in this binlog (a position
+   * moved by GTID to a server that logged the domains in another order): their transactions are
+   * moved past without being emitted up to and including that GTID, as a replica skips them.
+   */
+  private skipTo: GtidPosition = GtidPosition.EMPTY;
+  /** A Gtid_list here is the state before the file's first transaction (the stream entered the file at its start). */
+  private atFileStart: boolean;
   /**
    * MySQL: the GTID set executed at the stream's point, once known (the stored position's, or a
    * file's Previous_gtids), with its text for positions; the open group's GTID joins it at the
@@ -225,7 +242,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.file = options.start.file;
     this.streamPos = options.start.pos;
     this.gtid = options.start.gtid ?? null;
+    this.gtidTime = options.start.gtidTime;
     if (options.start.gtidSet) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
+    if (options.start.gtidPos) {
+      const position = GtidPosition.parse(options.start.gtidPos);
+      this.domains = { position, text: position.toString() };
+    }
+    if (options.start.gtidSkip) this.skipTo = GtidPosition.parse(options.start.gtidSkip);
+    this.atFileStart = options.start.pos <= 4;
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
     // (20,000 took a 320k-row capture's peak RSS from ~180 to ~235 MB, docs/PERFORMANCE.md).
     this.highWater = options.highWaterRows ?? 5_000;
@@ -419,8 +443,17 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return table;
   }
 
-  /** The ended (or superseded) group's GTID joins the executed set. */
+  /** The ended (or superseded) group's GTID joins the executed set (MySQL), or becomes its domain's last (MariaDB). */
   private foldGtid(): void {
+    const domainGtid = this.pendingDomainGtid;
+    if (domainGtid) {
+      this.pendingDomainGtid = undefined;
+      const domains = this.domains;
+      if (domains && !domains.position.holds(domainGtid)) {
+        const position = domains.position.with(domainGtid);
+        this.domains = { position, text: position.toString() };
+      }
+    }
     if (this.pendingGtid === undefined) return;
     if (this.executed) this.executed = knownSet(() => this.executed?.set.add(this.pendingGtid as string));
     this.pendingGtid = undefined;
@@ -437,7 +470,15 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.foldGtid();
     const skipped = this.skipping;
     this.skipping = undefined;
-    const position = { file: this.file, pos, gtid: this.gtid ?? undefined, ...(this.executed?.text ? { gtidSet: this.executed.text } : {}) };
+    const position: BinlogPosition = {
+      file: this.file,
+      pos,
+      gtid: this.gtid ?? undefined,
+      ...(this.gtid && this.gtidTime !== undefined ? { gtidTime: this.gtidTime } : {}),
+      ...(this.executed?.text ? { gtidSet: this.executed.text } : {}),
+      ...(this.domains?.text ? { gtidPos: this.domains.text } : {}),
+      ...(this.skipTo.isEmpty ? {} : { gtidSkip: this.skipTo.toString() }),
+    };
     if (skipped) this.push({ kind: 'progress', position, tsMs: skipped.tsMs });
     else this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
   }
@@ -457,8 +498,36 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.group = group;
     this.ddlGroup = ddl;
     this.skipping = undefined;
-    if (gtid) this.gtid = gtid;
+    this.atFileStart = false;
+    if (gtid) {
+      this.gtid = gtid;
+      this.gtidTime = ev.timestamp;
+    }
     this.push({ kind: 'begin', file: this.file, pos: ev.nextPosition, gtid, serverId, tsMs: ev.timestamp });
+  }
+
+  /**
+   * A MariaDB group starts. A domain still to be skipped (`skipTo`) has its transactions moved past
+   * up to and including the GTID read before; its end is a `progress`. The group's GTID becomes
+   * its domain's last at the group's end.
+   */
+  private onMariadbGtid(ev: Ev): void {
+    this.foldGtid();
+    const gtid = parseMariadbGtid(ev.gtid);
+    const until = gtid && this.skipTo.get(gtid.domain);
+    if (gtid && until) {
+      if (until.text === gtid.text) this.skipTo = this.skipTo.without(gtid.domain);
+      this.inTxn = true;
+      this.group = ev.standalone ? 'standalone' : 'transaction';
+      this.ddlGroup = false;
+      this.gtid = gtid.text;
+      this.gtidTime = ev.timestamp;
+      this.atFileStart = false;
+      this.skipping = { tsMs: ev.timestamp };
+      return;
+    }
+    this.begin(ev, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
+    this.pendingDomainGtid = gtid;
   }
 
   /** A Query event: transaction control, or a statement (DDL, or DML logged as text) for the consumer to judge. */
@@ -512,7 +581,17 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
     switch (type) {
       case 'MariadbGtid':
-        this.begin(ev, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
+        this.onMariadbGtid(ev);
+        return;
+      case 'MariadbGtidList':
+        // A file read from its start: the state before it, exact from here on. The domains still
+        // skipped keep the GTID read on the other server, which this one logs further on.
+        if (this.atFileStart) {
+          let position = GtidPosition.ofState(((ev.gtids ?? []) as { gtid: string }[]).map((g) => g.gtid));
+          for (const gtid of this.skipTo.gtids()) position = position.with(gtid);
+          this.domains = { position, text: position.toString() };
+        }
+        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
         return;
       case 'Gtid':
         // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
@@ -522,6 +601,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           this.inTxn = true;
           this.group = 'open';
           this.gtid = String(ev.gtid);
+          this.gtidTime = ev.timestamp;
           this.skipping = { tsMs: ev.timestamp };
           return;
         }
@@ -577,6 +657,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         // No progress here: the new file's Format_description follows, and a position in a file is
         // exposed only once its creation time (its history, see history.ts) is known.
         this.file = ev.binlogName;
+        this.atFileStart = Number(ev.position) <= 4;
         return;
       case 'Heartbeat':
         // Its log_pos is in the file its body names: a position in another file than the stream's
