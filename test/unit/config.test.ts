@@ -54,6 +54,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...valid, SLUICE_ICEBERG_DELETES: 'vectors' })).toThrow(/SLUICE_ICEBERG_DELETES: .*"position"\|"equality"/);
   });
 
+  it('follows a change of binlog history by default, or stops and asks; nothing else', () => {
+    expect(loadConfig(valid).onHistoryChange).toBe('follow');
+    expect(loadConfig({ ...valid, SLUICE_ON_HISTORY_CHANGE: 'stop' }).onHistoryChange).toBe('stop');
+    expect(() => loadConfig({ ...valid, SLUICE_ON_HISTORY_CHANGE: 'ask' })).toThrow(/SLUICE_ON_HISTORY_CHANGE: .*"follow"\|"stop"/);
+  });
+
   it('parses a start position', () => {
     expect(loadConfig({ ...valid, SLUICE_STARTUP: 'position:binlog.000003:1234' }).startup).toEqual({
       mode: 'position',
