@@ -1,5 +1,5 @@
 import ZongJi from '@vlasky/zongji';
-import { GtidPosition, GtidSet, type MariadbGtid, parseMariadbGtid } from '../../core/gtid-set.ts';
+import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
 import type { BinlogPosition } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
@@ -198,8 +198,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * position's, or a file's Gtid_list), with its text for positions; the open group's GTID joins
    * it at the group's end.
    */
-  private domains: { position: GtidPosition; text: string } | undefined;
-  private pendingDomainGtid: MariadbGtid | undefined;
+  private domains: Map<number, string> | undefined;
+  /** `domains` as a position's text, made when a boundary needs it after a change (a plain Map and one string: this runs per transaction). */
+  private domainsText: string | undefined;
+  private pendingDomainGtid: { domain: number; text: string } | undefined;
   /**
    * MariaDB: the domains whose last transaction read lies further on in this binlog (a position
    * moved by GTID to a server that logged the domains in another order): their transactions are
@@ -244,10 +246,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.gtid = options.start.gtid ?? null;
     this.gtidTime = options.start.gtidTime;
     if (options.start.gtidSet) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
-    if (options.start.gtidPos) {
-      const position = GtidPosition.parse(options.start.gtidPos);
-      this.domains = { position, text: position.toString() };
-    }
+    if (options.start.gtidPos) this.setDomains(GtidPosition.parse(options.start.gtidPos));
     if (options.start.gtidSkip) this.skipTo = GtidPosition.parse(options.start.gtidSkip);
     this.atFileStart = options.start.pos <= 4;
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
@@ -448,15 +447,33 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const domainGtid = this.pendingDomainGtid;
     if (domainGtid) {
       this.pendingDomainGtid = undefined;
-      const domains = this.domains;
-      if (domains && !domains.position.holds(domainGtid)) {
-        const position = domains.position.with(domainGtid);
-        this.domains = { position, text: position.toString() };
+      if (this.domains && this.domains.get(domainGtid.domain) !== domainGtid.text) {
+        this.domains.set(domainGtid.domain, domainGtid.text);
+        this.domainsText = undefined;
       }
     }
     if (this.pendingGtid === undefined) return;
     if (this.executed) this.executed = knownSet(() => this.executed?.set.add(this.pendingGtid as string));
     this.pendingGtid = undefined;
+  }
+
+  private setDomains(position: GtidPosition): void {
+    this.domains = new Map(position.gtids().map((g) => [g.domain, g.text]));
+    this.domainsText = undefined;
+  }
+
+  /** Every domain's last GTID as a position's text (by domain), when known. */
+  private gtidPos(): string | undefined {
+    const domains = this.domains;
+    if (!domains?.size) return undefined;
+    this.domainsText ??=
+      domains.size === 1
+        ? (domains.values().next().value as string)
+        : [...domains]
+            .sort(([a], [b]) => a - b)
+            .map(([, text]) => text)
+            .join(',');
+    return this.domainsText;
   }
 
   private boundary(kind: 'commit' | 'progress', pos: number, tsMs = 0): void {
@@ -476,7 +493,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       gtid: this.gtid ?? undefined,
       ...(this.gtid && this.gtidTime !== undefined ? { gtidTime: this.gtidTime } : {}),
       ...(this.executed?.text ? { gtidSet: this.executed.text } : {}),
-      ...(this.domains?.text ? { gtidPos: this.domains.text } : {}),
+      ...(this.domains?.size ? { gtidPos: this.gtidPos() } : {}),
       ...(this.skipTo.isEmpty ? {} : { gtidSkip: this.skipTo.toString() }),
     };
     if (skipped) this.push({ kind: 'progress', position, tsMs: skipped.tsMs });
@@ -513,21 +530,22 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    */
   private onMariadbGtid(ev: Ev): void {
     this.foldGtid();
-    const gtid = parseMariadbGtid(ev.gtid);
-    const until = gtid && this.skipTo.get(gtid.domain);
-    if (gtid && until) {
-      if (until.text === gtid.text) this.skipTo = this.skipTo.without(gtid.domain);
+    const text = String(ev.gtid);
+    const domain = Number(ev.domainId);
+    const until = this.skipTo.isEmpty ? undefined : this.skipTo.get(domain);
+    if (until) {
+      if (until.text === text) this.skipTo = this.skipTo.without(domain);
       this.inTxn = true;
       this.group = ev.standalone ? 'standalone' : 'transaction';
       this.ddlGroup = false;
-      this.gtid = gtid.text;
+      this.gtid = text;
       this.gtidTime = ev.timestamp;
       this.atFileStart = false;
       this.skipping = { tsMs: ev.timestamp };
       return;
     }
-    this.begin(ev, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
-    this.pendingDomainGtid = gtid;
+    this.begin(ev, text, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
+    this.pendingDomainGtid = { domain, text };
   }
 
   /** A Query event: transaction control, or a statement (DDL, or DML logged as text) for the consumer to judge. */
@@ -589,7 +607,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         if (this.atFileStart) {
           let position = GtidPosition.ofState(((ev.gtids ?? []) as { gtid: string }[]).map((g) => g.gtid));
           for (const gtid of this.skipTo.gtids()) position = position.with(gtid);
-          this.domains = { position, text: position.toString() };
+          this.setDomains(position);
         }
         if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
         return;
