@@ -1,8 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { runCapture } from '../../lib/capture/run.ts';
@@ -11,14 +7,13 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion } from '../../lib/iceberg/table.ts';
-import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
-import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { icebergRowsAt, mysqlTextOf } from '../support/iceberg-merge.ts';
+import { type PrivateServer, privateMariaDb, stopPrivate } from '../support/private-mariadb.ts';
 
 /*
  * The ordering key across changes of binlog history, on private MariaDB servers (RESET MASTER and
@@ -27,25 +22,9 @@ import { icebergRowsAt, mysqlTextOf } from '../support/iceberg-merge.ts';
  * (verify), and as Iceberg tables — equals the server, and verify compares every table (skips none).
  */
 
-interface Server {
-  instance: MariaDbInstance;
-  admin: mysql.Connection;
-  dir: string;
-}
-
-async function server(args: string[] = []): Promise<Server> {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-epoch-'));
-  const instance = await startMariaDb(join(dir, 'db'), () => {}, args);
-  const admin = await mysql.createConnection({ uri: instance.adminUrl, multipleStatements: true, dateStrings: true });
-  return { instance, admin, dir };
-}
-
-async function stop(s: Server | undefined): Promise<void> {
-  if (!s) return;
-  await s.admin.end().catch(() => undefined);
-  await stopProcess(s.instance.pid);
-  rmSync(s.dir, { recursive: true, force: true });
-}
+type Server = PrivateServer;
+const server = privateMariaDb;
+const stop = stopPrivate;
 
 /** A source of database `db` on `url`, on the shared DynamoDB and S3; `url` can be changed, as an endpoint moved to another server. */
 async function sourceOn(url: string, db = 'shop') {

@@ -1,8 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { runCapture } from '../../lib/capture/run.ts';
@@ -10,14 +6,13 @@ import { run } from '../../lib/cli/main.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import type { BinlogPosition } from '../../lib/core/position.ts';
 import type { TableRef } from '../../lib/core/table-ref.ts';
-import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
-import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
 import { importState } from '../../lib/ops/state-admin.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
+import { type PrivateServer, privateMariaDb, stopPrivate } from '../support/private-mariadb.ts';
 
 /*
  * Resuming only on the right binlog history, against private MariaDB servers: RESET MASTER and
@@ -26,25 +21,9 @@ import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Server {
-  instance: MariaDbInstance;
-  admin: mysql.Connection;
-  dir: string;
-}
-
-async function server(): Promise<Server> {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-history-'));
-  const instance = await startMariaDb(join(dir, 'db'), () => {});
-  const admin = await mysql.createConnection({ uri: instance.adminUrl, multipleStatements: true, dateStrings: true });
-  return { instance, admin, dir };
-}
-
-async function stop(s: Server | undefined): Promise<void> {
-  if (!s) return;
-  await s.admin.end().catch(() => undefined);
-  await stopProcess(s.instance.pid);
-  rmSync(s.dir, { recursive: true, force: true });
-}
+type Server = PrivateServer;
+const server = privateMariaDb;
+const stop = stopPrivate;
 
 /** A source reading `url`, on the shared DynamoDB and S3. */
 async function sourceOn(url: string, sourceId = `history-${randomBytes(3).toString('hex')}`) {
