@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Catalog } from '../../lib/schema/catalog.ts';
 import { CharsetTable } from '../../lib/schema/charsets.ts';
+import { informationSchemaType, tableMapType } from '../../lib/schema/column-type.ts';
 import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
 import { sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
@@ -236,5 +237,24 @@ describe('evolve', () => {
     expect(evolve(undefined, change, { db: 'd', table: 't' }).path).toBe('unknown');
     expect(evolve(undefined, change, { db: 'd', table: 't', explicitDefaultsForTimestamp: true }).next?.columns[0]?.nullable).toBe(true);
     expect(evolve(undefined, change, { db: 'd', table: 't', explicitDefaultsForTimestamp: false }).next?.columns[0]?.nullable).toBe(false);
+  });
+});
+
+describe('information_schema column types', () => {
+  it('reads ENUM and SET values as COLUMN_TYPE escapes them: doubled quotes, backslash, NUL, CR, LF (#27)', () => {
+    // What MariaDB 10.11 prints for SET('x\\y','q''r') and ENUM(… 'n\ntab\t', 'a,b', 'a\0b', 'c\rd').
+    const type = (COLUMN_TYPE: string) => informationSchemaType({ COLUMN_NAME: 'c', DATA_TYPE: 'x', COLUMN_TYPE, IS_NULLABLE: 'YES' });
+    expect(type("set('x\\\\y','q''r','t\"u')").values).toEqual(['x\\y', "q'r", 't"u']);
+    expect(type("enum('p\\\\\\\\q','n\\ntab\t','a,b','a\\0b','c\\rd','e\\\\')").values).toEqual(['p\\\\q', 'n\ntab\t', 'a,b', 'a\0b', 'c\rd', 'e\\']);
+  });
+
+  it('tells the two COMPRESSED binlog types apart: 140 is a BLOB/TEXT, 141 a VARCHAR/VARBINARY (#27)', () => {
+    expect(tableMapType({ name: 'a', type: 140, metadata: { length_size: 3 }, charset: 'utf8mb4' })).toEqual({ base: 'mediumtext', charset: 'utf8mb4' });
+    expect(tableMapType({ name: 'b', type: 141, metadata: { max_length: 101 }, charset: 'latin1' })).toEqual({
+      base: 'varchar',
+      length: 100,
+      charset: 'latin1',
+    });
+    expect(tableMapType({ name: 'e', type: 141, metadata: { max_length: 11 }, charset: null })).toEqual({ base: 'varbinary', length: 10 });
   });
 });
