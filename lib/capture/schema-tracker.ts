@@ -283,7 +283,12 @@ export class SchemaTracker {
     const charsets = this.catalog.charsets;
     if (result.op === 'create' && result.ifNotExists && known !== undefined) return known;
     if (result.collation) return charsets.collationInfo(result.collation)?.collation ?? result.collation;
-    if (result.charset) return charsets.defaultCollation(result.charset);
+    // `CHARACTER SET DEFAULT` is the server's charset, `COLLATE DEFAULT` the charset's (or, alone in
+    // an ALTER, the database's own charset's) default collation: not @@collation_server itself.
+    const serverCharset = charsets.collationInfo(this.deps.traits.serverCollation ?? '')?.charset;
+    let charset = result.charsetDefault ? serverCharset : result.charset;
+    if (!charset && result.collationDefault) charset = result.op === 'alter' && known !== undefined ? charsets.collationInfo(known)?.charset : serverCharset;
+    if (charset) return charsets.defaultCollation(charset);
     return result.op === 'alter' ? known : undefined;
   }
 

@@ -183,5 +183,6 @@ export function historyObject(source: string, entry: CatalogTable) {
     indexes: version.indexes,
     ...(version.charset ? { charset: version.charset } : {}),
     ...(version.collation ? { collation: version.collation } : {}),
+    ...(version.versioning ? { versioning: version.versioning } : {}),
   };
 }
