@@ -28,6 +28,7 @@ import { connect, masterPosition, preflight, type SqlConnection } from '../sourc
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
+import { currentRows } from './current-rows.ts';
 import { boundaryAction, type Deadlines, deadlines, latencyWait, shouldStop } from './policy.ts';
 import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
@@ -484,13 +485,17 @@ class CaptureStream {
 
   /** Writes a rows event; returns what to await before reading on (back-pressure), if anything. */
   private onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> | undefined {
-    const { shape, outcome } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
+    const { shape, outcome, periodEnd } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
     if (outcome) {
       this.cursor.hasRows = true;
       this.writeOutcome(outcome, this.cursor.source, now);
     }
     const batch = this.openBatch(now);
-    return encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
+    if (!periodEnd) return encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
+    // A system-versioned table: its current rows only (lib/capture/current-rows.ts).
+    let wait: Promise<void> | undefined;
+    for (const part of currentRows(item, periodEnd)) wait = encodeRows(batch, { ...part, shape }, this.cursor) ?? wait;
+    return wait;
   }
 
   /** A DDL statement changes the schema history. (DML logged as a statement writing a captured table never gets here: the reader's guard stops before it.) */

@@ -1,15 +1,16 @@
 import type { BinlogPosition } from '../core/position.ts';
 import { formatTableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
-import { type EncodedShape, encodeShape, type MarkerOp } from '../format/event.ts';
+import { type EncodedShape, encodeShape, type MarkerOp, rowProperty } from '../format/event.ts';
 import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
 import { type Catalog, type CatalogTable, tableKey } from '../schema/catalog.ts';
 import { normalizeType, type TableMapColumn, tableMapType, UnsupportedTypeError } from '../schema/column-type.ts';
-import type { TableChange, TableRef } from '../schema/definition.ts';
-import { evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
+import type { TableChange, TableRef, Versioning } from '../schema/definition.ts';
+import { currentRowsMap, evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
 import type { SqlModeFlags } from '../source/mysql/binlog-reader.ts';
 import { type ClassifyContext, classifyDdl, type DdlClassification } from '../source/mysql/ddl/classify.ts';
+import type { PeriodEnd } from './current-rows.ts';
 
 /*
  * The capture side of the schema history (docs/FORMAT.md, "Schema history" and "Which DDL takes
@@ -111,9 +112,38 @@ export function versionFromTableMap(
   };
 }
 
+/** How a rows event is written: its shape stamped with the table's version, and what the DDL before it left to write. */
+export interface RowsStamp {
+  readonly shape: EncodedShape;
+  readonly outcome?: DdlOutcome;
+  /** A system-versioned table: the row end column that tells current rows from history (lib/capture/current-rows.ts). */
+  readonly periodEnd?: PeriodEnd;
+}
+
+/** Whether a TABLE_MAP holds the versioning's period columns (hidden ones are in every row image). */
+function hasPeriod(map: { readonly columns: readonly TableMapColumn[] }, versioning: Versioning): boolean {
+  const names = new Set(map.columns.map((c) => c.name));
+  return names.has(versioning.end) && (!versioning.hidden || names.has(versioning.start));
+}
+
+/** A versioned table's shape as its current rows are written: hidden period columns and the row end in the key left out. */
+function currentRowsStamp(shape: EncodedShape, versioning: Versioning, schema: number): RowsStamp {
+  const end = shape.columns.find((c) => c.name === versioning.end) as Column;
+  const hidden = (name: string) => versioning.hidden && (name === versioning.start || name === versioning.end);
+  const columns = shape.columns.filter((c) => !hidden(c.name));
+  const key = shape.key
+    ?.map((i) => (shape.columns[i] as Column).name)
+    .filter((name) => name !== versioning.end)
+    .map((name) => columns.findIndex((c) => c.name === name));
+  return {
+    shape: encodeShape({ db: shape.db, table: shape.table, columns, key: key?.length ? key : null, schema }),
+    periodEnd: { property: rowProperty(end.name), kind: end.kind, ...(end.fsp !== undefined ? { fsp: end.fsp } : {}) },
+  };
+}
+
 export class SchemaTracker {
   /** Stamped shapes by the reader's shape: the check against the catalog runs once per shape and version. */
-  private readonly stamped = new WeakMap<EncodedShape, { version: SchemaVersion; shape: EncodedShape; revision: number }>();
+  private readonly stamped = new WeakMap<EncodedShape, { version: SchemaVersion; stamp: RowsStamp; revision: number }>();
 
   constructor(
     readonly catalog: Catalog,
@@ -234,21 +264,24 @@ export class SchemaTracker {
     map: { readonly columns: readonly TableMapColumn[]; readonly key: readonly number[] | null },
     seq: () => string,
     position: BinlogPosition,
-  ): { shape: EncodedShape; outcome?: DdlOutcome } {
+  ): RowsStamp {
     const known = this.stamped.get(shape);
     // A rows event per transaction: the catalog is looked up again only once it changed.
-    if (known?.revision === this.catalog.revision) return { shape: known.shape };
+    if (known?.revision === this.catalog.revision) return known.stamp;
     const table = { db: shape.db, table: shape.table };
     const live = this.catalog.live(table);
     if (known && known.version === live) {
       known.revision = this.catalog.revision;
-      return { shape: known.shape };
+      return known.stamp;
     }
     let outcome: DdlOutcome | undefined;
     let version = live;
+    // A system-versioned table is captured as its current rows: its TABLE_MAP without hidden period columns.
+    const versioning = live?.versioning && hasPeriod(map, live.versioning) ? live.versioning : undefined;
+    const current = currentRowsMap(map, versioning);
     let structure: string;
     try {
-      structure = structureFromTableMap(map.columns, map.key);
+      structure = structureFromTableMap(current.columns, current.key);
     } catch (error) {
       // A column type the schema history cannot describe: rows are written exactly, without a version.
       if (!(error instanceof UnsupportedTypeError)) throw error;
@@ -256,7 +289,7 @@ export class SchemaTracker {
     }
     if (!version || !sameStructure(structure, structureOf(version))) {
       const entry = this.catalog.entry(table);
-      version = versionFromTableMap(table, map, entry?.version);
+      version = { ...versionFromTableMap(table, current, entry?.version), ...(versioning ? { versioning } : {}) };
       const statement = { db: table.db, query: '', sqlMode: {}, position };
       outcome = { events: [], snapshots: [] };
       if (live) {
@@ -267,9 +300,9 @@ export class SchemaTracker {
         this.catalog.put({ version, seq: seq(), position, origin: 'table-map' });
       }
     }
-    const stamped = encodeShape({ ...shape, schema: version.version });
-    this.stamped.set(shape, { version, shape: stamped, revision: this.catalog.revision });
-    return { shape: stamped, outcome };
+    const stamp = versioning ? currentRowsStamp(shape, versioning, version.version) : { shape: encodeShape({ ...shape, schema: version.version }) };
+    this.stamped.set(shape, { version, stamp, revision: this.catalog.revision });
+    return { ...stamp, ...(outcome ? { outcome } : {}) };
   }
 
   /**
