@@ -168,6 +168,8 @@ export class SchemaTracker {
       serverKind: this.deps.traits.serverKind,
       ansiQuotes: statement.sqlMode.ansiQuotes,
       noBackslashEscapes: statement.sqlMode.noBackslashEscapes,
+      realAsFloat: statement.sqlMode.realAsFloat,
+      foreignTypes: statement.sqlMode.foreignTypes,
       lowerCaseTableNames: this.deps.traits.lowerCaseTableNames,
     });
     const outcome: DdlOutcome = { events: [], snapshots: [] };

@@ -12,7 +12,7 @@ import type {
   TableRef,
 } from '../../../schema/definition.ts';
 import { columnDefinition } from './column-def.ts';
-import { LexError, lex, type Token } from './lexer.ts';
+import { describeToken, LexError, lex, type Token } from './lexer.ts';
 
 export type { TableChange, TableEffect, TableRef };
 
@@ -71,6 +71,8 @@ export interface ClassifyContext {
   readonly lowerCaseTableNames?: boolean;
   /** sql_mode REAL_AS_FLOAT: REAL is FLOAT (else DOUBLE). */
   readonly realAsFloat?: boolean;
+  /** sql_mode ORACLE or MAXDB is (or may be) on: type names mean other types (DATE is DATETIME…); sluice does not read them. */
+  readonly foreignTypes?: boolean;
 }
 
 /** A statement part that cannot be classified with certainty. */
@@ -456,7 +458,7 @@ function checkTableOptions(tokens: Token[]): void {
     const t = tokens[i] as Token;
     if (t.kind !== 'word') continue;
     const value = tokens[i + 1]?.value === '=' ? tokens[i + 2] : tokens[i + 1];
-    if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(String(value?.value).toUpperCase())) throw new Unclassified(`ENGINE=${value?.value}`);
+    if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(String(value?.value).toUpperCase())) throw new Unclassified(`ENGINE=${describeToken(value)}`);
     if (t.upper === 'SEQUENCE') throw new Unclassified('a table created as a sequence');
   }
 }
@@ -577,7 +579,7 @@ function constraintItem(c: Cursor): IndexDefinition | undefined {
     kind = 'index';
     if (!c.eatWord('KEY')) c.eatWord('INDEX');
   } else if (c.eatWord('KEY') || c.eatWord('INDEX')) kind = 'index';
-  else throw new Unclassified(`unknown constraint ${c.peek()?.upper}`);
+  else throw new Unclassified(`unknown constraint ${describeToken(c.peek())}`);
   c.eatWord('IF', 'NOT', 'EXISTS');
   let name = symbol;
   if (kind === 'primary') name = 'PRIMARY';
@@ -637,6 +639,8 @@ function keyParts(tokens: Token[]): { parts: KeyPart[]; functional: boolean } {
 
 /** Column definitions (tokens starting at the column name) → definitions. */
 function parseColumns(s: Statement, parts: Token[][]): ColumnDefinition[] {
+  // sql_mode ORACLE and MAXDB give type names other types (DATE and TIMESTAMP are DATETIME; NUMBER, VARCHAR2, CLOB…).
+  if (s.ctx.foreignTypes && parts.length) throw new Unclassified('column definitions written under sql_mode ORACLE or MAXDB (or a mode sluice cannot read)');
   return parts.map((part) => columnDefinition(part, { escaped: s.escaped, realAsFloat: s.ctx.realAsFloat }));
 }
 
@@ -699,7 +703,7 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
   const c = new Cursor(spec);
   const head = c.peek() as Token;
   const done = (items: SpecItem[]): SpecItem[] => {
-    if (!c.atEnd()) throw new Unclassified(`unexpected ${c.peek()?.raw} in ALTER ${head.upper}`);
+    if (!c.atEnd()) throw new Unclassified(`unexpected ${describeToken(c.peek())} in ALTER ${head.upper}`);
     return items;
   };
   if (head.kind !== 'word') throw new Unclassified('an ALTER specification that does not start with a keyword');
@@ -795,7 +799,7 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
         return [{ op: 'column-default', name }];
       }
       if (c.eatWord('SET', 'VISIBLE') || c.eatWord('SET', 'INVISIBLE')) return done([{ op: 'noop', what: 'column visibility' }]);
-      throw new Unclassified(`ALTER COLUMN ${c.peek()?.upper}`);
+      throw new Unclassified(`ALTER COLUMN ${describeToken(c.peek())}`);
     }
     case 'RENAME': {
       if (c.eatWord('COLUMN')) {
@@ -891,7 +895,7 @@ function tableOptions(c: Cursor): SpecItem[] {
   const items: SpecItem[] = [];
   while (!c.atEnd()) {
     const t = c.next();
-    if (t.kind !== 'word') throw new Unclassified(`unexpected ${t.raw} in ALTER TABLE`);
+    if (t.kind !== 'word') throw new Unclassified(`unexpected ${describeToken(t)} in ALTER TABLE`);
     if (t.upper === 'DEFAULT' && (c.isWord('CHARACTER') || c.isWord('CHAR') || c.isWord('CHARSET') || c.isWord('COLLATE'))) continue;
     if (t.upper === 'CHARACTER' || t.upper === 'CHAR' || t.upper === 'CHARSET' || t.upper === 'COLLATE') {
       if (t.upper === 'CHARACTER' || t.upper === 'CHAR') c.expectWord('SET');
@@ -923,7 +927,7 @@ function tableOptions(c: Cursor): SpecItem[] {
       if (c.isPunct('(')) c.parenthesized();
       else {
         const value = c.next();
-        if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(value.value.toUpperCase())) throw new Unclassified(`ENGINE=${value.value}`);
+        if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(value.value.toUpperCase())) throw new Unclassified(`ENGINE=${describeToken(value)}`);
       }
       items.push({ op: 'noop', what: t.upper });
       continue;
@@ -952,7 +956,7 @@ function drop(s: Statement, c: Cursor): DdlClassification {
     const table = tableRef(s, c.name());
     return { kind: 'tables', effects: [{ table, change: { kind: 'alter', ops: [{ op: 'drop-index', name, ifExists }] } }] };
   }
-  if (upper !== 'TABLE' && upper !== 'TABLES' && upper !== 'SEQUENCE') throw new Unclassified(`DROP ${object.raw}`);
+  if (upper !== 'TABLE' && upper !== 'TABLES' && upper !== 'SEQUENCE') throw new Unclassified(`DROP ${describeToken(object)}`);
   c.eatWord('IF', 'EXISTS');
   const tables = [tableRef(s, c.name())];
   while (c.eatPunct(',')) tables.push(tableRef(s, c.name()));

@@ -1,6 +1,6 @@
 import { lobForBytes, type TypeDescriptor, UnsupportedTypeError } from '../../../schema/column-type.ts';
 import type { ColumnDefinition, DefaultValue, Literal } from '../../../schema/definition.ts';
-import type { Token } from './lexer.ts';
+import { describeToken as describe, type Token } from './lexer.ts';
 
 /**
  * One column definition (`name type [modifiers] [attributes]`) read from the pre-lexer's tokens by
@@ -72,12 +72,6 @@ const PLAIN: Record<string, string> = {
 const REFERENCE_ACTIONS = ['RESTRICT', 'CASCADE', 'NO ACTION', 'SET NULL', 'SET DEFAULT'];
 /** Attributes of MySQL 8 that take one word: `COLUMN_FORMAT FIXED`, `STORAGE DISK`, `SRID 4326`. */
 const ONE_WORD_ATTRIBUTES = new Set(['COLUMN_FORMAT', 'STORAGE', 'SRID']);
-
-/** What a token is, for messages: never a string's text (a default or comment may be a secret). */
-function describe(t: Token | undefined): string {
-  if (!t) return 'the end of the column';
-  return t.kind === 'word' || t.kind === 'punct' ? t.raw : `a ${t.kind} literal`;
-}
 
 class Reader {
   i = 1;
@@ -379,9 +373,10 @@ function dataType(r: Reader, options: ColumnOptions): ParsedType {
     case 'TIME':
       return { type: { base: word.toLowerCase(), fsp: r.numbers()?.[0] ?? 0 } };
     case 'YEAR': {
+      // YEAR(2) (MariaDB keeps it, deprecated) is YEAR to the binlog and to information_schema's type; its values are read as four digits.
       const [digits] = r.numbers() ?? [];
       numericOptions(r);
-      if (digits !== undefined && digits !== 4) throw new UnsupportedTypeError(`YEAR(${digits})`);
+      if (digits !== undefined && digits !== 4 && digits !== 2) throw new UnsupportedTypeError(`YEAR(${digits})`);
       return { type: { base: 'year' } };
     }
     case 'CHAR':
