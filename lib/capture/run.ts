@@ -312,6 +312,11 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
           .finally(() => conn.end());
       },
       overrides: config.ddlOverrides,
+      unknownDdl: config.ddlUnknown,
+      listTables: async () => {
+        const conn = await connect(target$);
+        return listTables(conn, tableFilter(config)).finally(() => conn.end());
+      },
       log,
     });
     stream = new CaptureStream(
@@ -356,6 +361,8 @@ class CaptureStream {
   /** What the open batch's DDL recorded (the manifest's `ddl`) and the snapshots it asks for. */
   private ddl: ManifestDdl[] = [];
   private snapshotsAsked: { table: TableRef; reason: string }[] = [];
+  /** Tables the open batch re-copies by sluice's own decision (a DDL it could not classify): counted once committed. */
+  private decided = 0;
 
   constructor(
     private readonly deps: CaptureDeps,
@@ -402,11 +409,21 @@ class CaptureStream {
     if (!outcome.events.length && !outcome.snapshots.length) return;
     const batch = this.openBatch(now);
     for (const event of outcome.events) {
-      const line = markerLine(event.op, event.table, event.version.version, { kind: event.kind, position: event.position }, source, event.seq);
+      const cause = { kind: event.kind, position: event.position, ...(event.decidedBy ? { decidedBy: event.decidedBy } : {}) };
+      const line = markerLine(event.op, event.table, event.version.version, cause, source, event.seq);
       void batch.write(shapeOfVersion(event.version), line, event.seq);
-      this.ddl.push({ seq: event.seq, db: event.table.db, table: event.table.table, op: event.op, kind: event.kind, schema: event.version.version });
+      this.ddl.push({
+        seq: event.seq,
+        db: event.table.db,
+        table: event.table.table,
+        op: event.op,
+        kind: event.kind,
+        schema: event.version.version,
+        ...(event.decidedBy ? { decided_by: event.decidedBy } : {}),
+      });
     }
     this.snapshotsAsked.push(...outcome.snapshots);
+    this.decided += outcome.decided?.length ?? 0;
   }
 
   private openBatch(now: number): Batch {
@@ -583,6 +600,9 @@ class CaptureStream {
     );
     this.ddl = [];
     this.snapshotsAsked = [];
+    // Every automatic decision is visible: the `t` event, the schema history, the log, status and this metric.
+    if (this.decided) this.metrics.addMetric('UnclassifiedDdlResnapshots', 'Count', this.decided);
+    this.decided = 0;
     this.metrics.addMetric('RowsCaptured', 'Count', batch.events);
     this.metrics.addMetric('Commits', 'Count', 1);
     this.metrics.addMetric('BatchBytes', 'Bytes', batch.size);

@@ -47,12 +47,26 @@ export interface SchemaEvent {
   readonly seq: string;
   /** Where the DDL (or the run's decision) sits in the binlog. */
   readonly position: BinlogPosition;
+  /** A statement sluice could not classify: who decided what it did (the event's `ddl.decided_by`). */
+  readonly decidedBy?: Decision['decidedBy'];
+}
+
+/**
+ * What was decided about a statement sluice cannot classify: the tables are re-copied, by sluice
+ * (SLUICE_DDL_UNKNOWN=resnapshot, the default) or by an operator (SLUICE_DDL_OVERRIDES), and why
+ * the classifier gave up. Recorded in the `t` event, the schema history and the catalog.
+ */
+export interface Decision {
+  readonly decidedBy: 'sluice' | 'operator';
+  readonly reason: string;
 }
 
 export interface DdlOutcome {
   readonly events: SchemaEvent[];
   /** Tables to snapshot (in the commit that writes these events), with why. */
   readonly snapshots: { readonly table: TableRef; readonly reason: string }[];
+  /** Tables sluice decided by itself to re-copy after a statement it could not classify (a metric, the log). */
+  decided?: TableRef[];
 }
 
 export interface TrackerDeps {
@@ -65,6 +79,10 @@ export interface TrackerDeps {
   readonly readVersion: (table: TableRef, previous: SchemaVersion | undefined) => Promise<SchemaVersion | undefined>;
   /** Operator decisions for statements the classifier cannot read, by the statement's end position (`file:pos`). */
   readonly overrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
+  /** What to do by default with a statement the classifier cannot read on a captured table (SLUICE_DDL_UNKNOWN). */
+  readonly unknownDdl: 'resnapshot' | 'stop';
+  /** The captured tables on the server now (the filters' tables, sequences included): a statement that names none may have touched any. */
+  readonly listTables: () => Promise<TableRef[]>;
   readonly log: Log;
   readonly classify?: (text: string, context: ClassifyContext) => Promise<DdlClassification>;
 }
@@ -195,7 +213,7 @@ export class SchemaTracker {
       case 'unknown': {
         const touched = result.tables ?? this.catalog.liveTables();
         const captured = touched.filter((t) => this.catalog.live(t) || this.accepts(t));
-        if (captured.length) return this.unclassified(statement, captured, result.reason, seq, outcome);
+        if (captured.length || result.tables === null) return this.unclassified(statement, captured, result.tables === null, result.reason, seq, outcome);
         return outcome;
       }
       case 'tables':
@@ -221,7 +239,7 @@ export class SchemaTracker {
       });
       switch (evolved.path) {
         case 'unknown':
-          await this.unclassified(statement, [table], evolved.reason ?? 'not understood', seq, outcome);
+          await this.unclassified(statement, [table], false, evolved.reason ?? 'not understood', seq, outcome);
           break;
         case 'create':
           if (accepted && evolved.next) this.record(outcome, table, 't', 'create', evolved.next, statement, seq, true);
@@ -343,50 +361,86 @@ export class SchemaTracker {
     reason: string,
     statement: LoggedStatement,
     seq: () => string,
+    decision?: Decision,
   ): Promise<void> {
     // The structure the statement left: derived from it, else described by the server now (a later
     // DDL on the table would then show as a TABLE_MAP mismatch, handled the same way again).
     const version = next ?? (await this.deps.readVersion(table, previous));
     if (!version) {
       // Gone already (dropped later in the binlog): nothing to copy; the later DROP retracts it.
-      if (previous && !previous.dropped) this.record(outcome, table, 't', 'drop', { ...previous, dropped: true }, statement, seq, false);
+      if (previous && !previous.dropped) this.record(outcome, table, 't', 'drop', { ...previous, dropped: true }, statement, seq, false, 'ddl', decision);
       return;
     }
     const kind = change.kind === 'rename-in' ? 'rename-in' : change.kind === 'create-select' ? 'create' : 'resnapshot';
-    this.record(outcome, table, 't', kind, version, statement, seq, true);
+    this.record(outcome, table, 't', kind, version, statement, seq, true, 'ddl', decision);
     outcome.snapshots.push({ table, reason: kind === 'resnapshot' ? reason : kind });
   }
 
-  /** A statement on a captured table that cannot be classified: stop, unless an operator decided. */
+  /**
+   * A statement on captured tables that cannot be classified. An operator's decision for its
+   * position comes first; else, by default (SLUICE_DDL_UNKNOWN=resnapshot), sluice resets and
+   * re-copies the tables it touches — the snapshot's rows, read after the statement, are exact
+   * whatever it did, and every other table streams on; with SLUICE_DDL_UNKNOWN=stop it stops with
+   * DDL_UNKNOWN. `unnamed`: the statement names no table sluice could read (it cannot be tokenized,
+   * or is no statement sluice knows), so it may have touched any: every captured table is re-copied,
+   * those the server has now that the catalog does not know included (a rename or CREATE it made).
+   */
   private async unclassified(
     statement: LoggedStatement,
-    tables: readonly TableRef[],
+    named: readonly TableRef[],
+    unnamed: boolean,
     reason: string,
     seq: () => string,
     outcome: DdlOutcome,
   ): Promise<DdlOutcome> {
-    const decision = this.deps.overrides.get(where(statement.position));
-    if (decision === 'noop') {
-      for (const table of tables) {
+    const override = this.deps.overrides.get(where(statement.position));
+    if (override === 'noop') {
+      for (const table of named) {
         const live = this.catalog.live(table);
-        if (live) this.record(outcome, table, 's', 'noop', live, statement, seq, false);
+        if (live) this.record(outcome, table, 's', 'noop', live, statement, seq, false, 'ddl', { decidedBy: 'operator', reason });
       }
       return outcome;
     }
-    if (decision === 'resnapshot') {
-      for (const table of tables) {
-        if (!this.accepts(table)) continue;
-        const previous = this.catalog.entry(table)?.version;
-        await this.resnapshot(outcome, table, { kind: 'unknown', reason }, undefined, previous, `operator: ${reason}`, statement, seq);
-      }
-      return outcome;
+    if (override !== 'resnapshot' && this.deps.unknownDdl === 'stop') {
+      if (!named.length) return outcome;
+      throw new SluiceError(
+        ErrorCode.DDL_UNKNOWN,
+        `a DDL statement at ${where(statement.position)} touches ${named.map(formatTableRef).join(', ')} and sluice cannot tell what it does to the rows (${reason}). ` +
+          `Capture stopped before it (SLUICE_DDL_UNKNOWN=stop). Decide, then restart: SLUICE_DDL_OVERRIDES=${where(statement.position)}=resnapshot (copy the tables again) ` +
+          `or =noop (the statement changed no rows or columns). See docs/RUNBOOK.md, "DDL sluice cannot classify".`,
+      );
     }
-    throw new SluiceError(
-      ErrorCode.DDL_UNKNOWN,
-      `a DDL statement at ${where(statement.position)} touches ${tables.map(formatTableRef).join(', ')} and sluice cannot tell what it does to the rows (${reason}). ` +
-        `Capture stopped before it. Decide, then restart: SLUICE_DDL_OVERRIDES=${where(statement.position)}=resnapshot (copy the table again) ` +
-        `or =noop (the statement changed no rows or columns). See docs/RUNBOOK.md, "DDL sluice cannot classify".`,
-    );
+    const decision: Decision = { decidedBy: override === 'resnapshot' ? 'operator' : 'sluice', reason };
+    const tables = [...named];
+    if (unnamed)
+      for (const table of await this.deps.listTables()) if (!tables.some((t) => tableKey(t) === tableKey(table)) && this.accepts(table)) tables.push(table);
+    const asked = outcome.snapshots.length;
+    for (const table of tables) {
+      if (!this.accepts(table)) continue;
+      const previous = this.catalog.entry(table)?.version;
+      await this.resnapshot(
+        outcome,
+        table,
+        { kind: 'unknown', reason },
+        undefined,
+        previous,
+        `DDL sluice cannot classify: ${reason}`,
+        statement,
+        seq,
+        decision,
+      );
+    }
+    // A table gone by now got a `t drop` (with the decision) and no copy.
+    const copied = outcome.snapshots.slice(asked).map((s) => s.table);
+    if (decision.decidedBy === 'sluice' && copied.length) {
+      this.deps.log.warn('a DDL statement sluice cannot classify: re-copying the tables it may have changed (SLUICE_DDL_UNKNOWN=resnapshot)', {
+        position: where(statement.position),
+        tables: copied.map(formatTableRef),
+        reason,
+      });
+      outcome.decided = [...(outcome.decided ?? []), ...copied];
+    }
+    return outcome;
   }
 
   /** Adds a control event and, when the table's version changed, the new version to the catalog. */
@@ -400,6 +454,7 @@ export class SchemaTracker {
     seq: () => string,
     newVersion: boolean,
     origin: CatalogTable['origin'] = 'ddl',
+    decision?: Decision,
   ): void {
     const at = seq();
     const entry: CatalogTable = {
@@ -407,11 +462,16 @@ export class SchemaTracker {
       seq: at,
       position: statement.position,
       origin,
-      ddl: { kind, ...(statement.query ? { statement: statement.query } : {}) },
+      ddl: {
+        kind,
+        ...(statement.query ? { statement: statement.query } : {}),
+        ...(decision ? { decidedBy: decision.decidedBy, reason: decision.reason } : {}),
+      },
     };
+    // An operator's noop keeps the version; it is recorded in the catalog all the same, so the decision shows.
     if (newVersion) this.catalog.put(entry);
-    else if (version.dropped || this.catalog.entry(table)?.version !== version) this.catalog.put(entry, false);
-    outcome.events.push({ table, op, kind, version, seq: at, position: statement.position });
+    else if (version.dropped || decision || this.catalog.entry(table)?.version !== version) this.catalog.put(entry, false);
+    outcome.events.push({ table, op, kind, version, seq: at, position: statement.position, ...(decision ? { decidedBy: decision.decidedBy } : {}) });
     this.deps.log.info('schema change', { db: table.db, table: table.table, kind, schema: version.version, position: where(statement.position) });
   }
 }

@@ -108,6 +108,7 @@ export async function requestJob(
     requested: request.tables.map(({ db, table }) => ({ db, table })),
     status: 'requested',
     startPosition: request.startPosition,
+    reason: request.reason,
   };
   if (!(await deps.snapshots.createJob(job))) return undefined;
   deps.log.info('snapshot requested', { snapshot: job.id, tables: request.tables.length, reason: request.reason });

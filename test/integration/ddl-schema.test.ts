@@ -502,6 +502,8 @@ describe('database default charsets vs the real server', () => {
         acceptDatabase: () => true,
         readVersion: async () => undefined,
         overrides: new Map(),
+        unknownDdl: 'stop',
+        listTables: async () => [],
         log: silentLog,
       });
       for (const [template, name] of DATABASES) {
