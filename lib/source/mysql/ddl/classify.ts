@@ -767,8 +767,10 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
         return [{ op: 'rows-changed', reason: 'DROP PARTITION deletes rows', structureKept: true }];
       }
       if (c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: false }]);
-      if (c.eatWord('PERIOD', 'FOR')) {
+      if (c.isWord('PERIOD') && (c.isWord('FOR', 1) || c.isWord('IF', 1))) {
+        c.expectWord('PERIOD');
         c.eatWord('IF', 'EXISTS');
+        c.expectWord('FOR');
         return done([{ op: 'period', add: false, period: { name: c.namePart() } }]);
       }
       c.eatWord('COLUMN');

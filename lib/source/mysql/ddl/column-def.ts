@@ -46,6 +46,7 @@ const INTEGERS: Record<string, string> = {
   INT8: 'bigint',
 };
 const DECIMALS = new Set(['DECIMAL', 'DEC', 'NUMERIC', 'FIXED']);
+const GEOMETRIES = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
 const PLAIN: Record<string, string> = {
   DATE: 'date',
   TINYBLOB: 'tinyblob',
@@ -344,7 +345,11 @@ function dataType(r: Reader, options: ColumnOptions): ParsedType {
     return { type: { base: 'decimal', precision, scale, unsigned: numericOptions(r) } };
   }
   const plain = PLAIN[word];
-  if (plain) return { type: { base: plain }, ...(plain.endsWith('text') ? { textual: true } : {}) };
+  if (plain) {
+    // MariaDB's grammar takes `(M[,D])` after a plugin type (`GEOMETRY(9,4)`); it changes nothing stored.
+    if (GEOMETRIES.has(plain)) r.numbers();
+    return { type: { base: plain }, ...(plain.endsWith('text') ? { textual: true } : {}) };
+  }
   switch (word) {
     case 'BOOL':
     case 'BOOLEAN':
@@ -372,7 +377,8 @@ function dataType(r: Reader, options: ColumnOptions): ParsedType {
     case 'TIMESTAMP':
     case 'TIME':
       return { type: { base: word.toLowerCase(), fsp: r.numbers()?.[0] ?? 0 } };
-    case 'YEAR': {
+    case 'YEAR':
+    case 'SQL_TSI_YEAR': {
       // YEAR(2) (MariaDB keeps it, deprecated) is YEAR to the binlog and to information_schema's type; its values are read as four digits.
       const [digits] = r.numbers() ?? [];
       numericOptions(r);
