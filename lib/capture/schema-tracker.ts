@@ -18,8 +18,8 @@ import type { PeriodEnd } from './current-rows.ts';
  * touches, the tracker evolves the table's version in the catalog and says which control event to
  * write at the statement's place in the feed:
  *   - `t` (reset): every earlier row of the table is gone — DROP, TRUNCATE, a new table under the
- *     name, RENAME away or in, and DDL whose new values the binlog does not carry (`resnapshot`:
- *     a snapshot of the table is requested in the same commit);
+ *     name, RENAME away or in, and DDL whose new values the binlog does not carry or that sluice
+ *     cannot classify (`resnapshot`: a snapshot of the table is requested in the same commit);
  *   - `s` (schema change keeping rows): readers project earlier rows through the new version.
  * Rows are stamped with their table's version. A TABLE_MAP that disagrees with the version (a
  * classifier gap) is caught here too: the table is reset and re-snapshotted, never written wrong.
@@ -175,8 +175,9 @@ export class SchemaTracker {
 
   /**
    * One DDL statement: the control events to write (each takes the next seq of the statement's
-   * transaction from `seq`) and the snapshots to request. Throws DDL_UNKNOWN, with the statement's
-   * position and the way out, when a captured table is touched in a way it cannot classify.
+   * transaction from `seq`) and the snapshots to request. A captured table touched in a way it
+   * cannot classify is re-copied, or with SLUICE_DDL_UNKNOWN=stop DDL_UNKNOWN is thrown with the
+   * statement's position and the way out (`unclassified`).
    */
   async onDdl(statement: LoggedStatement, seq: () => string): Promise<DdlOutcome> {
     const classify = this.deps.classify ?? classifyDdl;

@@ -82,7 +82,7 @@ export async function readVersions(conn: SqlConnection, tables: readonly TableRe
       );
     } catch (error) {
       // A column type the schema history cannot describe: the table's rows are still captured
-      // (their values are exact), without a version; its DDL stops capture (DDL_UNKNOWN).
+      // (their values are exact), without a version; its DDL is unknown (re-copied, or DDL_UNKNOWN).
       if (!(error instanceof UnsupportedTypeError)) throw error;
     }
   }
