@@ -72,6 +72,11 @@ export const ErrorCode = {
   // Capture and commits
   /** A DDL statement touches a captured table and sluice cannot tell what it does to the rows. Fatal: the position stays before it. */
   DDL_UNKNOWN: 'DDL_UNKNOWN',
+  /**
+   * A system-versioned table's row ends its period neither at the end of time nor by its statement's
+   * time: sluice cannot tell a current row from a history row (lib/capture/current-rows.ts). Fatal.
+   */
+  VERSIONED_ROW_END: 'VERSIONED_ROW_END',
   /** A change to a captured table was logged as a statement (binlog_format STATEMENT/MIXED in a session): its rows are not in the binlog. Fatal. */
   STATEMENT_DML: 'STATEMENT_DML',
   /** A transaction did not end before the run's time was up. Retriable: the next run re-reads it. */

@@ -28,6 +28,7 @@ import { connect, masterPosition, preflight, type SqlConnection } from '../sourc
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
+import { currentRows } from './current-rows.ts';
 import { boundaryAction, type Deadlines, deadlines, latencyWait, shouldStop } from './policy.ts';
 import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
@@ -395,6 +396,11 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
           .finally(() => conn.end());
       },
       overrides: config.ddlOverrides,
+      unknownDdl: config.ddlUnknown,
+      listTables: async () => {
+        const conn = await connect(target$);
+        return listTables(conn, tableFilter(config)).finally(() => conn.end());
+      },
       log,
     });
     stream = new CaptureStream(
@@ -439,6 +445,8 @@ class CaptureStream {
   /** What the open batch's DDL recorded (the manifest's `ddl`) and the snapshots it asks for. */
   private ddl: ManifestDdl[] = [];
   private snapshotsAsked: { table: TableRef; reason: string }[] = [];
+  /** Tables the open batch re-copies by sluice's own decision (a DDL it could not classify): counted once committed. */
+  private decided = 0;
 
   constructor(
     private readonly deps: CaptureDeps,
@@ -488,11 +496,21 @@ class CaptureStream {
     if (!outcome.events.length && !outcome.snapshots.length) return;
     const batch = this.openBatch(now);
     for (const event of outcome.events) {
-      const line = markerLine(event.op, event.table, event.version.version, { kind: event.kind, position: event.position }, source, event.seq);
+      const cause = { kind: event.kind, position: event.position, ...(event.decidedBy ? { decidedBy: event.decidedBy } : {}) };
+      const line = markerLine(event.op, event.table, event.version.version, cause, source, event.seq);
       void batch.write(shapeOfVersion(event.version), line, event.seq);
-      this.ddl.push({ seq: event.seq, db: event.table.db, table: event.table.table, op: event.op, kind: event.kind, schema: event.version.version });
+      this.ddl.push({
+        seq: event.seq,
+        db: event.table.db,
+        table: event.table.table,
+        op: event.op,
+        kind: event.kind,
+        schema: event.version.version,
+        ...(event.decidedBy ? { decided_by: event.decidedBy } : {}),
+      });
     }
     this.snapshotsAsked.push(...outcome.snapshots);
+    this.decided += outcome.decided?.length ?? 0;
   }
 
   private openBatch(now: number): Batch {
@@ -571,13 +589,17 @@ class CaptureStream {
 
   /** Writes a rows event; returns what to await before reading on (back-pressure), if anything. */
   private onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> | undefined {
-    const { shape, outcome } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
+    const { shape, outcome, periodEnd } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
     if (outcome) {
       this.cursor.hasRows = true;
       this.writeOutcome(outcome, this.cursor.source, now);
     }
     const batch = this.openBatch(now);
-    return encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
+    if (!periodEnd) return encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
+    // A system-versioned table: its current rows only (lib/capture/current-rows.ts).
+    let wait: Promise<void> | undefined;
+    for (const part of currentRows(item, periodEnd)) wait = encodeRows(batch, { ...part, shape }, this.cursor) ?? wait;
+    return wait;
   }
 
   /** A DDL statement changes the schema history. (DML logged as a statement writing a captured table never gets here: the reader's guard stops before it.) */
@@ -666,6 +688,9 @@ class CaptureStream {
     );
     this.ddl = [];
     this.snapshotsAsked = [];
+    // Every automatic decision is visible: the `t` event, the schema history, the log, status and this metric.
+    if (this.decided) this.metrics.addMetric('UnclassifiedDdlResnapshots', 'Count', this.decided);
+    this.decided = 0;
     this.metrics.addMetric('RowsCaptured', 'Count', batch.events);
     this.metrics.addMetric('Commits', 'Count', 1);
     this.metrics.addMetric('BatchBytes', 'Bytes', batch.size);

@@ -365,7 +365,7 @@ function commands(cli: Cli): Command {
       const { sourceStatus } = await import('../ops/status.ts');
       const { icebergStatus } = await import('../iceberg/status.ts');
       const { config, clients } = await cli.configure(program.opts());
-      const status = await sourceStatus(config, clients.store);
+      const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
       // The unfinished snapshots (several may run: the initial copy, re-snapshots DDL asked for), else the last one.
       const active = await clients.snapshots.activeJobs(config.sourceId);
@@ -374,6 +374,7 @@ function commands(cli: Cli): Command {
         [...active, ...latest].map(async (job) => ({
           id: job.id,
           status: job.status,
+          ...(job.reason ? { reason: job.reason } : {}),
           error: job.error,
           tables: await snapshotProgress(clients.snapshots, job),
         })),
@@ -406,8 +407,14 @@ function commands(cli: Cli): Command {
       if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
       for (const warning of status.warnings ?? []) rows.push(['WARNING', warning]);
       if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
+      // Automatic decisions stay visible while the table's version is the one they made (docs/RUNBOOK.md, "DDL sluice cannot classify").
+      for (const d of status.unclassifiedDdl ?? [])
+        rows.push([
+          'unclassified DDL',
+          `${d.table} at ${d.position}: ${d.kind === 'noop' ? 'recorded as changing nothing' : d.kind === 'resnapshot' ? 're-copied' : d.kind} (decided by ${d.decidedBy === 'sluice' ? 'sluice, SLUICE_DDL_UNKNOWN=resnapshot' : 'an operator, SLUICE_DDL_OVERRIDES'}; ${d.reason})`,
+        ]);
       for (const snapshot of snapshots) {
-        rows.push(['snapshot', `${snapshot.id} (${snapshot.status})`]);
+        rows.push(['snapshot', `${snapshot.id} (${snapshot.status})${snapshot.reason ? `: ${snapshot.reason}` : ''}`]);
         if (snapshot.error) rows.push(['  error', `${snapshot.error.code}: ${snapshot.error.message}`]);
         for (const t of snapshot.tables) {
           rows.push([

@@ -150,11 +150,19 @@ export interface InformationSchemaColumn {
   DATETIME_PRECISION?: string | number | null;
 }
 
-/** Splits `'a','b''c'` (the inside of `enum(…)` as the server prints it) into values. */
+/** What the server's COLUMN_TYPE escapes with a backslash in ENUM/SET values (MariaDB and MySQL `append_unescaped`). */
+const COLUMN_TYPE_ESCAPES: Record<string, string> = { '0': '\0', n: '\n', r: '\r', Z: '\x1a', '\\': '\\' };
+
+/**
+ * Splits `'a','b''c','d\\e'` (the inside of `enum(…)` as the server prints it in COLUMN_TYPE) into
+ * values: a quote is doubled, and a backslash, NUL, CR and LF are backslash-escaped (checked
+ * against MariaDB 10.11: the value `x\y` prints as `'x\\y'`).
+ */
 function enumValues(list: string): string[] {
   const values: string[] = [];
-  const re = /'((?:[^']|'')*)'/g;
-  for (let m = re.exec(list); m; m = re.exec(list)) values.push((m[1] as string).replaceAll("''", "'"));
+  const re = /'((?:[^'\\]|''|\\.)*)'/gs;
+  for (let m = re.exec(list); m; m = re.exec(list))
+    values.push((m[1] as string).replace(/''|\\(.)/gs, (_all, c: string | undefined) => (c === undefined ? "'" : (COLUMN_TYPE_ESCAPES[c] ?? c))));
   return values;
 }
 
@@ -226,9 +234,9 @@ const T = {
   TIMESTAMP2: 17,
   DATETIME2: 18,
   TIME2: 19,
-  /** MariaDB's VARCHAR/VARBINARY … COMPRESSED and BLOB/TEXT … COMPRESSED. */
-  VARCHAR_COMPRESSED: 140,
-  BLOB_COMPRESSED: 141,
+  /** MariaDB's BLOB/TEXT … COMPRESSED and VARCHAR/VARBINARY … COMPRESSED (mysql_com.h: 140 and 141). */
+  BLOB_COMPRESSED: 140,
+  VARCHAR_COMPRESSED: 141,
   VECTOR: 242,
   JSON: 245,
   NEWDECIMAL: 246,

@@ -7,7 +7,7 @@ import type { Faults } from '../../lib/commit/faults.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { formatTableRef, parseTableRef, type TableRef } from '../../lib/core/table-ref.ts';
 import type { Manifest, ManifestTable } from '../../lib/format/manifest.ts';
-import { silentLog } from '../../lib/log.ts';
+import { type Log, type MetricsSink, silentLog } from '../../lib/log.ts';
 import { eventLines, manifests } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
@@ -60,14 +60,15 @@ export async function testSource(name: string, overrides: Record<string, string>
   await initResources(config, clients);
 
   /** What capture and snapshot runs of this source are given. */
-  const deps = (options: { config?: Config; faults?: Faults; rowLines?: boolean }) => ({
+  const deps = (options: { config?: Config; faults?: Faults; rowLines?: boolean; log?: Log; metrics?: MetricsSink }) => ({
     config: options.config ?? config,
     s3: clients.s3,
     store: clients.store,
     snapshots: clients.snapshots,
-    log: silentLog,
+    log: options.log ?? silentLog,
     faults: options.faults,
     rowLines: options.rowLines,
+    metrics: options.metrics,
   });
 
   const databases = [db];
@@ -101,7 +102,9 @@ export async function testSource(name: string, overrides: Record<string, string>
       const [rows] = await admin.query(query, values);
       return rows as Record<string, unknown>[];
     },
-    capture(options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config } = {}): Promise<CaptureResult> {
+    capture(
+      options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config; log?: Log; metrics?: MetricsSink } = {},
+    ): Promise<CaptureResult> {
       return runCapture({ ...deps(options), clock: options.clock }, { budgetMs: 30_000, stopWhenCaughtUp: true, ...options });
     },
     /**

@@ -54,6 +54,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...valid, SLUICE_ICEBERG_DELETES: 'vectors' })).toThrow(/SLUICE_ICEBERG_DELETES: .*"position"\|"equality"/);
   });
 
+  it('re-copies the tables of DDL it cannot classify by default; stops on request, nothing else (#27)', () => {
+    expect(loadConfig(valid).ddlUnknown).toBe('resnapshot');
+    expect(loadConfig({ ...valid, SLUICE_DDL_UNKNOWN: 'stop' }).ddlUnknown).toBe('stop');
+    expect(() => loadConfig({ ...valid, SLUICE_DDL_UNKNOWN: 'ignore' })).toThrow(/SLUICE_DDL_UNKNOWN/);
+  });
+
   it('parses a start position', () => {
     expect(loadConfig({ ...valid, SLUICE_STARTUP: 'position:binlog.000003:1234' }).startup).toEqual({
       mode: 'position',

@@ -60,12 +60,21 @@ export interface SqlModeFlags {
   readonly noBackslashEscapes?: boolean;
   /** STRICT_TRANS_TABLES or STRICT_ALL_TABLES: an ALTER that would turn a NULL into a default fails instead (so a logged one turned none). */
   readonly strict?: boolean;
+  /** REAL_AS_FLOAT: REAL is FLOAT, not DOUBLE. */
+  readonly realAsFloat?: boolean;
+  /**
+   * ORACLE or MAXDB mode is on, or may be: type names then mean other types (DATE is DATETIME,
+   * NUMBER, VARCHAR2 and CLOB exist; TIMESTAMP is DATETIME). Byte 1 of the mode holds both bits and,
+   * in both modes, NO_FIELD_OPTIONS' high bit, which zongji's decoding loses: unreadable counts as on.
+   */
+  readonly foreignTypes?: boolean;
 }
 
 /**
  * sql_mode from a Query event's status variables: Q_SQL_MODE_CODE = 1 and 8 bytes, low byte first
- * (ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x100000, STRICT_TRANS_TABLES = 0x200000,
- * STRICT_ALL_TABLES = 0x400000, in MySQL and MariaDB alike), right after Q_FLAGS2_CODE = 0 and its
+ * (REAL_AS_FLOAT = 0x1, ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x100000, STRICT_TRANS_TABLES = 0x200000,
+ * STRICT_ALL_TABLES = 0x400000, in MySQL and MariaDB alike; MariaDB's ORACLE = 0x200 and MAXDB =
+ * 0x1000, bits MySQL 8 no longer has), right after Q_FLAGS2_CODE = 0 and its
  * 4 bytes, which servers write first (`Query_log_event::write`; both checked against what
  * `mariadb-binlog` prints of events written under each mode).
  * zongji decodes the variables as UTF-8, so a byte above 0x7f is lost, and with it the position
@@ -82,9 +91,11 @@ export function sqlModeFlags(statusVars: string | undefined): SqlModeFlags {
   if (statusVars.charCodeAt(at) !== 1) return {};
   const byte = (i: number) => ([...Array(i + 1).keys()].every((k) => plain(at + 1 + k)) ? statusVars.charCodeAt(at + 1 + i) : undefined);
   const b0 = byte(0);
+  const b1 = byte(1);
   const b2 = byte(2);
   return {
-    ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0 }),
+    ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0, realAsFloat: (b0 & 0x1) !== 0 }),
+    foreignTypes: b1 === undefined || (b1 & 0x12) !== 0,
     ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x10) !== 0, strict: (b2 & 0x60) !== 0 }),
   };
 }
