@@ -137,9 +137,14 @@ export function selectAs(expression: string, name: string): string {
 
 const selectOf = (row: ColumnRow) => selectAs(readOf(row), row.COLUMN_NAME);
 
-/** How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via DOUBLE. */
+/**
+ * How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via
+ * DOUBLE. An unsigned one goes through CHAR first: in a prepared statement (the pages are read over
+ * the binary protocol) MySQL 8.0 reads a string parameter of CAST(? AS UNSIGNED) as a signed
+ * BIGINT, so every key from 2^63 up became 9223372036854775807 and those rows were never paged.
+ */
 function keyParam(column: Column, row: ColumnRow): string {
-  if (column.kind === 'int') return /\bunsigned\b/i.test(row.COLUMN_TYPE) ? 'CAST(? AS UNSIGNED)' : 'CAST(? AS SIGNED)';
+  if (column.kind === 'int') return /\bunsigned\b/i.test(row.COLUMN_TYPE) ? 'CAST(CAST(? AS CHAR) AS UNSIGNED)' : 'CAST(? AS SIGNED)';
   if (column.kind === 'decimal') return `CAST(? AS DECIMAL(${row.NUMERIC_PRECISION},${row.NUMERIC_SCALE}))`;
   return '?';
 }
