@@ -29,7 +29,18 @@ interface ColumnRow {
 }
 
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
-const SPATIAL = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+/** information_schema's names of the spatial types; MySQL 8 calls GEOMETRYCOLLECTION `geomcollection`. */
+const SPATIAL = new Set([
+  'geometry',
+  'point',
+  'linestring',
+  'polygon',
+  'multipoint',
+  'multilinestring',
+  'multipolygon',
+  'geometrycollection',
+  'geomcollection',
+]);
 const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
@@ -110,6 +121,8 @@ function schemaColumn(row: ColumnRow): Column {
     case 'mediumblob':
     case 'longblob':
       return of('binary', 'blob');
+    case 'geomcollection': // MySQL 8's name; the binlog path names it as MariaDB does (binlog-columns.ts)
+      return of('binary', 'geometrycollection');
     default:
       // The spatial types, and anything newer: the bytes as MariaDB stores them.
       return of('binary', type);
