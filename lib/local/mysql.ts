@@ -96,9 +96,11 @@ function fetchJar(log: (line: string) => void): string {
   const file = `${artifact}-${artifactVersion}.jar`;
   const m2 = join(homedir(), '.m2', 'repository', ...group.split('.'), artifact, artifactVersion, file);
   if (existsSync(m2)) return m2;
+  // Where an earlier fetch put it (a local repository elsewhere than ~/.m2, as settings.xml may say).
+  const into = resolve(mysqlBaseDir(), '..', 'downloads');
+  if (existsSync(join(into, file))) return join(into, file);
   const coordinates = `${group}:${artifact}:${artifactVersion}`;
   log(`fetching MySQL ${MYSQL_BUILD.version} (${coordinates}, 51 MB) with Maven…`);
-  const into = resolve(mysqlBaseDir(), '..', 'downloads');
   const result = spawnSync('mvn', ['-q', '-B', 'dependency:copy', `-Dartifact=${coordinates}:jar`, `-DoutputDirectory=${into}`], { encoding: 'utf8' });
   if (result.error || result.status !== 0) {
     throw new LocalStackError(
