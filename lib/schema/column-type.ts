@@ -328,11 +328,16 @@ export function tableMapType(column: TableMapColumn): TypeDescriptor {
     case T.MEDIUM_BLOB:
     case T.LONG_BLOB:
     case T.BLOB:
-    case T.BLOB_COMPRESSED:
-    case T.JSON: {
+    case T.BLOB_COMPRESSED: {
       const blob = LOB_BY_LENGTH_SIZE[m.length_size ?? 2] ?? 'blob';
       return charset ? { base: TEXT_FOR_BLOB[blob] as string, charset } : { base: blob };
     }
+    // MySQL's binary JSON, which the TABLE_MAP gives no charset: the vocabulary's JSON, as DDL and
+    // information_schema describe the column (not a LONGBLOB, which made every MySQL table with a
+    // JSON column disagree with its version at its first row and be re-snapshotted). MariaDB's JSON
+    // is a LONGTEXT and logs as one.
+    case T.JSON:
+      return { base: 'json' };
     case T.GEOMETRY:
       return { base: GEOMETRY_NAMES[column.geometryType ?? 0] ?? 'geometry' };
     case T.VECTOR:

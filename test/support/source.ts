@@ -14,6 +14,7 @@ import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker, type WorkerResult } from '../../lib/snapshot/worker.ts';
 import type { SnapshotJob } from '../../lib/state/snapshot-store.ts';
+import { withSequences } from './sequences.ts';
 
 export interface ChangeEvent {
   op: 'c' | 'u' | 'd' | 'r' | 't' | 's';
@@ -41,6 +42,7 @@ export interface ChangeEvent {
  */
 export async function testSource(name: string, overrides: Record<string, string> = {}) {
   const stackEnv = inject('stackEnv');
+  const server = inject('stackServer');
   const db = `${name}_${randomBytes(3).toString('hex')}`;
   const admin = await mysql.createConnection({ uri: stackEnv.SLUICE_LOCAL_ADMIN_URL, multipleStatements: true, timezone: 'Z', dateStrings: true });
   await admin.query(`CREATE DATABASE \`${db}\``);
@@ -98,8 +100,9 @@ export async function testSource(name: string, overrides: Record<string, string>
     },
     clients,
     admin,
+    /** Runs `query` as the admin; MariaDB's `seq_A_to_B` tables work on MySQL too (sequences.ts). */
     async sql(query: string, values?: unknown[]) {
-      const [rows] = await admin.query(query, values);
+      const [rows] = await admin.query(await withSequences(query, server, stackEnv.SLUICE_LOCAL_ADMIN_URL as string), values);
       return rows as Record<string, unknown>[];
     },
     capture(

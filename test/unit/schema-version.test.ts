@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Catalog } from '../../lib/schema/catalog.ts';
 import { CharsetTable } from '../../lib/schema/charsets.ts';
 import { informationSchemaType, tableMapType } from '../../lib/schema/column-type.ts';
-import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
+import { evolve, type SchemaVersion, structureFromTableMap, structureOf } from '../../lib/schema/version.ts';
 import { sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
 
@@ -267,5 +267,20 @@ describe('information_schema column types', () => {
       charset: 'latin1',
     });
     expect(tableMapType({ name: 'e', type: 141, metadata: { max_length: 11 }, charset: null })).toEqual({ base: 'varbinary', length: 10 });
+  });
+});
+
+describe('a TABLE_MAP against the version', () => {
+  it("describes MySQL's JSON column as its DDL does, so the table's first row does not re-snapshot it", async () => {
+    const { last } = await run('CREATE TABLE t (id INT PRIMARY KEY, meta JSON)');
+    // MySQL logs JSON as type 245 with a 4-byte length and no charset (binlog_row_metadata=FULL).
+    const map = structureFromTableMap(
+      [
+        { name: 'id', type: 3 },
+        { name: 'meta', type: 245, metadata: { length_size: 4 } },
+      ],
+      [0],
+    );
+    expect(map).toBe(structureOf(last?.next as SchemaVersion));
   });
 });

@@ -31,7 +31,18 @@ interface ColumnRow {
 }
 
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
-const SPATIAL = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+/** information_schema's names of the spatial types; MySQL 8 calls GEOMETRYCOLLECTION `geomcollection`. */
+const SPATIAL = new Set([
+  'geometry',
+  'point',
+  'linestring',
+  'polygon',
+  'multipoint',
+  'multilinestring',
+  'multipolygon',
+  'geometrycollection',
+  'geomcollection',
+]);
 const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
@@ -112,6 +123,8 @@ function schemaColumn(row: ColumnRow): Column {
     case 'mediumblob':
     case 'longblob':
       return of('binary', 'blob');
+    case 'geomcollection': // MySQL 8's name; the binlog path names it as MariaDB does (binlog-columns.ts)
+      return of('binary', 'geometrycollection');
     default:
       // The spatial types, and anything newer: the bytes as MariaDB stores them.
       return of('binary', type);
@@ -139,9 +152,14 @@ export function selectAs(expression: string, name: string): string {
 
 const selectOf = (row: ColumnRow) => selectAs(readOf(row), row.COLUMN_NAME);
 
-/** How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via DOUBLE. */
+/**
+ * How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via
+ * DOUBLE. An unsigned one goes through CHAR first: in a prepared statement (the pages are read over
+ * the binary protocol) MySQL 8.0 reads a string parameter of CAST(? AS UNSIGNED) as a signed
+ * BIGINT, so every key from 2^63 up became 9223372036854775807 and those rows were never paged.
+ */
 function keyParam(column: Column, row: ColumnRow): string {
-  if (column.kind === 'int') return /\bunsigned\b/i.test(row.COLUMN_TYPE) ? 'CAST(? AS UNSIGNED)' : 'CAST(? AS SIGNED)';
+  if (column.kind === 'int') return /\bunsigned\b/i.test(row.COLUMN_TYPE) ? 'CAST(CAST(? AS CHAR) AS UNSIGNED)' : 'CAST(? AS SIGNED)';
   if (column.kind === 'decimal') return `CAST(? AS DECIMAL(${row.NUMERIC_PRECISION},${row.NUMERIC_SCALE}))`;
   return '?';
 }
