@@ -41,8 +41,12 @@ describe('event offsets past 4 GiB', () => {
     offsets.onHeader(ev(GTID, 79, 1_079));
     let end = 1_079;
     // 4.5 GiB of rows events of 16 MiB: only their headers reach the offsets, none is delivered.
-    for (let i = 0; i < 288; i++) offsets.onHeader(ev(WRITE_ROWS, 16 << 20, (end += 16 << 20)));
-    offsets.onHeader(ev(XID, 31, (end += 31)));
+    for (let i = 0; i < 288; i++) {
+      end += 16 << 20;
+      offsets.onHeader(ev(WRITE_ROWS, 16 << 20, end));
+    }
+    end += 31;
+    offsets.onHeader(ev(XID, 31, end));
     expect(offsets.endOf('Xid')).toBe(end);
     expect(end).toBeGreaterThan(G);
   });

@@ -89,7 +89,10 @@ describe('the stored position on MySQL, before reading', () => {
 
   it('a MariaDB position past 4 GiB stored without its history is checked by its first GTID, not by BINLOG_GTID_POS (NULL there)', async () => {
     const past = 2 ** 32 + 92;
-    const mariadb = new FakeServer({ version: '10.11.19-MariaDB', files: [{ name: 'binlog.000002', size: past + 4_000, events: [4, 500, past], gtidAt: { 500: '0-1-10' } }] });
+    const mariadb = new FakeServer({
+      version: '10.11.19-MariaDB',
+      files: [{ name: 'binlog.000002', size: past + 4_000, events: [4, 500, past], gtidAt: { 500: '0-1-10' } }],
+    });
     await new BinlogHistories({ position: { file: 'binlog.000002', pos: past, gtid: '0-1-10' } }).checkStored(mariadb);
     expect(mariadb.statements.some((s) => s.startsWith('SELECT BINLOG_GTID_POS(?, ?)'))).toBe(false);
     // Below 4 GiB it is asked, and answers.

@@ -16,7 +16,8 @@ function serverPast4GiB(events: { pos: number; end: number; type: string; info: 
       if (sql === 'SHOW BINARY LOGS') return [[{ Log_name: 'binlog.000002', File_size: String(size) }], []];
       const [file, from] = values as [string, number];
       const at = events.findIndex((e) => e.pos === from);
-      if (file !== 'binlog.000002' || at < 0) throw Object.assign(new Error('Error when executing command SHOW BINLOG EVENTS: Wrong offset or I/O error'), { errno: 1220 });
+      if (file !== 'binlog.000002' || at < 0)
+        throw Object.assign(new Error('Error when executing command SHOW BINLOG EVENTS: Wrong offset or I/O error'), { errno: 1220 });
       const page = events.slice(at, at + 1000).map((e) => ({ Pos: e.pos, End_log_pos: e.end % G, Event_type: e.type, Info: e.info }));
       return [page, []];
     },
