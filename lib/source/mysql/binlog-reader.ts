@@ -285,12 +285,16 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const start = options.start;
     const byGtid = start.pos >= LOG_POS_MODULUS && start.gtidSet !== undefined;
     if (!byGtid) this.startDump(dumpPlan(start, false), serverId);
-    else void gtidModeOn(() => this.sql()).then((on) => this.startDump(dumpPlan(start, on), serverId));
+    else
+      void gtidModeOn(() => this.sql())
+        .then((on) => this.startDump(dumpPlan(start, on), serverId))
+        .catch((error: Error) => this.fail(error));
   }
 
   private startDump(plan: DumpPlan, serverId: number): void {
     if (this.stopped) return;
     this.resumeAt = plan.kind === 'reread' ? plan.resumeAt : undefined;
+    this.offsets.rotate(plan.file, plan.pos);
     this.zongji.once('ready', () => {
       extendDump(this.zongji, plan, serverId, this.offsets);
       // SLUICE_PROFILE=1: time parsing binlog packets (mysql2 + zongji) as decoding.
