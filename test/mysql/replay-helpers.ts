@@ -7,7 +7,8 @@ import mysql from 'mysql2/promise';
 import { inject, vi } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { loadConfig } from '../../lib/config/config.ts';
-import { eventLines } from '../../lib/materialize/feed.ts';
+import type { Manifest } from '../../lib/format/manifest.ts';
+import { eventLines, manifests } from '../../lib/materialize/feed.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { sluice } from '../support/cli.ts';
 import { mysqlRows } from '../support/fold.ts';
@@ -45,7 +46,10 @@ export async function prepareSchema(fixture: Fixture): Promise<void> {
 }
 
 /** Starts a replay server for a fixture, forwarding schema reads to the stack's MariaDB. */
-export function replay(fixture: Fixture, options: Pick<ReplayOptions, 'version' | 'heartbeatMs' | 'grow' | 'until'> = {}): Promise<ReplayServer> {
+export function replay(
+  fixture: Fixture,
+  options: Pick<ReplayOptions, 'version' | 'heartbeatMs' | 'grow' | 'until' | 'onStatement'> = {},
+): Promise<ReplayServer> {
   return startReplayServer({ files: fixture.files.map(fixturePath), schemaFrom: schemaUri(), variables: fixture.variables, ...options });
 }
 
@@ -160,8 +164,14 @@ export async function captureSource(fixture: Fixture, server: ReplayServer, star
   return {
     env,
     config,
-    /** `sluice capture --once`, as a user runs it. */
-    capture: () => sluice(['capture', '--once'], env),
+    /** `sluice capture --once`, as a user runs it (`args`: more flags, e.g. `--seconds`). */
+    capture: (...args: string[]) => sluice(['capture', '--once', ...args], env),
+    /** The manifests of the source's commits, in commit order. */
+    async manifests(): Promise<Manifest[]> {
+      const out: Manifest[] = [];
+      for await (const manifest of manifests(clients.s3, config.bucket, config.prefix, config.sourceId)) out.push(manifest);
+      return out;
+    },
     /** The change log's events, as JSON. */
     async events(): Promise<Record<string, unknown>[]> {
       const out: Record<string, unknown>[] = [];
