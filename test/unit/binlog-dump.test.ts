@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { dumpPlan, type EventHeader, EventOffsets, eventHeader } from '../../lib/source/mysql/binlog-dump.ts';
+import { BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
 
 // The offsets a dump's events end at, past 4 GiB, and how a dump starts there (binlog-dump.ts).
 
@@ -124,5 +125,82 @@ describe('where a dump starts', () => {
     expect(dumpPlan({ file: 'binlog.000002', pos: G + 92, gtidSet: SET }, false)).toEqual(reread);
     expect(dumpPlan({ file: 'binlog.000002', pos: G + 92, gtid: '0-1-42' }, true)).toEqual(reread);
     expect(dumpPlan({ file: 'binlog.000002', pos: G + 92, gtidSet: '' }, true)).toEqual(reread);
+  });
+});
+
+describe('re-reading a file up to a start past 4 GiB (no GTID start there)', () => {
+  const S = G + 92;
+  const FILE = 'binlog.000002';
+  const readers: BinlogReader[] = [];
+  afterEach(async () => {
+    await Promise.all(readers.splice(0).map((r) => r.stop()));
+  });
+
+  /** A reader started at `start` (its connection fails later, to nothing: these feed it by hand), and a feed of one packet's header and the event zongji delivers from it. */
+  function rereader(start = S) {
+    const reader = new BinlogReader({ target: { uri: 'mysql://u:p@127.0.0.1:1/x', label: 'test' }, start: { file: FILE, pos: start }, filter: () => true });
+    readers.push(reader);
+    const { offsets } = reader as unknown as { offsets: EventOffsets };
+    const feed = (header: EventHeader, event?: Record<string, unknown> & { type: string }) => {
+      offsets.onHeader(header);
+      if (event)
+        (reader as unknown as { onEvent(ev: unknown): void }).onEvent({
+          getTypeName: () => event.type,
+          timestamp: 1_700_000_000_000,
+          nextPosition: header.logPos,
+          ...event,
+        });
+    };
+    return { reader, feed };
+  }
+
+  /** The server's stream from the file's start: its made-up ROTATE, its FORMAT_DESCRIPTION, a transaction of 4 GiB of rows of another table (not delivered) ending at `end`. */
+  function fromTheStart(feed: ReturnType<typeof rereader>['feed'], end: number) {
+    feed(ev(4, 47, 0, 0x20), { type: 'Rotate', binlogName: FILE, position: 4 });
+    feed(ev(15, 122, 126), { type: 'Format' });
+    feed(ev(GTID, 79, 205), { type: 'Gtid', gtid: `${SET.split(':')[0]}:57` });
+    feed(ev(QUERY, 81, 286), { type: 'Query', query: 'BEGIN' });
+    let at = 286;
+    while (at < end - 31 - (1 << 30)) {
+      at += 1 << 30;
+      feed(ev(WRITE_ROWS, 1 << 30, at));
+    }
+    feed(ev(WRITE_ROWS, end - 31 - at, end - 31));
+    feed(ev(XID, 31, end), { type: 'Xid' });
+  }
+
+  it('emits nothing before the start, then the stream from it, at exact offsets', async () => {
+    const { reader, feed } = rereader();
+    expect(reader.rereading).toEqual({ at: { file: FILE, pos: 4 }, to: { file: FILE, pos: S } });
+    fromTheStart(feed, S);
+    expect(reader.rereading).toBeUndefined();
+    feed(ev(GTID, 79, S + 79), { type: 'Gtid', gtid: `${SET.split(':')[0]}:58` });
+    feed(ev(QUERY, 81, S + 160), { type: 'Query', query: 'BEGIN' });
+    feed(ev(XID, 31, S + 191), { type: 'Xid' });
+    const items = [];
+    for (let item = reader.takeReady(); item; item = reader.takeReady()) items.push(item);
+    expect(items.map((i) => (i.kind === 'begin' ? `begin ${i.pos}` : i.kind === 'commit' ? `commit ${i.position.pos}` : i.kind))).toEqual([
+      `begin ${S + 79}`,
+      `commit ${S + 191}`,
+    ]);
+  });
+
+  it('no event ending exactly at the start (another history) stops the stream with POSITION_FOREIGN', async () => {
+    const { reader, feed } = rereader();
+    fromTheStart(feed, S + 40);
+    await expect(reader[Symbol.asyncIterator]().next()).rejects.toMatchObject({
+      code: 'POSITION_FOREIGN',
+      message: expect.stringContaining(`no event of this server's ${FILE} ends at offset ${S} (one ends at ${S + 40})`),
+    });
+  });
+
+  it('a file that ends before the start stops the stream with POSITION_FOREIGN', async () => {
+    const { reader, feed } = rereader();
+    fromTheStart(feed, S - 1_000);
+    feed(ev(4, 47, S - 953), { type: 'Rotate', binlogName: 'binlog.000003', position: 4 });
+    await expect(reader[Symbol.asyncIterator]().next()).rejects.toMatchObject({
+      code: 'POSITION_FOREIGN',
+      message: expect.stringContaining(`this server's ${FILE} ends before offset ${S}`),
+    });
   });
 });
