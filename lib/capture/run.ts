@@ -4,7 +4,7 @@ import { type Faults, noFaults } from '../commit/faults.ts';
 import { type SourceAdvance, sourceLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, commit, type Ledger, recover } from '../commit/protocol.ts';
 import { type Config, databaseFilter, tableFilter } from '../config/config.ts';
-import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { type BinlogPosition, comparePositions, formatPosition, LOG_POS_MODULUS } from '../core/position.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { encodeSource, markerLine } from '../format/event.ts';
 import { epochField, type ManifestDdl } from '../format/manifest.ts';
@@ -532,6 +532,9 @@ class CaptureStream {
       filter: tableFilter(config),
       capture: { history: this.spec.history },
     });
+    const { start } = this.spec;
+    if (start.pos >= LOG_POS_MODULUS)
+      this.deps.log.info('resuming past 4 GiB in a binlog file: by GTID (MySQL, gtid_mode ON), else re-reading the file up to it', { start });
     // Items ready at hand are taken synchronously; the iterator only to wait (see takeReady).
     const items = this.reader[Symbol.asyncIterator]();
     try {
@@ -547,6 +550,16 @@ class CaptureStream {
       }
     } finally {
       await items.return?.();
+    }
+    // A run that ends re-reading up to its start (a position past 4 GiB, binlog-dump.ts) made no progress: said so, not hidden.
+    const reread = this.reader.rereading;
+    if (reread && !this.spec.signal?.aborted) {
+      throw new SluiceError(
+        ErrorCode.RESUME_PAST_4GIB,
+        `the stored position ${formatPosition(reread.to)} lies past 4 GiB in its binlog file, where a dump cannot start by file and offset (COM_BINLOG_DUMP carries 4 bytes; a start by GTID needs MySQL with gtid_mode ON and the position's GTID set). ` +
+          `This run re-read ${reread.to.file} from its start and had got to offset ${reread.at.pos} of ${reread.to.pos} when its time was up; no change was read. ` +
+          'Give one run the time to get past it: `sluice capture --once --seconds 900` (or raise the poller timeout once); later runs go on as before (docs/RUNBOOK.md, RESUME_PAST_4GIB).',
+      );
     }
     this.result.position = this.committed;
     this.result.caughtUp ||= this.caughtUp();

@@ -29,6 +29,8 @@ export interface FakeFile {
   events?: number[];
   /** SHOW BINLOG EVENTS' Event_type at an offset (default Format_desc at 4, else Gtid). */
   types?: Record<number, string>;
+  /** MariaDB: BINLOG_GTID_POS(file, offset), by offset (default NULL). */
+  gtidAt?: Record<number, string>;
 }
 
 export interface FakeServerOptions {
@@ -140,6 +142,12 @@ export class FakeServer implements SqlConnection {
         { Log_name: file.name, Pos: 4, Event_type: 'Format_desc', End_log_pos: 126, Info: `Server ver: ${this.options.version}, Binlog ver: 4` },
         ...(mysql ? [{ Log_name: file.name, Pos: 126, Event_type: 'Previous_gtids', End_log_pos: 197, Info: file.before ?? '' }] : []),
       ]);
+    }
+    if (sql === 'SELECT BINLOG_GTID_POS(?, ?) AS pos') {
+      if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
+      // sql/item_strfunc.cc Item_func_binlog_gtid_pos: NULL for a position past UINT_MAX32.
+      const file = this.options.files?.find((f) => f.name === values[0]);
+      return answer([{ pos: Number(values[1]) > 2 ** 32 - 1 ? null : (file?.gtidAt?.[Number(values[1])] ?? null) }]);
     }
     if (sql === 'SELECT BINLOG_GTID_POS(?, 4) AS gtid') {
       if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');

@@ -1,6 +1,6 @@
 import { GtidSet, parseGtid } from '../../core/gtid-set.ts';
 import type { BinlogHistory } from '../../core/history.ts';
-import { type BinlogPosition, fileNumber, formatPosition } from '../../core/position.ts';
+import { type BinlogPosition, fileNumber, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import { type Dialect, dialectOf } from './dialect.ts';
 import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.ts';
@@ -119,7 +119,9 @@ export class BinlogHistories {
     const dialect = await dialectOf(conn);
     if (dialect.flavor.kind === 'mysql') return this.checkMysql(conn, dialect, position, history);
     const gtid = mariadbGtid(position.gtid);
-    if (history || !gtid) return;
+    // BINLOG_GTID_POS answers NULL past 4 GiB (sql/item_strfunc.cc: pos > UINT_MAX32): such a
+    // position is checked by the stream's first GTID alone (onEvent).
+    if (history || !gtid || position.pos >= LOG_POS_MODULUS) return;
     const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, ?) AS pos', [position.file, position.pos]);
     const here = String((rows as { pos: string | null }[])[0]?.pos ?? '');
     const same = here.split(',').some((part) => part.trim() === position.gtid);
@@ -263,7 +265,7 @@ export async function checkStartPosition(conn: SqlConnection, position: BinlogPo
   await checkPositionReadable(conn, position, 'the requested position');
   const at = formatPosition(position);
   const event = await eventAt(conn, position);
-  const fix = `Take a position from \`SHOW BINLOG EVENTS IN '${position.file}'\` (the Pos of a Gtid event, or the End_log_pos of an Xid), or use gtid:/timestamp: instead.`;
+  const fix = `Take a position from \`SHOW BINLOG EVENTS IN '${position.file}'\` (the Pos of a Gtid event, or of the event after an Xid: past 4 GiB End_log_pos is the offset modulo 2^32), or use gtid:/timestamp: instead.`;
   if (event === undefined) {
     throw new SluiceError(
       ErrorCode.POSITION_INVALID,

@@ -1,5 +1,5 @@
 import type { ServerTraits } from '../../capture/schema-tracker.ts';
-import { type BinlogPosition, comparePositions } from '../../core/position.ts';
+import { type BinlogPosition, comparePositions, unwrapLogPos } from '../../core/position.ts';
 import { tableKey } from '../../schema/catalog.ts';
 import { CharsetTable } from '../../schema/charsets.ts';
 import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema/column-type.ts';
@@ -137,7 +137,9 @@ export async function statementsBetween(conn: SqlConnection, from: BinlogPositio
         found.push({ db: m ? (m[1] ?? '').replaceAll('``', '`') : '', query });
       }
       if (events.length < 1000) break;
-      pos = Number(events[events.length - 1]?.End_log_pos);
+      // End_log_pos is the header's log_pos, the end offset modulo 4 GiB past 4 GiB; Pos is exact.
+      const last = events[events.length - 1];
+      pos = unwrapLogPos(Number(last?.End_log_pos), Number(last?.Pos));
     }
     if (file === to.file) break;
   }
