@@ -18,7 +18,7 @@
  */
 
 import type { BinlogPosition } from '../lib/core/position.ts';
-import { adminConnection } from '../lib/local/stack.ts';
+import { adminConnection, sourceServer } from '../lib/local/stack.ts';
 import { benchStack, describeProfile, dropOutput, machine, measure, median, ok, PROFILED, profileOf, RUNS, SLUICE, table, total } from './support.ts';
 
 const BULK_ROWS = Number(process.env.CAPTURE_BULK_ROWS ?? 300_000);
@@ -93,7 +93,7 @@ for (const workload of workloads) {
   const sluice = [];
   for (let run = 0; run < RUNS; run++) {
     const z = ok(
-      await measure(process.execPath, ['bench/bare-zongji.js', stack.mariadb.url, start.file, String(start.pos), end.file, String(end.pos)]),
+      await measure(process.execPath, ['bench/bare-zongji.js', sourceServer(stack).url, start.file, String(start.pos), end.file, String(end.pos)]),
       'bare zongji',
     );
     if (Number(z.stdout.trim()) !== workload.rows) throw new Error(`bare zongji decoded ${z.stdout.trim()} rows, expected ${workload.rows}`);

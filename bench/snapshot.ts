@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { adminConnection } from '../lib/local/stack.ts';
+import { adminConnection, sourceServer } from '../lib/local/stack.ts';
 import { listKeys } from '../lib/sink/s3/objects.ts';
 import { benchStack, describeProfile, dropOutput, machine, measure, median, ok, PROFILED, profileOf, RUNS, SLUICE, table, total } from './support.ts';
 
@@ -48,7 +48,7 @@ for (const size of SIZES) {
 }
 await conn.end();
 
-const admin = new URL(stack.mariadb.adminUrl);
+const admin = new URL(sourceServer(stack).adminUrl);
 const mariadbArgs = (name: string) => [
   '--quick',
   '-h127.0.0.1',
@@ -100,7 +100,7 @@ for (const size of SIZES) {
   const sluice = [];
   for (let run = 0; run < RUNS; run++) {
     quick.push(ok(await measure('mariadb', mariadbArgs(name), { stdout: 'discard' }), 'mariadb --quick'));
-    const f = ok(await measure(process.execPath, ['bench/floor-snapshot.js', stack.mariadb.adminUrl, name, lines.file]), 'floor');
+    const f = ok(await measure(process.execPath, ['bench/floor-snapshot.js', sourceServer(stack).adminUrl, name, lines.file]), 'floor');
     if (Number(f.stdout.trim()) !== size) throw new Error(`the floor read ${f.stdout.trim()} rows, expected ${size}`);
     floor.push(f);
     sluice.push(await snapshot(name, size));

@@ -50,6 +50,12 @@ export const ErrorCode = {
   POSITION_INVALID: 'POSITION_INVALID',
   /** The binlog connection failed mid-stream. Retriable: the next run resumes at the stored position. */
   BINLOG_STREAM: 'BINLOG_STREAM',
+  /**
+   * The stored position lies past 4 GiB in its binlog file, where a dump cannot start by file and
+   * offset; the run re-read the file from its start and its time was up before it got there. Fatal:
+   * nothing was written, and a run with more time gets past it.
+   */
+  RESUME_PAST_4GIB: 'RESUME_PAST_4GIB',
   /** A rows event of a captured table holds a partial row image (a session with binlog_row_image MINIMAL or NOBLOB). Fatal. */
   ROW_IMAGE_PARTIAL: 'ROW_IMAGE_PARTIAL',
   /** Rows of a captured table in an XA transaction prepared in two phases, whose outcome comes later in the binlog. Fatal. */
@@ -72,6 +78,11 @@ export const ErrorCode = {
   // Capture and commits
   /** A DDL statement touches a captured table and sluice cannot tell what it does to the rows. Fatal: the position stays before it. */
   DDL_UNKNOWN: 'DDL_UNKNOWN',
+  /**
+   * A system-versioned table's row ends its period neither at the end of time nor by its statement's
+   * time: sluice cannot tell a current row from a history row (lib/capture/current-rows.ts). Fatal.
+   */
+  VERSIONED_ROW_END: 'VERSIONED_ROW_END',
   /** A change to a captured table was logged as a statement (binlog_format STATEMENT/MIXED in a session): its rows are not in the binlog. Fatal. */
   STATEMENT_DML: 'STATEMENT_DML',
   /** A transaction did not end before the run's time was up. Retriable: the next run re-reads it. */

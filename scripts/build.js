@@ -26,7 +26,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Packages not bundled: they read files next to their own code, or are optional and absent. */
-const EXTERNAL = ['@duckdb/node-api', '@guanmingchiu/sqlparser-ts', '@aws-sdk/signature-v4-crt'];
+const EXTERNAL = ['@duckdb/node-api', '@aws-sdk/signature-v4-crt'];
 
 /**
  * zod's `z.locales` re-exports every language's error messages: 0.36 MB, half of zod's part of the

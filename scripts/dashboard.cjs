@@ -54,6 +54,11 @@ function dashboardBody({ service, stage, region, sourceId, lagAlarmSeconds, purg
     metrics: [[{ expression: search(['service', 'source', 'table'], 'IcebergLagCommits', 'Maximum', 300), id: 'lag', label: '' }]],
     period: 300,
   });
+  place('Tables re-copied after DDL sluice could not classify (SLUICE_DDL_UNKNOWN=resnapshot)', {
+    metrics: [[NS, 'UnclassifiedDdlResnapshots', ...dims, { stat: 'Sum', label: 'tables' }]],
+    period: 300,
+    view: 'bar',
+  });
   place('Errors by code', {
     metrics: [[{ expression: search(['service', 'source', 'function', 'code'], 'Errors', 'Sum', 300), id: 'errors', label: '' }]],
     period: 300,

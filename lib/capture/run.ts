@@ -4,7 +4,7 @@ import { type Faults, noFaults } from '../commit/faults.ts';
 import { type SourceAdvance, sourceLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, commit, type Ledger, recover } from '../commit/protocol.ts';
 import { type Config, databaseFilter, tableFilter } from '../config/config.ts';
-import { type BinlogPosition, comparePositions } from '../core/position.ts';
+import { type BinlogPosition, comparePositions, formatPosition, LOG_POS_MODULUS } from '../core/position.ts';
 import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
 import { encodeSource, markerLine } from '../format/event.ts';
 import { epochField, type ManifestDdl } from '../format/manifest.ts';
@@ -29,6 +29,7 @@ import { connect, masterPosition, preflight, type SqlConnection } from '../sourc
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
+import { currentRows } from './current-rows.ts';
 import { followHistory, isForeign } from './follow.ts';
 import { boundaryAction, type Deadlines, deadlines, latencyWait, shouldStop } from './policy.ts';
 import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
@@ -442,6 +443,11 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
           .finally(() => conn.end());
       },
       overrides: config.ddlOverrides,
+      unknownDdl: config.ddlUnknown,
+      listTables: async () => {
+        const conn = await connect(target$);
+        return listTables(conn, tableFilter(config)).finally(() => conn.end());
+      },
       log,
     });
     const opened = new CaptureStream(
@@ -477,6 +483,8 @@ class CaptureStream {
   /** What the open batch's DDL recorded (the manifest's `ddl`) and the snapshots it asks for. */
   private ddl: ManifestDdl[] = [];
   private snapshotsAsked: { table: TableRef; reason: string }[] = [];
+  /** Tables the open batch re-copies by sluice's own decision (a DDL it could not classify): counted once committed. */
+  private decided = 0;
 
   constructor(
     private readonly deps: CaptureDeps,
@@ -538,11 +546,21 @@ class CaptureStream {
     if (!outcome.events.length && !outcome.snapshots.length) return;
     const batch = this.openBatch(now);
     for (const event of outcome.events) {
-      const line = markerLine(event.op, event.table, event.version.version, { kind: event.kind, position: event.position }, source, event.seq);
+      const cause = { kind: event.kind, position: event.position, ...(event.decidedBy ? { decidedBy: event.decidedBy } : {}) };
+      const line = markerLine(event.op, event.table, event.version.version, cause, source, event.seq);
       void batch.write(shapeOfVersion(event.version), line, event.seq);
-      this.ddl.push({ seq: event.seq, db: event.table.db, table: event.table.table, op: event.op, kind: event.kind, schema: event.version.version });
+      this.ddl.push({
+        seq: event.seq,
+        db: event.table.db,
+        table: event.table.table,
+        op: event.op,
+        kind: event.kind,
+        schema: event.version.version,
+        ...(event.decidedBy ? { decided_by: event.decidedBy } : {}),
+      });
     }
     this.snapshotsAsked.push(...outcome.snapshots);
+    this.decided += outcome.decided?.length ?? 0;
   }
 
   private openBatch(now: number): Batch {
@@ -564,6 +582,9 @@ class CaptureStream {
       filter: tableFilter(config),
       capture: { history: this.spec.history },
     });
+    const { start } = this.spec;
+    if (start.pos >= LOG_POS_MODULUS)
+      this.deps.log.info('resuming past 4 GiB in a binlog file: by GTID (MySQL, gtid_mode ON), else re-reading the file up to it', { start });
     // Items ready at hand are taken synchronously; the iterator only to wait (see takeReady).
     const items = this.reader[Symbol.asyncIterator]();
     try {
@@ -579,6 +600,16 @@ class CaptureStream {
       }
     } finally {
       await items.return?.();
+    }
+    // A run that ends re-reading up to its start (a position past 4 GiB, binlog-dump.ts) made no progress: said so, not hidden.
+    const reread = this.reader.rereading;
+    if (reread && !this.spec.signal?.aborted) {
+      throw new SluiceError(
+        ErrorCode.RESUME_PAST_4GIB,
+        `the stored position ${formatPosition(reread.to)} lies past 4 GiB in its binlog file, where a dump cannot start by file and offset (COM_BINLOG_DUMP carries 4 bytes; a start by GTID needs MySQL with gtid_mode ON and the position's GTID set). ` +
+          `This run re-read ${reread.to.file} from its start and had got to offset ${reread.at.pos} of ${reread.to.pos} when its time was up; no change was read. ` +
+          'Give one run the time to get past it: `sluice capture --once --seconds 900` (or raise the poller timeout once); later runs go on as before (docs/RUNBOOK.md, RESUME_PAST_4GIB).',
+      );
     }
     this.result.position = this.committed;
     this.result.caughtUp ||= this.caughtUp();
@@ -621,13 +652,17 @@ class CaptureStream {
 
   /** Writes a rows event; returns what to await before reading on (back-pressure), if anything. */
   private onRows(item: Extract<BinlogItem, { kind: 'rows' }>, now: number): Promise<void> | undefined {
-    const { shape, outcome } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
+    const { shape, outcome, periodEnd } = this.tracker.onRows(item.shape, item.map, () => this.cursor.nextSeq(), this.position);
     if (outcome) {
       this.cursor.hasRows = true;
       this.writeOutcome(outcome, this.cursor.source, now);
     }
     const batch = this.openBatch(now);
-    return encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
+    if (!periodEnd) return encodeRows(batch, shape === item.shape ? item : { ...item, shape }, this.cursor);
+    // A system-versioned table: its current rows only (lib/capture/current-rows.ts).
+    let wait: Promise<void> | undefined;
+    for (const part of currentRows(item, periodEnd)) wait = encodeRows(batch, { ...part, shape }, this.cursor) ?? wait;
+    return wait;
   }
 
   /** A DDL statement changes the schema history. (DML logged as a statement writing a captured table never gets here: the reader's guard stops before it.) */
@@ -716,6 +751,9 @@ class CaptureStream {
     );
     this.ddl = [];
     this.snapshotsAsked = [];
+    // Every automatic decision is visible: the `t` event, the schema history, the log, status and this metric.
+    if (this.decided) this.metrics.addMetric('UnclassifiedDdlResnapshots', 'Count', this.decided);
+    this.decided = 0;
     this.metrics.addMetric('RowsCaptured', 'Count', batch.events);
     this.metrics.addMetric('Commits', 'Count', 1);
     this.metrics.addMetric('BatchBytes', 'Bytes', batch.size);

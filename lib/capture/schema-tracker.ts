@@ -1,15 +1,16 @@
 import type { BinlogPosition } from '../core/position.ts';
 import { formatTableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
-import { type EncodedShape, encodeShape, type MarkerOp } from '../format/event.ts';
+import { type EncodedShape, encodeShape, type MarkerOp, rowProperty } from '../format/event.ts';
 import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
 import { type Catalog, type CatalogTable, tableKey } from '../schema/catalog.ts';
 import { normalizeType, type TableMapColumn, tableMapType, UnsupportedTypeError } from '../schema/column-type.ts';
-import type { TableChange, TableRef } from '../schema/definition.ts';
-import { evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
+import type { TableChange, TableRef, Versioning } from '../schema/definition.ts';
+import { currentRowsMap, evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
 import type { SqlModeFlags } from '../source/mysql/binlog-reader.ts';
 import { type ClassifyContext, classifyDdl, type DdlClassification } from '../source/mysql/ddl/classify.ts';
+import type { PeriodEnd } from './current-rows.ts';
 
 /*
  * The capture side of the schema history (docs/FORMAT.md, "Schema history" and "Which DDL takes
@@ -17,8 +18,8 @@ import { type ClassifyContext, classifyDdl, type DdlClassification } from '../so
  * touches, the tracker evolves the table's version in the catalog and says which control event to
  * write at the statement's place in the feed:
  *   - `t` (reset): every earlier row of the table is gone — DROP, TRUNCATE, a new table under the
- *     name, RENAME away or in, and DDL whose new values the binlog does not carry (`resnapshot`:
- *     a snapshot of the table is requested in the same commit);
+ *     name, RENAME away or in, and DDL whose new values the binlog does not carry or that sluice
+ *     cannot classify (`resnapshot`: a snapshot of the table is requested in the same commit);
  *   - `s` (schema change keeping rows): readers project earlier rows through the new version.
  * Rows are stamped with their table's version. A TABLE_MAP that disagrees with the version (a
  * classifier gap) is caught here too: the table is reset and re-snapshotted, never written wrong.
@@ -46,12 +47,26 @@ export interface SchemaEvent {
   readonly seq: string;
   /** Where the DDL (or the run's decision) sits in the binlog. */
   readonly position: BinlogPosition;
+  /** A statement sluice could not classify: who decided what it did (the event's `ddl.decided_by`). */
+  readonly decidedBy?: Decision['decidedBy'];
+}
+
+/**
+ * What was decided about a statement sluice cannot classify: the tables are re-copied, by sluice
+ * (SLUICE_DDL_UNKNOWN=resnapshot, the default) or by an operator (SLUICE_DDL_OVERRIDES), and why
+ * the classifier gave up. Recorded in the `t` event, the schema history and the catalog.
+ */
+export interface Decision {
+  readonly decidedBy: 'sluice' | 'operator';
+  readonly reason: string;
 }
 
 export interface DdlOutcome {
   readonly events: SchemaEvent[];
   /** Tables to snapshot (in the commit that writes these events), with why. */
   readonly snapshots: { readonly table: TableRef; readonly reason: string }[];
+  /** Tables sluice decided by itself to re-copy after a statement it could not classify (a metric, the log). */
+  decided?: TableRef[];
 }
 
 export interface TrackerDeps {
@@ -64,6 +79,10 @@ export interface TrackerDeps {
   readonly readVersion: (table: TableRef, previous: SchemaVersion | undefined) => Promise<SchemaVersion | undefined>;
   /** Operator decisions for statements the classifier cannot read, by the statement's end position (`file:pos`). */
   readonly overrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
+  /** What to do by default with a statement the classifier cannot read on a captured table (SLUICE_DDL_UNKNOWN). */
+  readonly unknownDdl: 'resnapshot' | 'stop';
+  /** The captured tables on the server now (the filters' tables, sequences included): a statement that names none may have touched any. */
+  readonly listTables: () => Promise<TableRef[]>;
   readonly log: Log;
   readonly classify?: (text: string, context: ClassifyContext) => Promise<DdlClassification>;
 }
@@ -111,9 +130,38 @@ export function versionFromTableMap(
   };
 }
 
+/** How a rows event is written: its shape stamped with the table's version, and what the DDL before it left to write. */
+export interface RowsStamp {
+  readonly shape: EncodedShape;
+  readonly outcome?: DdlOutcome;
+  /** A system-versioned table: the row end column that tells current rows from history (lib/capture/current-rows.ts). */
+  readonly periodEnd?: PeriodEnd;
+}
+
+/** Whether a TABLE_MAP holds the versioning's period columns (hidden ones are in every row image). */
+function hasPeriod(map: { readonly columns: readonly TableMapColumn[] }, versioning: Versioning): boolean {
+  const names = new Set(map.columns.map((c) => c.name));
+  return names.has(versioning.end) && (!versioning.hidden || names.has(versioning.start));
+}
+
+/** A versioned table's shape as its current rows are written: hidden period columns and the row end in the key left out. */
+function currentRowsStamp(shape: EncodedShape, versioning: Versioning, schema: number): RowsStamp {
+  const end = shape.columns.find((c) => c.name === versioning.end) as Column;
+  const hidden = (name: string) => versioning.hidden && (name === versioning.start || name === versioning.end);
+  const columns = shape.columns.filter((c) => !hidden(c.name));
+  const key = shape.key
+    ?.map((i) => (shape.columns[i] as Column).name)
+    .filter((name) => name !== versioning.end)
+    .map((name) => columns.findIndex((c) => c.name === name));
+  return {
+    shape: encodeShape({ db: shape.db, table: shape.table, columns, key: key?.length ? key : null, schema }),
+    periodEnd: { property: rowProperty(end.name), kind: end.kind, ...(end.fsp !== undefined ? { fsp: end.fsp } : {}) },
+  };
+}
+
 export class SchemaTracker {
   /** Stamped shapes by the reader's shape: the check against the catalog runs once per shape and version. */
-  private readonly stamped = new WeakMap<EncodedShape, { version: SchemaVersion; shape: EncodedShape; revision: number }>();
+  private readonly stamped = new WeakMap<EncodedShape, { version: SchemaVersion; stamp: RowsStamp; revision: number }>();
 
   constructor(
     readonly catalog: Catalog,
@@ -127,8 +175,9 @@ export class SchemaTracker {
 
   /**
    * One DDL statement: the control events to write (each takes the next seq of the statement's
-   * transaction from `seq`) and the snapshots to request. Throws DDL_UNKNOWN, with the statement's
-   * position and the way out, when a captured table is touched in a way it cannot classify.
+   * transaction from `seq`) and the snapshots to request. A captured table touched in a way it
+   * cannot classify is re-copied, or with SLUICE_DDL_UNKNOWN=stop DDL_UNKNOWN is thrown with the
+   * statement's position and the way out (`unclassified`).
    */
   async onDdl(statement: LoggedStatement, seq: () => string): Promise<DdlOutcome> {
     const classify = this.deps.classify ?? classifyDdl;
@@ -138,6 +187,8 @@ export class SchemaTracker {
       serverKind: this.deps.traits.serverKind,
       ansiQuotes: statement.sqlMode.ansiQuotes,
       noBackslashEscapes: statement.sqlMode.noBackslashEscapes,
+      realAsFloat: statement.sqlMode.realAsFloat,
+      foreignTypes: statement.sqlMode.foreignTypes,
       lowerCaseTableNames: this.deps.traits.lowerCaseTableNames,
     });
     const outcome: DdlOutcome = { events: [], snapshots: [] };
@@ -163,7 +214,7 @@ export class SchemaTracker {
       case 'unknown': {
         const touched = result.tables ?? this.catalog.liveTables();
         const captured = touched.filter((t) => this.catalog.live(t) || this.accepts(t));
-        if (captured.length) return this.unclassified(statement, captured, result.reason, seq, outcome);
+        if (captured.length || result.tables === null) return this.unclassified(statement, captured, result.tables === null, result.reason, seq, outcome);
         return outcome;
       }
       case 'tables':
@@ -189,7 +240,7 @@ export class SchemaTracker {
       });
       switch (evolved.path) {
         case 'unknown':
-          await this.unclassified(statement, [table], evolved.reason ?? 'not understood', seq, outcome);
+          await this.unclassified(statement, [table], false, evolved.reason ?? 'not understood', seq, outcome);
           break;
         case 'create':
           if (accepted && evolved.next) this.record(outcome, table, 't', 'create', evolved.next, statement, seq, true);
@@ -234,21 +285,24 @@ export class SchemaTracker {
     map: { readonly columns: readonly TableMapColumn[]; readonly key: readonly number[] | null },
     seq: () => string,
     position: BinlogPosition,
-  ): { shape: EncodedShape; outcome?: DdlOutcome } {
+  ): RowsStamp {
     const known = this.stamped.get(shape);
     // A rows event per transaction: the catalog is looked up again only once it changed.
-    if (known?.revision === this.catalog.revision) return { shape: known.shape };
+    if (known?.revision === this.catalog.revision) return known.stamp;
     const table = { db: shape.db, table: shape.table };
     const live = this.catalog.live(table);
     if (known && known.version === live) {
       known.revision = this.catalog.revision;
-      return { shape: known.shape };
+      return known.stamp;
     }
     let outcome: DdlOutcome | undefined;
     let version = live;
+    // A system-versioned table is captured as its current rows: its TABLE_MAP without hidden period columns.
+    const versioning = live?.versioning && hasPeriod(map, live.versioning) ? live.versioning : undefined;
+    const current = currentRowsMap(map, versioning);
     let structure: string;
     try {
-      structure = structureFromTableMap(map.columns, map.key);
+      structure = structureFromTableMap(current.columns, current.key);
     } catch (error) {
       // A column type the schema history cannot describe: rows are written exactly, without a version.
       if (!(error instanceof UnsupportedTypeError)) throw error;
@@ -256,7 +310,7 @@ export class SchemaTracker {
     }
     if (!version || !sameStructure(structure, structureOf(version))) {
       const entry = this.catalog.entry(table);
-      version = versionFromTableMap(table, map, entry?.version);
+      version = { ...versionFromTableMap(table, current, entry?.version), ...(versioning ? { versioning } : {}) };
       const statement = { db: table.db, query: '', sqlMode: {}, position };
       outcome = { events: [], snapshots: [] };
       if (live) {
@@ -267,9 +321,9 @@ export class SchemaTracker {
         this.catalog.put({ version, seq: seq(), position, origin: 'table-map' });
       }
     }
-    const stamped = encodeShape({ ...shape, schema: version.version });
-    this.stamped.set(shape, { version, shape: stamped, revision: this.catalog.revision });
-    return { shape: stamped, outcome };
+    const stamp = versioning ? currentRowsStamp(shape, versioning, version.version) : { shape: encodeShape({ ...shape, schema: version.version }) };
+    this.stamped.set(shape, { version, stamp, revision: this.catalog.revision });
+    return { ...stamp, ...(outcome ? { outcome } : {}) };
   }
 
   /**
@@ -283,7 +337,12 @@ export class SchemaTracker {
     const charsets = this.catalog.charsets;
     if (result.op === 'create' && result.ifNotExists && known !== undefined) return known;
     if (result.collation) return charsets.collationInfo(result.collation)?.collation ?? result.collation;
-    if (result.charset) return charsets.defaultCollation(result.charset);
+    // `CHARACTER SET DEFAULT` is the server's charset, `COLLATE DEFAULT` the charset's (or, alone in
+    // an ALTER, the database's own charset's) default collation: not @@collation_server itself.
+    const serverCharset = charsets.collationInfo(this.deps.traits.serverCollation ?? '')?.charset;
+    let charset = result.charsetDefault ? serverCharset : result.charset;
+    if (!charset && result.collationDefault) charset = result.op === 'alter' && known !== undefined ? charsets.collationInfo(known)?.charset : serverCharset;
+    if (charset) return charsets.defaultCollation(charset);
     return result.op === 'alter' ? known : undefined;
   }
 
@@ -303,50 +362,86 @@ export class SchemaTracker {
     reason: string,
     statement: LoggedStatement,
     seq: () => string,
+    decision?: Decision,
   ): Promise<void> {
     // The structure the statement left: derived from it, else described by the server now (a later
     // DDL on the table would then show as a TABLE_MAP mismatch, handled the same way again).
     const version = next ?? (await this.deps.readVersion(table, previous));
     if (!version) {
       // Gone already (dropped later in the binlog): nothing to copy; the later DROP retracts it.
-      if (previous && !previous.dropped) this.record(outcome, table, 't', 'drop', { ...previous, dropped: true }, statement, seq, false);
+      if (previous && !previous.dropped) this.record(outcome, table, 't', 'drop', { ...previous, dropped: true }, statement, seq, false, 'ddl', decision);
       return;
     }
     const kind = change.kind === 'rename-in' ? 'rename-in' : change.kind === 'create-select' ? 'create' : 'resnapshot';
-    this.record(outcome, table, 't', kind, version, statement, seq, true);
+    this.record(outcome, table, 't', kind, version, statement, seq, true, 'ddl', decision);
     outcome.snapshots.push({ table, reason: kind === 'resnapshot' ? reason : kind });
   }
 
-  /** A statement on a captured table that cannot be classified: stop, unless an operator decided. */
+  /**
+   * A statement on captured tables that cannot be classified. An operator's decision for its
+   * position comes first; else, by default (SLUICE_DDL_UNKNOWN=resnapshot), sluice resets and
+   * re-copies the tables it touches — the snapshot's rows, read after the statement, are exact
+   * whatever it did, and every other table streams on; with SLUICE_DDL_UNKNOWN=stop it stops with
+   * DDL_UNKNOWN. `unnamed`: the statement names no table sluice could read (it cannot be tokenized,
+   * or is no statement sluice knows), so it may have touched any: every captured table is re-copied,
+   * those the server has now that the catalog does not know included (a rename or CREATE it made).
+   */
   private async unclassified(
     statement: LoggedStatement,
-    tables: readonly TableRef[],
+    named: readonly TableRef[],
+    unnamed: boolean,
     reason: string,
     seq: () => string,
     outcome: DdlOutcome,
   ): Promise<DdlOutcome> {
-    const decision = this.deps.overrides.get(where(statement.position));
-    if (decision === 'noop') {
-      for (const table of tables) {
+    const override = this.deps.overrides.get(where(statement.position));
+    if (override === 'noop') {
+      for (const table of named) {
         const live = this.catalog.live(table);
-        if (live) this.record(outcome, table, 's', 'noop', live, statement, seq, false);
+        if (live) this.record(outcome, table, 's', 'noop', live, statement, seq, false, 'ddl', { decidedBy: 'operator', reason });
       }
       return outcome;
     }
-    if (decision === 'resnapshot') {
-      for (const table of tables) {
-        if (!this.accepts(table)) continue;
-        const previous = this.catalog.entry(table)?.version;
-        await this.resnapshot(outcome, table, { kind: 'unknown', reason }, undefined, previous, `operator: ${reason}`, statement, seq);
-      }
-      return outcome;
+    if (override !== 'resnapshot' && this.deps.unknownDdl === 'stop') {
+      if (!named.length) return outcome;
+      throw new SluiceError(
+        ErrorCode.DDL_UNKNOWN,
+        `a DDL statement at ${where(statement.position)} touches ${named.map(formatTableRef).join(', ')} and sluice cannot tell what it does to the rows (${reason}). ` +
+          `Capture stopped before it (SLUICE_DDL_UNKNOWN=stop). Decide, then restart: SLUICE_DDL_OVERRIDES=${where(statement.position)}=resnapshot (copy the tables again) ` +
+          `or =noop (the statement changed no rows or columns). See docs/RUNBOOK.md, "DDL sluice cannot classify".`,
+      );
     }
-    throw new SluiceError(
-      ErrorCode.DDL_UNKNOWN,
-      `a DDL statement at ${where(statement.position)} touches ${tables.map(formatTableRef).join(', ')} and sluice cannot tell what it does to the rows (${reason}). ` +
-        `Capture stopped before it. Decide, then restart: SLUICE_DDL_OVERRIDES=${where(statement.position)}=resnapshot (copy the table again) ` +
-        `or =noop (the statement changed no rows or columns). See docs/RUNBOOK.md, "DDL sluice cannot classify".`,
-    );
+    const decision: Decision = { decidedBy: override === 'resnapshot' ? 'operator' : 'sluice', reason };
+    const tables = [...named];
+    if (unnamed)
+      for (const table of await this.deps.listTables()) if (!tables.some((t) => tableKey(t) === tableKey(table)) && this.accepts(table)) tables.push(table);
+    const asked = outcome.snapshots.length;
+    for (const table of tables) {
+      if (!this.accepts(table)) continue;
+      const previous = this.catalog.entry(table)?.version;
+      await this.resnapshot(
+        outcome,
+        table,
+        { kind: 'unknown', reason },
+        undefined,
+        previous,
+        `DDL sluice cannot classify: ${reason}`,
+        statement,
+        seq,
+        decision,
+      );
+    }
+    // A table gone by now got a `t drop` (with the decision) and no copy.
+    const copied = outcome.snapshots.slice(asked).map((s) => s.table);
+    if (decision.decidedBy === 'sluice' && copied.length) {
+      this.deps.log.warn('a DDL statement sluice cannot classify: re-copying the tables it may have changed (SLUICE_DDL_UNKNOWN=resnapshot)', {
+        position: where(statement.position),
+        tables: copied.map(formatTableRef),
+        reason,
+      });
+      outcome.decided = [...(outcome.decided ?? []), ...copied];
+    }
+    return outcome;
   }
 
   /** Adds a control event and, when the table's version changed, the new version to the catalog. */
@@ -360,6 +455,7 @@ export class SchemaTracker {
     seq: () => string,
     newVersion: boolean,
     origin: CatalogTable['origin'] = 'ddl',
+    decision?: Decision,
   ): void {
     const at = seq();
     const entry: CatalogTable = {
@@ -367,11 +463,16 @@ export class SchemaTracker {
       seq: at,
       position: statement.position,
       origin,
-      ddl: { kind, ...(statement.query ? { statement: statement.query } : {}) },
+      ddl: {
+        kind,
+        ...(statement.query ? { statement: statement.query } : {}),
+        ...(decision ? { decidedBy: decision.decidedBy, reason: decision.reason } : {}),
+      },
     };
+    // An operator's noop keeps the version; it is recorded in the catalog all the same, so the decision shows.
     if (newVersion) this.catalog.put(entry);
-    else if (version.dropped || this.catalog.entry(table)?.version !== version) this.catalog.put(entry, false);
-    outcome.events.push({ table, op, kind, version, seq: at, position: statement.position });
+    else if (version.dropped || decision || this.catalog.entry(table)?.version !== version) this.catalog.put(entry, false);
+    outcome.events.push({ table, op, kind, version, seq: at, position: statement.position, ...(decision ? { decidedBy: decision.decidedBy } : {}) });
     this.deps.log.info('schema change', { db: table.db, table: table.table, kind, schema: version.version, position: where(statement.position) });
   }
 }

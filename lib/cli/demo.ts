@@ -5,11 +5,14 @@ import { formatPosition } from '../core/position.ts';
 import { runIcebergMerge } from '../iceberg/merge.ts';
 import { s3ObjectStore } from '../iceberg/store.ts';
 import { loadVersion } from '../iceberg/table.ts';
-import { adminConnection, env as stackEnv, stackHome, up } from '../local/stack.ts';
+import { adminConnection, type LocalServer, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
 import { eventLines } from '../materialize/feed.ts';
 import { sourceStatus } from '../ops/status.ts';
 import { runSnapshotWorker } from '../snapshot/worker.ts';
+
+/** `count` rows of a VALUES list, numbered from 1 (MariaDB's seq_1_to_N tables do not exist on MySQL). */
+const rows = (count: number, row: (n: number) => string) => Array.from({ length: count }, (_, i) => `(${row(i + 1)})`).join(',');
 
 const SCHEMA = `
 DROP DATABASE IF EXISTS shop; CREATE DATABASE shop; USE shop;
@@ -17,8 +20,8 @@ CREATE TABLE customers (id BIGINT UNSIGNED PRIMARY KEY, email VARCHAR(120) NOT N
 CREATE TABLE orders (
   id BIGINT UNSIGNED PRIMARY KEY, customer_id BIGINT UNSIGNED NOT NULL, total DECIMAL(12,2) NOT NULL,
   status ENUM('new','paid','shipped','cancelled') NOT NULL, placed_at TIMESTAMP(3) NOT NULL, meta JSON);
-INSERT INTO customers SELECT seq, CONCAT('early', seq, '@example.com'), NOW(6) FROM seq_1_to_500;
-INSERT INTO orders SELECT seq, 1 + seq % 500, seq % 900 + 0.99, 'shipped', NOW(3), NULL FROM seq_1_to_2000;`;
+INSERT INTO customers VALUES ${rows(500, (n) => `${n}, 'early${n}@example.com', NOW(6)`)};
+INSERT INTO orders VALUES ${rows(2000, (n) => `${n}, ${1 + (n % 500)}, ${n % 900}.99, 'shipped', NOW(3), NULL`)};`;
 
 /** One burst of business: new customers, orders in multi-table transactions, status changes, cancellations. */
 async function writeBurst(conn: Awaited<ReturnType<typeof adminConnection>>, round: number): Promise<number> {
@@ -48,10 +51,10 @@ async function writeBurst(conn: Awaited<ReturnType<typeof adminConnection>>, rou
  * `npm start`: the local stack, a stream of changes, captures as the schedule would run them, and
  * what landed. Returns whether S3 matched MySQL.
  */
-export async function runDemo(rounds: number, io: { env: Env; say: (line: string) => void }): Promise<boolean> {
-  const { say } = io;
-  say('sluice demo: starting the embedded local stack (MariaDB, DynamoDB Local, S3 emulator)…');
-  const stack = await up({ home: stackHome(io.env), log: (line) => say(`  ${line}`) });
+export async function runDemo(rounds: number, io: { env: Env; server: LocalServer; say: (line: string) => void }): Promise<boolean> {
+  const { say, server } = io;
+  say(`sluice demo: starting the embedded local stack (${server === 'mysql' ? 'MySQL 8.0' : 'MariaDB'}, DynamoDB Local, S3 emulator)…`);
+  const stack = await up({ home: stackHome(io.env, server), server, log: (line) => say(`  ${line}`) });
   const sourceId = `demo-${Date.now()}`;
   const env = { ...io.env, ...stackEnv(stack), SLUICE_SOURCE_ID: sourceId, SLUICE_INCLUDE: 'shop\\..*', SLUICE_PREFIX: 'demo' };
   const config = loadConfig(env);
@@ -123,7 +126,11 @@ export async function runDemo(rounds: number, io: { env: Env; say: (line: string
   );
   say(`  position ${status.stored ? formatPosition(status.stored) : '-'}, lag ${status.lagBytes ?? '?'} bytes, ${status.commitSeq} commits`);
   say(`\na change event (gzip JSON Lines, one per line):\n${JSON.stringify(JSON.parse(sample), null, 2)}`);
-  say(consistent ? '\nS3 matches MySQL. Stop the stack with: npx sluice local down' : '\nMISMATCH between S3 and MySQL — please report this.');
+  say(
+    consistent
+      ? `\nS3 matches MySQL. Stop the stack with: npx sluice local down${server === 'mysql' ? ' --server mysql' : ''}`
+      : '\nMISMATCH between S3 and MySQL — please report this.',
+  );
   await conn.end();
   clients.s3.destroy();
   clients.dynamo.destroy();

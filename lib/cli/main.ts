@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
@@ -8,7 +8,7 @@ import type { Config } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
 import { formatTableRef, parseTableRef, parseTableRefs } from '../core/table-ref.ts';
 import { ConfigError, ErrorCode, SluiceError } from '../errors.ts';
-import type { StackInfo } from '../local/stack.ts';
+import type { LocalServer } from '../local/stack.ts';
 import type { SourceStatus } from '../ops/status.ts';
 import { profilePhase, reportProfileAtExit } from '../profile.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -36,14 +36,17 @@ export interface CliIo {
   readonly stderr: { write(text: string): unknown; readonly isTTY?: boolean };
 }
 
-/** A running local stack's variables, used as defaults so `sluice local up && sluice capture` just works. */
-async function localDefaults(env: Env): Promise<Record<string, string>> {
-  const { env: stackEnv, stackHome } = await import('../local/stack.ts');
-  const file = join(stackHome(env), 'stack.json');
-  if (!existsSync(file)) return {};
-  const stack = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackInfo>;
+/**
+ * A running local stack's variables, used as defaults so `sluice local up && sluice capture` just
+ * works: the stack of `server` (`--server`), else of SLUICE_LOCAL_SERVER, else MariaDB's.
+ */
+async function localDefaults(env: Env, server?: LocalServer): Promise<Record<string, string>> {
+  const { complete, env: stackEnv, readStack, stackHome } = await import('../local/stack.ts');
+  const home = stackHome(env, server);
+  if (!existsSync(join(home, 'stack.json'))) return {};
+  const stack = await readStack(home);
   // A stack that only partly started (see `local up`) is no default to use.
-  return stack.mariadb && stack.dynamodb && stack.s3 ? stackEnv(stack as StackInfo) : {};
+  return complete(stack) ? stackEnv(stack) : {};
 }
 
 /** `sluice status`'s line for the last automatic move to another binlog history. */
@@ -52,6 +55,10 @@ function repositionText(r: NonNullable<SourceStatus['lastReposition']>): string 
     end.serverId === undefined ? '' : ` (server_id ${end.serverId}${end.serverUuid ? `, ${end.serverUuid}` : ''})`;
   return `${r.at}: the binlog history changed (${r.evidence}); followed the transactions by GTID ${r.gtid} from ${formatPosition(r.from.position)}${server(r.from)} to ${formatPosition(r.to.position)}${server(r.to)}, history epoch ${r.epoch}, nothing copied again`;
 }
+
+/** `--server`: which server the local stack runs as the source. */
+const serverOption = () =>
+  new Option('--server <server>', 'the source server the local stack runs ($SLUICE_LOCAL_SERVER, default mariadb)').choices(['mariadb', 'mysql']);
 
 const defined = (env: Env) => Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as Record<string, string>;
 
@@ -140,33 +147,38 @@ function commands(cli: Cli): Command {
     .option('--exclude <regexes>', 'comma-separated regexes over db.table ($SLUICE_EXCLUDE)')
     .option('--startup <mode>', 'initial | initial-only | latest | earliest | position:<file>:<pos> | gtid:<set> | timestamp:<ISO> ($SLUICE_STARTUP)');
 
-  const local = program.command('local').description('the embedded local stack: MariaDB, DynamoDB Local, S3 emulator');
+  const local = program.command('local').description('the embedded local stack: MariaDB or MySQL 8.0, DynamoDB Local, S3 emulator');
   local
     .command('up')
     .description('start the local stack (idempotent) and create the bucket and state table')
-    .action(async () => {
-      const { up, stackHome, env: stackEnv } = await import('../local/stack.ts');
+    .addOption(serverOption())
+    .action(async (options: { server?: LocalServer }) => {
+      const { up, stackHome, localServer, sourceServer, env: stackEnv } = await import('../local/stack.ts');
       const { initResources } = await import('../aws.ts');
-      const stack = await up({ home: stackHome(cli.io.env), log: (line) => cli.err(line) });
+      const server = options.server ?? localServer(cli.io.env);
+      const stack = await up({ home: stackHome(cli.io.env, server), server, log: (line) => cli.err(line) });
       const env = { ...stackEnv(stack), ...defined(cli.io.env) };
       const { config, clients } = await cli.open((await import('../config/config.ts')).loadConfig(env), env);
       await initResources(config, clients);
-      cli.err(`local stack up: MariaDB 127.0.0.1:${stack.mariadb.port}, DynamoDB 127.0.0.1:${stack.dynamodb.port}, S3 127.0.0.1:${stack.s3.port}`);
-      cli.err('use it from any shell with: eval "$(npx sluice local env)"');
+      const name = server === 'mysql' ? 'MySQL' : 'MariaDB';
+      cli.err(`local stack up: ${name} 127.0.0.1:${sourceServer(stack).port}, DynamoDB 127.0.0.1:${stack.dynamodb.port}, S3 127.0.0.1:${stack.s3.port}`);
+      cli.err(`use it from any shell with: eval "$(npx sluice local env${server === 'mysql' ? ' --server mysql' : ''})"`);
     });
   local
     .command('down')
     .description('stop what `local up` started')
-    .option('--wipe', 'also delete the local MariaDB data (.sluice/)')
-    .action(async (options: { wipe?: boolean }) => {
+    .addOption(serverOption())
+    .option('--wipe', "also delete the stack's data (its home: .sluice/, or .sluice/mysql/)")
+    .action(async (options: { server?: LocalServer; wipe?: boolean }) => {
       const { down, stackHome } = await import('../local/stack.ts');
-      return down({ home: stackHome(cli.io.env), wipe: options.wipe });
+      return down({ home: stackHome(cli.io.env, options.server), wipe: options.wipe });
     });
   local
     .command('env')
     .description('print export lines pointing sluice and the AWS SDK at the local stack')
-    .action(async () => {
-      const vars = await localDefaults(cli.io.env);
+    .addOption(serverOption())
+    .action(async (options: { server?: LocalServer }) => {
+      const vars = await localDefaults(cli.io.env, options.server);
       if (!Object.keys(vars).length) throw new SluiceError(ErrorCode.LOCAL_STACK, 'the local stack is not running here; start it with `sluice local up`');
       for (const [key, value] of Object.entries(vars)) cli.out(`export ${key}='${value}'`);
     });
@@ -373,7 +385,7 @@ function commands(cli: Cli): Command {
       const { sourceStatus } = await import('../ops/status.ts');
       const { icebergStatus } = await import('../iceberg/status.ts');
       const { config, clients } = await cli.configure(program.opts());
-      const status = await sourceStatus(config, clients.store);
+      const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
       // The unfinished snapshots (several may run: the initial copy, re-snapshots DDL asked for), else the last one.
       const active = await clients.snapshots.activeJobs(config.sourceId);
@@ -382,6 +394,7 @@ function commands(cli: Cli): Command {
         [...active, ...latest].map(async (job) => ({
           id: job.id,
           status: job.status,
+          ...(job.reason ? { reason: job.reason } : {}),
           error: job.error,
           tables: await snapshotProgress(clients.snapshots, job),
         })),
@@ -415,8 +428,14 @@ function commands(cli: Cli): Command {
       if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
       for (const warning of status.warnings ?? []) rows.push(['WARNING', warning]);
       if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
+      // Automatic decisions stay visible while the table's version is the one they made (docs/RUNBOOK.md, "DDL sluice cannot classify").
+      for (const d of status.unclassifiedDdl ?? [])
+        rows.push([
+          'unclassified DDL',
+          `${d.table} at ${d.position}: ${d.kind === 'noop' ? 'recorded as changing nothing' : d.kind === 'resnapshot' ? 're-copied' : d.kind} (decided by ${d.decidedBy === 'sluice' ? 'sluice, SLUICE_DDL_UNKNOWN=resnapshot' : 'an operator, SLUICE_DDL_OVERRIDES'}; ${d.reason})`,
+        ]);
       for (const snapshot of snapshots) {
-        rows.push(['snapshot', `${snapshot.id} (${snapshot.status})`]);
+        rows.push(['snapshot', `${snapshot.id} (${snapshot.status})${snapshot.reason ? `: ${snapshot.reason}` : ''}`]);
         if (snapshot.error) rows.push(['  error', `${snapshot.error.code}: ${snapshot.error.message}`]);
         for (const t of snapshot.tables) {
           rows.push([
@@ -594,9 +613,12 @@ function commands(cli: Cli): Command {
     .command('demo')
     .description('start the local stack, write a stream of changes, capture them as the schedule would, show what landed')
     .option('--rounds <n>', 'capture rounds', (v) => Number(v), 4)
-    .action(async (options: { rounds: number }) => {
+    .addOption(serverOption())
+    .action(async (options: { rounds: number; server?: LocalServer }) => {
       const { runDemo } = await import('./demo.ts');
-      if (!(await runDemo(options.rounds, { env: cli.io.env, say: (line) => cli.out(line) }))) cli.fail();
+      const { localServer } = await import('../local/stack.ts');
+      const server = options.server ?? localServer(cli.io.env);
+      if (!(await runDemo(options.rounds, { env: cli.io.env, server, say: (line) => cli.out(line) }))) cli.fail();
     });
   return program;
 }

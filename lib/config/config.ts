@@ -226,6 +226,13 @@ const schema = z.object({
    * comma-separated, the position as the error names it.
    */
   SLUICE_DDL_OVERRIDES: z.string().default('').transform(parseDdlOverrides),
+  /**
+   * What the poller does by itself with a DDL statement it cannot classify on a captured table:
+   * `resnapshot` (the default) resets and re-copies the tables it names while every other table
+   * streams on; `stop` stops the source with DDL_UNKNOWN for an operator to decide. docs/RUNBOOK.md,
+   * "DDL sluice cannot classify".
+   */
+  SLUICE_DDL_UNKNOWN: z.enum(['resnapshot', 'stop']).default('resnapshot'),
   /** The Iceberg merge compacts a table (rewrites it into key ranges or hash buckets, no delete files) once its current snapshot has more files than this. */
   SLUICE_ICEBERG_COMPACT_FILES: positiveInt(64),
   /** Iceberg snapshots older than this (other than the current one) are expired and their unreferenced files deleted. */
@@ -342,6 +349,8 @@ export type Config = Readonly<{
   onHistoryChange: 'follow' | 'stop';
   snapshotFunction: string | undefined;
   ddlOverrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
+  /** A DDL statement sluice cannot classify: re-copy the tables it touches, or stop (SLUICE_DDL_UNKNOWN). */
+  ddlUnknown: 'resnapshot' | 'stop';
   iceberg: Readonly<{
     compactFiles: number;
     retentionMs: number;
@@ -425,6 +434,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     onHistoryChange: e.SLUICE_ON_HISTORY_CHANGE,
     snapshotFunction: e.SLUICE_SNAPSHOT_FUNCTION,
     ddlOverrides: e.SLUICE_DDL_OVERRIDES,
+    ddlUnknown: e.SLUICE_DDL_UNKNOWN,
     iceberg: Object.freeze({
       compactFiles: e.SLUICE_ICEBERG_COMPACT_FILES,
       retentionMs: e.SLUICE_ICEBERG_RETENTION_HOURS * 3600 * 1000,

@@ -53,6 +53,23 @@ export function fileNumber(file: string): number {
   return n;
 }
 
+/**
+ * What a binlog event header's 32-bit `log_pos` (the event's end offset) wraps at. A file grows past
+ * `max_binlog_size` by a whole transaction (the size is checked between transactions), so one large
+ * enough transaction takes it past 4 GiB; servers then write the end offset modulo 2^32.
+ */
+export const LOG_POS_MODULUS = 2 ** 32;
+
+/**
+ * The offset whose low 32 bits are `logPos`, at or after `after` and less than 2^32 past it: the
+ * true end of an event whose header says `logPos`, when the event before it (or the position a
+ * stream started from) ended at `after`. Exact as long as the two ends lie less than 4 GiB apart,
+ * which consecutive events of a stream always do (an event is at most 1 GiB).
+ */
+export function unwrapLogPos(logPos: number, after: number): number {
+  return after + ((((logPos - after) % LOG_POS_MODULUS) + LOG_POS_MODULUS) % LOG_POS_MODULUS);
+}
+
 /** Orders positions: by file number, then by offset. */
 export function comparePositions(a: BinlogPosition, b: BinlogPosition): number {
   return fileNumber(a.file) - fileNumber(b.file) || a.pos - b.pos;

@@ -132,6 +132,8 @@ export function lineParts(op: Op, shape: EncodedShape, source: string, seqPrefix
 export interface MarkerCause {
   readonly kind: string;
   readonly position?: BinlogPosition;
+  /** A statement sluice could not classify: who decided what it did (`sluice` by default, or an `operator`). */
+  readonly decidedBy?: 'sluice' | 'operator';
 }
 
 /** A control event line (`t` or `s`) for one table, at the DDL's place in the feed. */
@@ -146,5 +148,6 @@ export function markerLine(
   const header = `"db":${JSON.stringify(table.db)},"table":${JSON.stringify(table.table)}`;
   const position = cause.position ? `,"position":{"file":${JSON.stringify(cause.position.file)},"pos":${cause.position.pos}}` : '';
   const version = schema === undefined ? '' : `,"schema":${schema}`;
-  return `{"op":"${op}",${header},"key":null,"before":null,"after":null,"source":${source},"seq":"${seq}"${version},"ddl":{"kind":${JSON.stringify(cause.kind)}${position}}}\n`;
+  const decided = cause.decidedBy ? `,"decided_by":"${cause.decidedBy}"` : '';
+  return `{"op":"${op}",${header},"key":null,"before":null,"after":null,"source":${source},"seq":"${seq}"${version},"ddl":{"kind":${JSON.stringify(cause.kind)}${position}${decided}}}\n`;
 }

@@ -11,6 +11,8 @@ export interface ManifestDdl {
   kind: string;
   /** The table's schema version after it. */
   schema: number;
+  /** A statement sluice could not classify: who decided to re-copy the table, or that it changed nothing. */
+  decided_by?: 'sluice' | 'operator';
 }
 
 /** One table a commit touched: its names and the shape its objects were written with. */

@@ -10,6 +10,7 @@ import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import { startupPosition, tablesWritten } from '../source/mysql/binlog-scan.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
+import { serverTraits } from '../source/mysql/schema-read.ts';
 import { connect, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SourceState, StateStore } from '../state/store.ts';
@@ -244,12 +245,10 @@ async function whatResetSkips(config: Config, conn: SqlConnection, state: Source
     // The GTID checks too, which a recorded history stands in for at a run's start.
     if (state.history && (stored.gtid !== undefined || stored.gtidSet !== undefined || stored.gtidPos !== undefined))
       await new BinlogHistories({ position: stored }).checkStored(conn);
-    written = await tablesWritten(
-      await mysqlTarget(config),
-      { from: stored, to: forward ? position : stored },
-      tableFilter(config),
-      new BinlogHistories(state),
-    );
+    const traits = await serverTraits(conn);
+    const context = { serverVersion: traits.serverVersion, serverKind: traits.serverKind, lowerCaseTableNames: traits.lowerCaseTableNames };
+    const range = { from: stored, to: forward ? position : stored };
+    written = await tablesWritten(await mysqlTarget(config), range, tableFilter(config), context, new BinlogHistories(state));
   } catch (error) {
     if (error instanceof SluiceError && (error.code === ErrorCode.POSITION_FOREIGN || error.code === ErrorCode.POSITION_LOST)) return 'all';
     throw error;

@@ -1,5 +1,10 @@
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, fileNumber } from '../core/position.ts';
+import { formatTableRef } from '../core/table-ref.ts';
+import type { CatalogDocument } from '../schema/catalog.ts';
+import { catalogKey } from '../sink/s3/keys.ts';
+import { getJson } from '../sink/s3/objects.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
 import { dialectOf } from '../source/mysql/dialect.ts';
@@ -38,6 +43,41 @@ export interface SourceStatus {
   timeToPurgeSeconds?: number | null;
   /** SLUICE_INCLUDE / SLUICE_EXCLUDE patterns that match no table (lib/source/mysql/filter-check.ts). */
   warnings?: string[];
+  /**
+   * Tables whose current schema version follows a DDL statement sluice could not classify, with
+   * what was decided: re-copied by sluice itself (SLUICE_DDL_UNKNOWN=resnapshot) or as an operator
+   * said (SLUICE_DDL_OVERRIDES). From the schema catalog the stored position points at.
+   */
+  unclassifiedDdl?: UnclassifiedDdl[];
+}
+
+/** A decision about a DDL statement sluice could not classify, as the catalog records it for a table. */
+export interface UnclassifiedDdl {
+  readonly table: string;
+  /** Where the statement is in the binlog: the position SLUICE_DDL_OVERRIDES would name. */
+  readonly position: string;
+  /** What the table's `t`/`s` event says it did: `resnapshot` (re-copied), `drop` (gone by then), `noop`. */
+  readonly kind: string;
+  readonly decidedBy: 'sluice' | 'operator';
+  readonly reason: string;
+}
+
+/** The decisions the catalog at `pointer` holds for tables' current versions. */
+async function unclassifiedDdl(config: Config, s3: S3Client, pointer: number): Promise<UnclassifiedDdl[]> {
+  const catalog = (await getJson(s3, config.bucket, catalogKey(config.prefix, config.sourceId, pointer))) as CatalogDocument | undefined;
+  return (catalog?.tables ?? []).flatMap((entry) =>
+    entry.ddl?.decidedBy
+      ? [
+          {
+            table: formatTableRef(entry.version),
+            position: `${entry.position.file}:${entry.position.pos}`,
+            kind: entry.ddl.kind,
+            decidedBy: entry.ddl.decidedBy,
+            reason: entry.ddl.reason ?? '',
+          },
+        ]
+      : [],
+  );
 }
 
 /** Start times of binlog files already looked up: a file's start never changes, the poller asks every run. */
@@ -101,8 +141,8 @@ async function purgeRisk(
   return { retentionSeconds: retention, timeToPurgeSeconds: Math.max(0, Math.round(closedAt / 1000 + retention - now / 1000)) };
 }
 
-/** Stored vs master position, lag in bytes, lease, pending renames and recorded errors. */
-export async function sourceStatus(config: Config, store: StateStore, now = Date.now()): Promise<SourceStatus> {
+/** Stored vs master position, lag in bytes, lease, pending renames, recorded errors and (with `s3`) decisions about DDL sluice could not classify. */
+export async function sourceStatus(config: Config, store: StateStore, now = Date.now(), s3?: S3Client): Promise<SourceStatus> {
   const state = await store.get(config.sourceId);
   const status: SourceStatus = {
     source: config.sourceId,
@@ -117,6 +157,10 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     pending: state?.pending ? { commitSeq: state.commitSeq, objects: state.pending.copies.length } : undefined,
     error: state?.error,
   };
+  if (s3 && state?.catalog !== undefined) {
+    const decided = await unclassifiedDdl(config, s3, state.catalog);
+    if (decided.length) status.unclassifiedDdl = decided;
+  }
   try {
     const conn = await connect(await mysqlTarget(config));
     try {

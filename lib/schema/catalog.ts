@@ -21,8 +21,12 @@ export interface CatalogTable {
   readonly seq: string;
   readonly position: BinlogPosition;
   readonly origin: VersionOrigin;
-  /** The DDL that made it: its kind, and the statement (schema history objects only; never logged). */
-  readonly ddl?: { readonly kind: string; readonly statement?: string };
+  /**
+   * The DDL that made it: its kind, and the statement (schema history objects only; never logged);
+   * for a statement sluice could not classify, who decided to re-copy the table (or that it changed
+   * nothing) and why the classifier gave up.
+   */
+  readonly ddl?: { readonly kind: string; readonly statement?: string; readonly decidedBy?: 'sluice' | 'operator'; readonly reason?: string };
 }
 
 export interface CatalogDocument {
@@ -174,7 +178,13 @@ export function historyObject(source: string, entry: CatalogTable) {
     seq: entry.seq,
     position: entry.position,
     origin: entry.origin,
-    ddl: entry.ddl ?? null,
+    ddl: entry.ddl
+      ? {
+          kind: entry.ddl.kind,
+          ...(entry.ddl.statement !== undefined ? { statement: entry.ddl.statement } : {}),
+          ...(entry.ddl.decidedBy ? { decided_by: entry.ddl.decidedBy, reason: entry.ddl.reason } : {}),
+        }
+      : null,
     ...(version.dropped ? { dropped: true } : {}),
     columns: version.columns,
     key: version.key,
@@ -183,5 +193,6 @@ export function historyObject(source: string, entry: CatalogTable) {
     indexes: version.indexes,
     ...(version.charset ? { charset: version.charset } : {}),
     ...(version.collation ? { collation: version.collation } : {}),
+    ...(version.versioning ? { versioning: version.versioning } : {}),
   };
 }

@@ -150,11 +150,19 @@ export interface InformationSchemaColumn {
   DATETIME_PRECISION?: string | number | null;
 }
 
-/** Splits `'a','b''c'` (the inside of `enum(…)` as the server prints it) into values. */
+/** What the server's COLUMN_TYPE escapes with a backslash in ENUM/SET values (MariaDB and MySQL `append_unescaped`). */
+const COLUMN_TYPE_ESCAPES: Record<string, string> = { '0': '\0', n: '\n', r: '\r', Z: '\x1a', '\\': '\\' };
+
+/**
+ * Splits `'a','b''c','d\\e'` (the inside of `enum(…)` as the server prints it in COLUMN_TYPE) into
+ * values: a quote is doubled, and a backslash, NUL, CR and LF are backslash-escaped (checked
+ * against MariaDB 10.11: the value `x\y` prints as `'x\\y'`).
+ */
 function enumValues(list: string): string[] {
   const values: string[] = [];
-  const re = /'((?:[^']|'')*)'/g;
-  for (let m = re.exec(list); m; m = re.exec(list)) values.push((m[1] as string).replaceAll("''", "'"));
+  const re = /'((?:[^'\\]|''|\\.)*)'/gs;
+  for (let m = re.exec(list); m; m = re.exec(list))
+    values.push((m[1] as string).replace(/''|\\(.)/gs, (_all, c: string | undefined) => (c === undefined ? "'" : (COLUMN_TYPE_ESCAPES[c] ?? c))));
   return values;
 }
 
@@ -226,9 +234,9 @@ const T = {
   TIMESTAMP2: 17,
   DATETIME2: 18,
   TIME2: 19,
-  /** MariaDB's VARCHAR/VARBINARY … COMPRESSED and BLOB/TEXT … COMPRESSED. */
-  VARCHAR_COMPRESSED: 140,
-  BLOB_COMPRESSED: 141,
+  /** MariaDB's BLOB/TEXT … COMPRESSED and VARCHAR/VARBINARY … COMPRESSED (mysql_com.h: 140 and 141). */
+  BLOB_COMPRESSED: 140,
+  VARCHAR_COMPRESSED: 141,
   VECTOR: 242,
   JSON: 245,
   NEWDECIMAL: 246,
@@ -320,11 +328,16 @@ export function tableMapType(column: TableMapColumn): TypeDescriptor {
     case T.MEDIUM_BLOB:
     case T.LONG_BLOB:
     case T.BLOB:
-    case T.BLOB_COMPRESSED:
-    case T.JSON: {
+    case T.BLOB_COMPRESSED: {
       const blob = LOB_BY_LENGTH_SIZE[m.length_size ?? 2] ?? 'blob';
       return charset ? { base: TEXT_FOR_BLOB[blob] as string, charset } : { base: blob };
     }
+    // MySQL's binary JSON, which the TABLE_MAP gives no charset: the vocabulary's JSON, as DDL and
+    // information_schema describe the column (not a LONGBLOB, which made every MySQL table with a
+    // JSON column disagree with its version at its first row and be re-snapshotted). MariaDB's JSON
+    // is a LONGTEXT and logs as one.
+    case T.JSON:
+      return { base: 'json' };
     case T.GEOMETRY:
       return { base: GEOMETRY_NAMES[column.geometryType ?? 0] ?? 'geometry' };
     case T.VECTOR:

@@ -37,12 +37,33 @@ export interface ColumnDefinition {
   /** Column-level PRIMARY KEY / UNIQUE (SERIAL implies UNIQUE). */
   readonly primaryKey: boolean;
   readonly unique: boolean;
+  /**
+   * Collations named by rule rather than by name, resolved against the column's charset when the
+   * version is built: `binary` (the `BINARY` attribute, `CHAR(3) BINARY`, `ASCII BINARY`: the
+   * charset's `_bin` collation) and `default` (`COLLATE DEFAULT`: the charset's default collation).
+   */
+  readonly collationRule?: 'binary' | 'default';
+  /** `GENERATED ALWAYS AS ROW START|END`: the column holds a system-versioned table's row period. */
+  readonly rowPeriod?: 'start' | 'end';
+  /** `WITH SYSTEM VERSIONING` (true: makes the table system-versioned) or `WITHOUT SYSTEM VERSIONING` (false) on the column. */
+  readonly systemVersioning?: boolean;
+}
+
+/** A table's system versioning as a statement declares it (docs/FORMAT.md, "System-versioned tables"). */
+export interface Versioning {
+  /** The row period's columns: declared ones (`GENERATED ALWAYS AS ROW START/END`), else MariaDB's hidden `row_start`/`row_end`. */
+  readonly start: string;
+  readonly end: string;
+  /** The period columns are hidden: not in information_schema nor `SELECT *`, but in every binlog row image. */
+  readonly hidden: boolean;
 }
 
 export interface KeyPart {
   readonly column: string;
   /** Prefix length `col(10)`. */
   readonly prefix?: number;
+  /** `p WITHOUT OVERLAPS`: `column` names an application-time period (a statement's key part only; versions hold its columns). */
+  readonly period?: true;
 }
 
 export interface IndexDefinition {
@@ -60,6 +81,21 @@ export interface TableDefinition {
   /** `DEFAULT CHARSET=` / `COLLATE=` of the table, when written. */
   readonly charset?: string;
   readonly collation?: string;
+  /** `CHARACTER SET DEFAULT`: the database's charset, with that charset's default collation. */
+  readonly charsetDefault?: boolean;
+  /** `COLLATE DEFAULT`: the table charset's default collation. */
+  readonly collationDefault?: boolean;
+  /** `WITH SYSTEM VERSIONING` (the table option; a column's `WITH SYSTEM VERSIONING` has the same effect). */
+  readonly systemVersioning?: boolean;
+  /** `PERIOD FOR SYSTEM_TIME (s, e)` and application-time `PERIOD FOR p (a, b)`: a period's columns are NOT NULL. */
+  readonly periods?: readonly Period[];
+}
+
+/** A period: its name (`SYSTEM_TIME` for system versioning) and its two columns. */
+export interface Period {
+  readonly name: string;
+  readonly start: string;
+  readonly end: string;
 }
 
 export type ColumnPosition = { readonly first: true } | { readonly after: string };
@@ -77,8 +113,21 @@ export type AlterOp =
   | { readonly op: 'drop-primary-key' }
   | { readonly op: 'drop-index'; readonly name: string; readonly ifExists: boolean }
   | { readonly op: 'rename-index'; readonly from: string; readonly to: string }
-  /** `[DEFAULT] CHARACTER SET … [COLLATE …]` without CONVERT: the default for new columns. */
-  | { readonly op: 'table-charset'; readonly charset?: string; readonly collation?: string }
+  /**
+   * `[DEFAULT] CHARACTER SET … [COLLATE …]` without CONVERT: the default for new columns. `DEFAULT`
+   * as the charset is the database's (`charsetDefault`), as the collation the charset's own (`collationDefault`).
+   */
+  | {
+      readonly op: 'table-charset';
+      readonly charset?: string;
+      readonly collation?: string;
+      readonly charsetDefault?: boolean;
+      readonly collationDefault?: boolean;
+    }
+  /** `ADD SYSTEM VERSIONING` (with the period's columns when the statement adds them) and `DROP SYSTEM VERSIONING`. */
+  | { readonly op: 'system-versioning'; readonly add: boolean }
+  /** `ADD PERIOD FOR [SYSTEM_TIME|p] (a, b)` / `DROP PERIOD FOR …`: an added period's columns become NOT NULL. */
+  | { readonly op: 'period'; readonly add: boolean; readonly period: Period | { readonly name: string } }
   /** Existing rows change without row events (CONVERT TO, DROP/TRUNCATE PARTITION…). */
   | { readonly op: 'rows-changed'; readonly reason: string; readonly structureKept: boolean }
   /** Options that change neither rows nor columns (ENGINE, COMMENT, ALGORITHM, FORCE…). */

@@ -1,4 +1,5 @@
 import type { ColumnKind } from '../format/types.ts';
+import type { Versioning } from './definition.ts';
 import type { SchemaChange, SchemaColumn, SchemaIndex, SchemaVersion } from './version.ts';
 
 /**
@@ -34,6 +35,8 @@ export interface SchemaObject {
   indexes?: SchemaIndex[];
   charset?: string;
   collation?: string;
+  /** A system-versioned table's period columns (its rows are its current rows: docs/FORMAT.md, "System-versioned tables"). */
+  versioning?: Versioning;
   dropped?: true;
 }
 
@@ -75,6 +78,7 @@ export function fromSchemaObject(value: unknown): SchemaVersion & { seq: string 
     indexes: o.indexes ?? [],
     ...(o.charset !== undefined ? { charset: o.charset } : {}),
     ...(o.collation !== undefined ? { collation: o.collation } : {}),
+    ...(o.versioning ? { versioning: o.versioning } : {}),
     ...(o.dropped ? { dropped: true as const } : {}),
   };
 }

@@ -3,13 +3,14 @@ import {
   type ColumnType,
   type InformationSchemaColumn,
   informationSchemaType,
+  lobForBytes,
   normalizeType,
   type TableMapColumn,
   type TypeDescriptor,
   tableMapType,
   UnsupportedTypeError,
 } from './column-type.ts';
-import type { AlterOp, ColumnDefinition, IndexDefinition, KeyPart, TableChange, TableDefinition } from './definition.ts';
+import type { AlterOp, ColumnDefinition, IndexDefinition, KeyPart, Period, TableChange, TableDefinition, Versioning } from './definition.ts';
 import { addColumnFill, type FillContext } from './fill.ts';
 
 /**
@@ -59,6 +60,14 @@ export interface SchemaVersion {
   /** The table's default charset/collation (for columns added later without one). */
   readonly charset?: string;
   readonly collation?: string;
+  /**
+   * MariaDB system versioning: the row period's columns. The change log mirrors the current rows
+   * (`SELECT * FROM t`): binlog rows whose period has ended are history and are not captured, and
+   * hidden period columns are not columns of the version (docs/FORMAT.md, "System-versioned tables").
+   */
+  readonly versioning?: Versioning;
+  /** Application-time periods (`PERIOD FOR p (a, b)`), for a later key's `p WITHOUT OVERLAPS` (catalog state). */
+  readonly periods?: readonly Period[];
   /** The name no longer exists (dropped or renamed away); kept so numbering continues. */
   readonly dropped?: true;
 }
@@ -110,42 +119,87 @@ const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 /** InnoDB's key length limit; longer unique keys become hash keys (long unique). */
 const MAX_KEY_BYTES = 3072;
 
-/** Table default charset/collation from what the statement says and the database default. */
-function tableDefaults(charset: string | undefined, collation: string | undefined, databaseCollation: string | undefined, cs: CharsetTable) {
-  if (collation) {
-    const info = cs.collationInfo(collation);
-    if (!info) throw new UnsupportedTypeError(`collation ${collation}`);
+/** What a statement says of a table's default charset and collation (`DEFAULT` as a value is a flag). */
+interface CharsetChoice {
+  readonly charset?: string;
+  readonly collation?: string;
+  /** `CHARACTER SET DEFAULT`: the enclosing (database's) charset. */
+  readonly charsetDefault?: boolean;
+  /** `COLLATE DEFAULT`: the charset's own default collation, not the enclosing collation. */
+  readonly collationDefault?: boolean;
+}
+
+/**
+ * Table default charset/collation from what the statement says and the enclosing default (the
+ * database's collation). `CHARACTER SET DEFAULT` and `COLLATE DEFAULT` name the enclosing charset
+ * with ITS default collation: a database of latin1_general_ci gives latin1_swedish_ci (checked
+ * against MariaDB 10.11, test/integration/ddl-schema.test.ts).
+ */
+function tableDefaults(choice: CharsetChoice, enclosing: string | undefined, cs: CharsetTable): { charset?: string; collation?: string } {
+  if (choice.collation) {
+    const info = cs.collationInfo(choice.collation);
+    if (!info) throw new UnsupportedTypeError(`collation ${choice.collation}`);
     return { charset: info.charset, collation: info.collation };
+  }
+  let charset = choice.charset;
+  if (choice.charsetDefault || (choice.collationDefault && !charset)) {
+    const info = enclosing ? cs.collationInfo(enclosing) : undefined;
+    if (!info) throw new UnsupportedTypeError('CHARACTER SET DEFAULT where the enclosing charset is not known');
+    charset = info.charset;
   }
   if (charset) {
     const c = cs.defaultCollation(charset);
     if (!c) throw new UnsupportedTypeError(`charset ${charset}`);
     return { charset: cs.collationInfo(c)?.charset ?? charset, collation: c };
   }
-  if (databaseCollation) return tableDefaults(undefined, databaseCollation, undefined, cs);
+  if (enclosing) return tableDefaults({ collation: enclosing }, undefined, cs);
   return {};
 }
 
 const TEXTUAL = new Set(['char', 'varchar', 'tinytext', 'text', 'mediumtext', 'longtext', 'enum', 'set']);
 
-/** A parsed column's descriptor with the charset MariaDB gives it (explicit, else the table's default). */
-function resolveCharset(type: TypeDescriptor, defaults: { charset?: string; collation?: string }, cs: CharsetTable): TypeDescriptor {
+/**
+ * A parsed column's descriptor with the charset MariaDB gives it (explicit, else the table's
+ * default) and the collation: named, or by rule (`BINARY`: the charset's `_bin` collation;
+ * `COLLATE DEFAULT`: the charset's default). TEXT(n) becomes the smallest TEXT type that holds n
+ * characters of that charset.
+ */
+function resolveCharset(def: ColumnDefinition, defaults: { charset?: string; collation?: string }, cs: CharsetTable): TypeDescriptor {
+  const type = def.type;
   if (!TEXTUAL.has(type.base)) return type;
-  if (type.collation) {
+  let resolved: TypeDescriptor;
+  if (def.collationRule) {
+    const named = type.charset ?? defaults.charset;
+    const canonical = named === undefined ? undefined : cs.collationInfo(cs.defaultCollation(named) ?? '')?.charset;
+    if (!canonical) throw new UnsupportedTypeError(`a ${def.collationRule === 'binary' ? 'BINARY' : 'COLLATE DEFAULT'} column of an unknown charset`);
+    if (canonical === 'binary') resolved = { ...type, charset: canonical };
+    else {
+      const collation = def.collationRule === 'binary' ? `${canonical}_bin` : cs.defaultCollation(canonical);
+      if (!collation || cs.collationInfo(collation)?.charset !== canonical) throw new UnsupportedTypeError(`no ${def.collationRule} collation of ${canonical}`);
+      resolved = { ...type, charset: canonical, collation };
+    }
+  } else if (type.collation) {
     const info = cs.collationInfo(type.collation);
     if (!info) throw new UnsupportedTypeError(`collation ${type.collation}`);
     if (type.charset && cs.collationInfo(cs.defaultCollation(type.charset) ?? '')?.charset !== info.charset)
       throw new UnsupportedTypeError(`collation ${type.collation} of another charset than ${type.charset}`);
-    return { ...type, charset: info.charset, collation: info.collation };
-  }
-  if (type.charset) {
+    resolved = { ...type, charset: info.charset, collation: info.collation };
+  } else if (type.charset) {
     const c = cs.defaultCollation(type.charset);
     if (!c) throw new UnsupportedTypeError(`charset ${type.charset}`);
     const charset = cs.collationInfo(c)?.charset ?? type.charset;
-    return charset === 'binary' ? { ...type, charset } : { ...type, charset, collation: c };
+    resolved = charset === 'binary' ? { ...type, charset } : { ...type, charset, collation: c };
+  } else {
+    const { charset, collation } = defaults;
+    resolved = { ...type, ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
   }
-  const { charset, collation } = defaults;
-  return { ...type, ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
+  if (resolved.base === 'text' && resolved.length !== undefined) {
+    const per = resolved.charset === 'binary' ? 1 : cs.maxBytesPerChar(resolved.charset ?? '');
+    if (per === undefined) throw new UnsupportedTypeError('TEXT(n) of an unknown charset');
+    const { length, ...rest } = resolved;
+    resolved = { ...rest, base: lobForBytes(length * per, true) };
+  }
+  return resolved;
 }
 
 function columnOf(
@@ -155,7 +209,7 @@ function columnOf(
   forceNotNull: boolean,
   cs: CharsetTable,
 ): SchemaColumn {
-  const descriptor = resolveCharset(def.type, defaults, cs);
+  const descriptor = resolveCharset(def, defaults, cs);
   const type = normalizeType(descriptor);
   const nullable = forceNotNull || def.primaryKey ? false : (def.nullable ?? true);
   return { id, name: def.name, ...type, nullable, ...(def.autoIncrement ? { autoIncrement: true } : {}) };
@@ -217,6 +271,40 @@ function addIndex(indexes: SchemaIndex[], index: IndexDefinition): SchemaIndex {
   return added;
 }
 
+/** MariaDB's hidden period columns of a table declared WITH SYSTEM VERSIONING without its own. */
+const HIDDEN_VERSIONING: Versioning = { start: 'row_start', end: 'row_end', hidden: true };
+
+/**
+ * The system versioning a table's columns and options declare: the period columns it names
+ * (`GENERATED ALWAYS AS ROW START/END`), else MariaDB's hidden `row_start`/`row_end`.
+ */
+function declaredVersioning(versioned: boolean, defs: readonly ColumnDefinition[]): Versioning | undefined {
+  const start = defs.find((d) => d.rowPeriod === 'start');
+  const end = defs.find((d) => d.rowPeriod === 'end');
+  if (!versioned) {
+    if (start || end) throw new Impossible('ROW START/END columns in a table without system versioning');
+    return undefined;
+  }
+  if (!start !== !end) throw new Impossible('a ROW START column without ROW END, or the reverse');
+  return start && end ? { start: start.name, end: end.name, hidden: false } : HIDDEN_VERSIONING;
+}
+
+/**
+ * An index as the server keeps it: `p WITHOUT OVERLAPS` is the period's end and start columns (in
+ * that order, as SHOW INDEX and the TABLE_MAP list them), and in a system-versioned table with
+ * declared period columns the row end, which MariaDB appends to every unique key, is left out:
+ * among current rows it is one constant, so the rest identifies them.
+ */
+function serverIndex(index: IndexDefinition, periods: readonly Period[], versioning: Versioning | undefined): IndexDefinition {
+  const parts = index.parts.flatMap((part): KeyPart[] => {
+    if (!part.period) return [part];
+    const found = periods.find((p) => sameName(p.name, part.column));
+    if (!found) throw new UnsupportedTypeError(`WITHOUT OVERLAPS of a period not known: ${part.column}`);
+    return [{ column: found.end }, { column: found.start }];
+  });
+  return { ...index, parts: versioning ? parts.filter((p) => !sameName(p.column, versioning.end)) : parts };
+}
+
 /** Builds a version from a CREATE TABLE definition. */
 function fromDefinition(
   definition: TableDefinition,
@@ -224,16 +312,19 @@ function fromDefinition(
   context: EvolveContext,
 ): SchemaVersion {
   const cs = context.charsets ?? CharsetTable.fallback;
-  const defaults = tableDefaults(definition.charset, definition.collation, context.databaseCollation, cs);
+  const defaults = tableDefaults(definition, context.databaseCollation, cs);
+  const periods = (definition.periods ?? []).filter((p) => p.name !== 'SYSTEM_TIME');
+  const defs = definition.items.flatMap((item) => ('column' in item ? [item.column] : []));
+  const versioning = declaredVersioning(definition.systemVersioning === true || defs.some((d) => d.systemVersioning === true), defs);
   const indexes: SchemaIndex[] = [];
-  const defs: ColumnDefinition[] = [];
   for (const item of definition.items) {
     if ('column' in item) {
-      defs.push(item.column);
       if (item.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: item.column.name }] });
       if (item.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: item.column.name }] });
-    } else addIndex(indexes, item.index);
+    } else addIndex(indexes, serverIndex(item.index, periods, versioning));
   }
+  // A period's columns are NOT NULL (both kinds of period; the row period's are generated).
+  const inPeriod = (name: string) => (definition.periods ?? []).some((p) => sameName(p.start, name) || sameName(p.end, name));
   const primary = indexes.find((i) => i.kind === 'primary');
   let id = at.firstId - 1;
   const columns = defs.map((def) =>
@@ -241,7 +332,10 @@ function fromDefinition(
       def,
       ++id,
       defaults,
-      primary?.parts.some((p) => sameName(p.column, def.name)) === true || (def.type.base === 'timestamp' && !timestampNullable(def, context)),
+      primary?.parts.some((p) => sameName(p.column, def.name)) === true ||
+        def.rowPeriod !== undefined ||
+        inPeriod(def.name) ||
+        (def.type.base === 'timestamp' && !timestampNullable(def, context)),
       cs,
     ),
   );
@@ -257,6 +351,8 @@ function fromDefinition(
     changes: [],
     indexes,
     ...defaults,
+    ...(versioning ? { versioning } : {}),
+    ...(periods.length ? { periods } : {}),
   };
 }
 
@@ -402,7 +498,21 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
   const changes: SchemaChange[] = [];
   const resnapshot: string[] = [];
   let structureKnown = true;
+  let versioning = previous.versioning;
+  /** ADD (true) or DROP (false) SYSTEM VERSIONING in this statement. */
+  let versioningChange: boolean | undefined;
+  const rowPeriod: { start?: string; end?: string } = {};
+  const periods: Period[] = [...(previous.periods ?? [])];
   const find = (name: string) => columns.findIndex((c) => sameName(c.name, name));
+  /** A period's columns become NOT NULL: a NULL becomes the type's zero value unless a strict sql_mode fails the statement. */
+  const notNull = (name: string, why: string) => {
+    const at = find(name);
+    if (at < 0) throw new Impossible(`${why}: no column ${name}`);
+    const column = columns[at] as SchemaColumn;
+    if (!column.nullable) return;
+    columns[at] = { ...column, nullable: false };
+    if (context.strictSqlMode !== true) resnapshot.push(`${why} makes ${column.name} NOT NULL (NULLs become defaults)`);
+  };
   const place = (column: SchemaColumn, position: { first: true } | { after: string } | undefined) => {
     if (!position) columns.push(column);
     else if ('first' in position) columns.unshift(column);
@@ -423,7 +533,14 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
           if (op.ifNotExists) break;
           throw new Impossible(`column ${op.column.name} exists`);
         }
-        const column = columnOf(op.column, ++lastColumnId, defaults, op.column.type.base === 'timestamp' && !timestampNullable(op.column, context), cs);
+        const column = columnOf(
+          op.column,
+          ++lastColumnId,
+          defaults,
+          op.column.rowPeriod !== undefined || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, context)),
+          cs,
+        );
+        if (op.column.rowPeriod) rowPeriod[op.column.rowPeriod] = column.name;
         place(column, op.position);
         if (op.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: column.name }] });
         if (op.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: column.name }] });
@@ -498,7 +615,7 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         break;
       case 'add-index': {
         if (op.ifNotExists && op.index.name !== undefined && indexes.some((i) => sameName(i.name, op.index.name as string))) break;
-        const added = addIndex(indexes, op.index);
+        const added = addIndex(indexes, serverIndex(op.index, periods, undefined));
         for (const part of added.parts) {
           const at = find(part.column);
           if (at < 0) throw new Impossible(`key column ${part.column} does not exist`);
@@ -529,8 +646,29 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         break;
       }
       case 'table-charset':
-        defaults = tableDefaults(op.charset ?? (op.collation ? undefined : defaults.charset), op.collation, undefined, cs);
+        if (op.charsetDefault) defaults = tableDefaults({ charsetDefault: true }, context.databaseCollation, cs);
+        else if (op.collationDefault) defaults = tableDefaults({ charset: defaults.charset, collationDefault: true }, undefined, cs);
+        else defaults = tableDefaults({ charset: op.charset ?? (op.collation ? undefined : defaults.charset), collation: op.collation }, undefined, cs);
         break;
+      case 'system-versioning':
+        versioningChange = op.add;
+        break;
+      case 'period': {
+        const { period } = op;
+        if (!op.add) {
+          const at = periods.findIndex((p) => sameName(p.name, period.name));
+          if (at >= 0) periods.splice(at, 1);
+          else if (period.name !== 'SYSTEM_TIME') throw new Impossible(`DROP PERIOD FOR ${period.name}: not a known period`);
+          break;
+        }
+        if (!('start' in period)) throw new Impossible('ADD PERIOD without its columns');
+        if (period.name === 'SYSTEM_TIME') break; // its columns are the ROW START/END ones added with it
+        if (periods.some((p) => sameName(p.name, period.name))) throw new Impossible(`period ${period.name} exists`);
+        notNull(period.start, `PERIOD FOR ${period.name}`);
+        notNull(period.end, `PERIOD FOR ${period.name}`);
+        periods.push(period);
+        break;
+      }
       case 'rows-changed':
         resnapshot.push(op.reason);
         if (!op.structureKept) structureKnown = false;
@@ -541,11 +679,27 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
         return { path: 'unknown', next: previous, changes: [], reason: op.reason };
     }
   }
+  if (versioningChange === true) {
+    if (versioning) throw new Impossible('ADD SYSTEM VERSIONING of a system-versioned table');
+    if (!rowPeriod.start !== !rowPeriod.end) throw new Impossible('a ROW START column without ROW END, or the reverse');
+    versioning = rowPeriod.start && rowPeriod.end ? { start: rowPeriod.start, end: rowPeriod.end, hidden: false } : HIDDEN_VERSIONING;
+  } else if (versioningChange === false) {
+    if (!versioning) throw new Impossible('DROP SYSTEM VERSIONING of a table without it');
+    if (!versioning.hidden && (find(versioning.start) >= 0 || find(versioning.end) >= 0))
+      throw new Impossible('DROP SYSTEM VERSIONING keeping its period columns');
+    versioning = undefined;
+  } else if (rowPeriod.start || rowPeriod.end) throw new Impossible('ROW START/END columns without ADD SYSTEM VERSIONING');
+  // MariaDB appends a declared row end to every unique key; among current rows it is one constant.
+  if (versioning && !versioning.hidden) {
+    const end = versioning.end;
+    for (const [k, index] of indexes.entries()) indexes[k] = { ...index, parts: index.parts.filter((p) => !sameName(p.column, end)) };
+  }
   const key = identityKey(columns, indexes, cs);
   if (!sameKey(key, previous.key)) changes.push({ op: 'key', from: previous.key });
   const structural = changes.length > 0 || JSON.stringify(columns) !== JSON.stringify(previous.columns);
+  const { versioning: _versioning, periods: _periods, ...kept } = previous;
   const next: SchemaVersion = {
-    ...previous,
+    ...kept,
     version: structural ? previous.version + 1 : previous.version,
     columns,
     key,
@@ -554,6 +708,8 @@ function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: E
     indexes,
     ...(defaults.charset ? { charset: defaults.charset } : {}),
     ...(defaults.collation ? { collation: defaults.collation } : {}),
+    ...(versioning ? { versioning } : {}),
+    ...(periods.length ? { periods } : {}),
   };
   if (resnapshot.length) {
     if (!structureKnown) return { path: 'resnapshot', next: undefined, changes: [], reason: resnapshot.join('; ') };
@@ -575,15 +731,21 @@ export interface InformationSchemaIndexRow {
 }
 
 /**
- * A version from information_schema: COLUMNS rows (ORDINAL_POSITION order, with EXTRA), STATISTICS
- * rows, and the table's default collation (TABLES.TABLE_COLLATION).
+ * A version from information_schema: COLUMNS rows (ORDINAL_POSITION order, with EXTRA and
+ * GENERATION_EXPRESSION), STATISTICS rows, the table's default collation (TABLES.TABLE_COLLATION)
+ * and whether it is system-versioned (TABLES.TABLE_TYPE `SYSTEM VERSIONED`). Declared period
+ * columns show as GENERATION_EXPRESSION `ROW START`/`ROW END`; hidden ones are not listed at all.
  */
 export function versionFromInformationSchema(
   at: { db: string; table: string; version: number; firstId?: number },
-  rows: readonly (InformationSchemaColumn & { EXTRA?: string })[],
+  rows: readonly (InformationSchemaColumn & { EXTRA?: string; GENERATION_EXPRESSION?: string | null })[],
   statistics: readonly InformationSchemaIndexRow[],
   tableCollation: string | null,
+  systemVersioned = false,
 ): SchemaVersion {
+  const periodColumn = (which: string) => rows.find((r) => r.GENERATION_EXPRESSION?.toUpperCase() === which)?.COLUMN_NAME;
+  const [start, end] = [periodColumn('ROW START'), periodColumn('ROW END')];
+  const versioning: Versioning | undefined = !systemVersioned ? undefined : start && end ? { start, end, hidden: false } : HIDDEN_VERSIONING;
   const firstId = at.firstId ?? 1;
   const columns: SchemaColumn[] = rows.map((row, i) => ({
     id: firstId + i,
@@ -606,7 +768,11 @@ export function versionFromInformationSchema(
   const indexes: SchemaIndex[] = [...byName].map(([name, e]) => ({
     name,
     kind: e.kind,
-    parts: e.parts.sort((a, b) => a.seq - b.seq).map((p) => p.part),
+    // A declared row end, which MariaDB appends to unique keys, identifies nothing among current rows.
+    parts: e.parts
+      .sort((a, b) => a.seq - b.seq)
+      .map((p) => p.part)
+      .filter((p) => !(versioning && !versioning.hidden && sameName(p.column, versioning.end))),
     ...(e.hash && e.kind !== 'index' ? { hash: true } : {}),
   }));
   // STATISTICS lists indexes in the server's order: PRIMARY first, unique NOT NULL keys next.
@@ -621,6 +787,7 @@ export function versionFromInformationSchema(
     changes: [],
     indexes,
     ...(info ? { charset: info.charset, collation: info.collation } : {}),
+    ...(versioning ? { versioning } : {}),
   };
 }
 
@@ -631,6 +798,24 @@ export function versionFromInformationSchema(
  */
 export function isHiddenHashColumn(name: string): boolean {
   return /^DB_ROW_HASH_\d+$/.test(name);
+}
+
+/**
+ * A TABLE_MAP of a system-versioned table as its current rows are captured: without hidden period
+ * columns, and without the row end in the key (MariaDB keys every row version by it; current rows
+ * all hold the same, the end of time). Tables without versioning come back as they are.
+ */
+export function currentRowsMap<M extends { readonly columns: readonly TableMapColumn[]; readonly key: readonly number[] | null }>(
+  map: M,
+  versioning: Versioning | undefined,
+): M {
+  if (!versioning) return map;
+  const kept = map.columns
+    .map((_, i) => i)
+    .filter((i) => !(versioning.hidden && [versioning.start, versioning.end].includes((map.columns[i] as TableMapColumn).name)));
+  const endAt = map.columns.findIndex((c) => c.name === versioning.end);
+  const key = map.key?.filter((i) => i !== endAt).map((i) => kept.indexOf(i)) ?? null;
+  return { ...map, columns: kept.map((i) => map.columns[i] as TableMapColumn), key: key?.length ? key : null };
 }
 
 /** What a TABLE_MAP event shows of a table (no nullability, no collation), comparable with `structureOf`. */

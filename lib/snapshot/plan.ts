@@ -8,7 +8,7 @@ import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import { tablePath } from '../sink/s3/keys.ts';
-import { listTables, type TableInfo, tableInfo, tableIsGone } from '../source/mysql/schema.ts';
+import { listTables, ROW_TABLE_TYPES, type TableInfo, tableInfo, tableIsGone } from '../source/mysql/schema.ts';
 import { readTableVersion } from '../source/mysql/schema-read.ts';
 import { connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { keyAtOffset, lastKey } from '../source/mysql/snapshot-reader.ts';
@@ -80,7 +80,7 @@ async function requireTables(conn: SqlConnection, config: Config, tables: readon
       problems.push(
         `${formatTableRef(table)}: no such table, or the sluice user cannot see it (check the name's quoting, or GRANT SELECT ON <db>.* TO the sluice user)`,
       );
-    else if (type !== 'BASE TABLE')
+    else if (!ROW_TABLE_TYPES.includes(type))
       problems.push(
         `${formatTableRef(table)}: a ${type.toLowerCase()} (information_schema TABLE_TYPE), not a base table; the snapshot copies base tables only`,
       );
@@ -108,6 +108,7 @@ export async function requestJob(
     requested: request.tables.map(({ db, table }) => ({ db, table })),
     status: 'requested',
     startPosition: request.startPosition,
+    reason: request.reason,
   };
   if (!(await deps.snapshots.createJob(job))) return undefined;
   deps.log.info('snapshot requested', { snapshot: job.id, tables: request.tables.length, reason: request.reason });

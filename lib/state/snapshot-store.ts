@@ -17,6 +17,8 @@ export interface SnapshotJob {
   readonly finishedAt?: number;
   /** A fatal error a worker hit, for `sluice status`; kept until the job is done. */
   readonly error?: RecordedError;
+  /** Why the poller asked for it (the DDL that needs it, `include`, `schema mismatch`…), for `sluice status`; absent on a copy asked for by hand. */
+  readonly reason?: string;
 }
 
 export interface PlannedTable extends TableRef {

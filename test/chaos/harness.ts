@@ -13,8 +13,8 @@ import { compareEpochPositions, type EpochPosition, formatPosition } from '../..
 import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion } from '../../lib/iceberg/table.ts';
-import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
+import type { LocalServer } from '../../lib/local/stack.ts';
 import { silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
 import { resetState } from '../../lib/ops/state-admin.ts';
@@ -27,6 +27,8 @@ import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
 import { DynamoDbMergeStore } from '../../lib/state/iceberg-store.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { icebergRowsAt, mysqlTextOf } from '../support/iceberg-merge.ts';
+import { startPrivateServer } from '../support/private-server.ts';
+import { withSequences } from '../support/sequences.ts';
 import { FaultyHttpHandler } from './faulty-http.ts';
 
 /**
@@ -63,8 +65,10 @@ export async function runChaos(options: {
   rounds: number;
   mutationsPerRound: number;
   seed: number;
-  /** The AWS side (DynamoDB Local + S3 emulator) and where to keep the private MariaDB. */
+  /** The AWS side (DynamoDB Local + S3 emulator) and where to keep the private server. */
   env: Record<string, string>;
+  /** The kind of private server to run the workload on (the stack's); MariaDB unless named. */
+  server?: LocalServer;
   log?: (line: string) => void;
 }): Promise<ChaosReport> {
   const say = options.log ?? (() => {});
@@ -76,15 +80,18 @@ export async function runChaos(options: {
     faults[kind] = (faults[kind] ?? 0) + n;
   };
 
-  // A MariaDB of its own: the suite kills replication connections and must not hit anyone else's.
+  // A server of its own: the suite kills replication connections and must not hit anyone else's.
   const dir = mkdtempSync(join(tmpdir(), 'sluice-chaos-'));
-  const server = await startMariaDb(join(dir, 'db'), () => {});
+  const kind = options.server ?? 'mariadb';
+  const server = await startPrivateServer(join(dir, 'db'), kind);
+  /** A statement with MariaDB's seq_1_to_N tables, which exist on MySQL only as fixtures. */
+  const sequenced = (sql: string) => withSequences(sql, kind, server.adminUrl);
   const sourceId = `chaos-${options.seed}-${Date.now()}`;
   const env: Record<string, string> = {
     ...options.env,
     SLUICE_SOURCE_ID: sourceId,
     SLUICE_PREFIX: sourceId,
-    SLUICE_MYSQL_URL: server.url,
+    ...server.env,
     SLUICE_INCLUDE: 'shop\\..*',
     SLUICE_STARTUP: 'initial',
     SLUICE_BATCH_MAX_EVENTS: '1000',
@@ -243,7 +250,9 @@ export async function runChaos(options: {
         await conn.query(
           scratch
             ? 'DROP TABLE scratch'
-            : `CREATE TABLE scratch (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO scratch SELECT seq, CONCAT('v', seq) FROM seq_1_to_${1 + Math.floor(random() * 50)}`,
+            : await sequenced(
+                `CREATE TABLE scratch (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO scratch SELECT seq, CONCAT('v', seq) FROM seq_1_to_${1 + Math.floor(random() * 50)}`,
+              ),
         );
         scratch = !scratch;
         break;
@@ -431,7 +440,7 @@ export async function runChaos(options: {
     // One transaction larger than a batch (SLUICE_BATCH_MAX_EVENTS=1000).
     const big = nextId;
     nextId += 1500;
-    await admin.query(`INSERT INTO items SELECT ${big}, seq, 'bulk', 1, 1.5 FROM seq_1_to_1500`);
+    await admin.query(await sequenced(`INSERT INTO items SELECT ${big}, seq, 'bulk', 1, 1.5 FROM seq_1_to_1500`));
     mutations += 1500;
 
     let previous: EpochPosition | undefined;

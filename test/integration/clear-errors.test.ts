@@ -22,11 +22,16 @@ async function positionsOf(source: TestSource): Promise<{ start: BinlogPosition;
   const [before] = await source.sql('SHOW MASTER STATUS');
   await source.sql("INSERT INTO t VALUES (1, 'one'), (2, 'two')");
   const file = String(before?.File);
-  const events = (await source.sql(`SHOW BINLOG EVENTS IN '${file}' FROM ${before?.Position}`)) as { Pos: number; Event_type: string; End_log_pos: number }[];
+  const events = (await source.sql(`SHOW BINLOG EVENTS IN '${file}' FROM ${before?.Position}`)) as {
+    Pos: number;
+    Event_type: string;
+    End_log_pos: number;
+    Info: string;
+  }[];
   // Other test files write to the same server: find our transaction, the first with a Table_map of our db.
-  const gtid = events.findIndex(
-    (e, i) => e.Event_type === 'Gtid' && events[i + 1]?.Event_type !== 'Query' && events.slice(i, i + 4).some((x) => x.Event_type === 'Table_map'),
-  );
+  // (MariaDB's GTID event begins it; MySQL's is followed by a BEGIN, a DDL's by its statement.)
+  const begins = (e: { Event_type: string; Info: string } | undefined) => e?.Event_type !== 'Query' || e.Info === 'BEGIN';
+  const gtid = events.findIndex((e, i) => e.Event_type === 'Gtid' && begins(events[i + 1]) && events.slice(i, i + 4).some((x) => x.Event_type === 'Table_map'));
   const start = events[gtid] as { Pos: number };
   const map = events.slice(gtid).find((e) => e.Event_type === 'Table_map') as { Pos: number };
   const xid = events.slice(gtid).find((e) => e.Event_type === 'Xid') as { End_log_pos: number };

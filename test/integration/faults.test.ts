@@ -4,13 +4,12 @@ import { join } from 'node:path';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteObjectsCommand } from '@aws-sdk/client-s3';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { run } from '../../lib/cli/main.ts';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { comparePositions } from '../../lib/core/position.ts';
 import { LeaseLostError, PositionLostError } from '../../lib/errors.ts';
-import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
@@ -18,6 +17,7 @@ import { startupPosition } from '../../lib/source/mysql/binlog-scan.ts';
 import { connect, preflight } from '../../lib/source/mysql/server.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { cliEnv } from '../support/cli.ts';
+import { type PrivateServer, startPrivateServer } from '../support/private-server.ts';
 import { expectExactlyOnce, testSource } from '../support/source.ts';
 import { stallingProxy } from '../support/stalling-proxy.ts';
 
@@ -119,12 +119,12 @@ describe('crash recovery and fencing (real stack)', () => {
   });
 });
 
-describe('on a private MariaDB (these change server-wide settings)', () => {
+describe('on a private server (these change server-wide settings)', () => {
   let dir: string;
-  let server: Awaited<ReturnType<typeof startMariaDb>>;
+  let server: PrivateServer;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sluice-private-'));
-    server = await startMariaDb(dir, () => {});
+    server = await startPrivateServer(dir, inject('stackServer'));
   });
   afterAll(async () => {
     await stopProcess(server.pid);
@@ -132,7 +132,7 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
   });
 
   it('a purged binlog position fails with a clear error, recorded for status, and skips nothing', async () => {
-    await using source = await testSource('purge', { SLUICE_MYSQL_URL: server.url });
+    await using source = await testSource('purge', server.env);
     const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
     await admin.query(`CREATE DATABASE ${source.db}; CREATE TABLE ${source.db}.a (id INT PRIMARY KEY)`);
     await source.capture();
@@ -155,7 +155,7 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
   });
 
   it('status reports how long until the binlog holding the stored position may be purged', async () => {
-    await using source = await testSource('purgerisk', { SLUICE_MYSQL_URL: server.url });
+    await using source = await testSource('purgerisk', server.env);
     const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
     await admin.query(`SET GLOBAL binlog_expire_logs_seconds = 7200; CREATE DATABASE ${source.db}; CREATE TABLE ${source.db}.a (id INT PRIMARY KEY)`);
     try {
@@ -185,7 +185,7 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
   });
 
   it('a timestamp: startup scan ends at the binlog end though the last group there is an open XA PREPARE', async () => {
-    await using source = await testSource('xaend', { SLUICE_MYSQL_URL: server.url });
+    await using source = await testSource('xaend', server.env);
     const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
     const position = async () => {
       const [[row]] = (await admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]];
@@ -199,7 +199,7 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
       // No transaction begins at or after an hour from now: the scan runs to the end and stops there.
       const config = loadConfig({
         ...process.env,
-        SLUICE_MYSQL_URL: server.url,
+        ...server.env,
         SLUICE_STARTUP: `timestamp:${new Date(Date.now() + 3_600_000).toISOString()}`,
       });
       const conn = await connect(await mysqlTarget(config));
@@ -223,7 +223,7 @@ describe('on a private MariaDB (these change server-wide settings)', () => {
     const admin = await mysql.createConnection({ uri: server.adminUrl });
     await admin.query("SET GLOBAL binlog_row_metadata = 'MINIMAL'");
     try {
-      const conn = await connect({ uri: server.url, label: 'private' });
+      const conn = await connect(server.target);
       await expect(preflight(conn).finally(() => conn.end())).rejects.toThrow(/binlog_row_metadata is MINIMAL.*SET GLOBAL binlog_row_metadata = 'FULL'/);
     } finally {
       await admin.query("SET GLOBAL binlog_row_metadata = 'FULL'");

@@ -10,7 +10,6 @@ import { run } from '../../lib/cli/main.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import type { BinlogPosition } from '../../lib/core/position.ts';
 import type { TableRef } from '../../lib/core/table-ref.ts';
-import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
@@ -18,23 +17,25 @@ import { importState } from '../../lib/ops/state-admin.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
+import { type PrivateServer, startPrivateServer } from '../support/private-server.ts';
 
 /*
- * Resuming only on the right binlog history, against private MariaDB servers: RESET MASTER and
- * FLUSH BINARY LOGS rewrite binlog files for everyone reading the server, so never on the shared one.
+ * Resuming only on the right binlog history, against private servers (MariaDB, or MySQL under
+ * test:live-mysql): RESET MASTER and FLUSH BINARY LOGS rewrite binlog files for everyone reading the
+ * server, so never on the shared one.
  */
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Server {
-  instance: MariaDbInstance;
+  instance: PrivateServer;
   admin: mysql.Connection;
   dir: string;
 }
 
 async function server(): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-history-'));
-  const instance = await startMariaDb(join(dir, 'db'), () => {});
+  const instance = await startPrivateServer(join(dir, 'db'), inject('stackServer'));
   const admin = await mysql.createConnection({ uri: instance.adminUrl, multipleStatements: true, dateStrings: true });
   return { instance, admin, dir };
 }
@@ -47,12 +48,12 @@ async function stop(s: Server | undefined): Promise<void> {
 }
 
 /** A source reading `url`, on the shared DynamoDB and S3. */
-async function sourceOn(url: string, sourceId = `history-${randomBytes(3).toString('hex')}`) {
+async function sourceOn(server: PrivateServer, sourceId = `history-${randomBytes(3).toString('hex')}`) {
   const env = {
     ...inject('stackEnv'),
+    ...server.env,
     SLUICE_SOURCE_ID: sourceId,
     SLUICE_PREFIX: sourceId,
-    SLUICE_MYSQL_URL: url,
     SLUICE_INCLUDE: 'shop\\..*',
     SLUICE_STARTUP: 'latest',
   };
@@ -96,7 +97,7 @@ async function sourceOn(url: string, sourceId = `history-${randomBytes(3).toStri
 
 const tableRows = async (s: Server) => (await s.admin.query('SELECT * FROM shop.t ORDER BY id'))[0] as Record<string, unknown>[];
 
-describe('binlog history (private MariaDB servers)', () => {
+describe('binlog history (private servers)', () => {
   let a: Server | undefined;
   let b: Server | undefined;
   beforeAll(async () => {
@@ -108,7 +109,7 @@ describe('binlog history (private MariaDB servers)', () => {
 
   it('after RESET MASTER re-creates the stored position’s file, the run stops with POSITION_FOREIGN and reads nothing; reset + snapshot recovers', async () => {
     const s = a as Server;
-    const source = await sourceOn(s.instance.url);
+    const source = await sourceOn(s.instance);
     await s.admin.query('CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(20))');
     await source.capture();
     await s.admin.query("INSERT INTO shop.t VALUES (1, 'one'), (2, 'two'); FLUSH BINARY LOGS");
@@ -140,7 +141,7 @@ describe('binlog history (private MariaDB servers)', () => {
     const failure = await source.capture().catch((error: Error & { code?: string }) => error);
     expect(failure).toMatchObject({ code: 'POSITION_FOREIGN' });
     expect((failure as Error).message).toMatch(
-      /the position was recorded in a binlog\.000002 created at .*, on server_id 1; this server's \(server_id 1\) binlog\.000002 was created at /,
+      /the position was recorded in a binlog\.000002 created at .*, on server_id 1( \(server_uuid [\da-f-]+\))?; this server's \(server_id 1(, server_uuid [\da-f-]+)?\) binlog\.000002 was created at /,
     );
     expect((failure as Error).message).toContain('RESET MASTER');
     expect((failure as Error).message).toContain('`sluice state reset --to latest` (the next run resets every table and copies it again)');
@@ -162,27 +163,33 @@ describe('binlog history (private MariaDB servers)', () => {
 
   it('a position from another server with the same file names stops with POSITION_FOREIGN, with or without a recorded history', async () => {
     const [first, second] = [a as Server, b as Server];
-    const source = await sourceOn(first.instance.url);
+    const source = await sourceOn(first.instance);
     await first.admin.query('CREATE DATABASE IF NOT EXISTS shop; CREATE TABLE IF NOT EXISTS shop.t (id INT PRIMARY KEY, v VARCHAR(20))');
     await source.capture();
     await first.admin.query("INSERT INTO shop.t VALUES (100, 'a') ON DUPLICATE KEY UPDATE v = 'a'");
     await source.capture();
     const stored = (await source.state())?.position as BinlogPosition;
-    expect(stored.gtid).toMatch(/^0-1-\d+$/);
+    // MariaDB's d-s-n, or MySQL's uuid:n.
+    expect(stored.gtid).toMatch(inject('stackServer') === 'mysql' ? /^[\da-f-]{36}:\d+$/ : /^0-1-\d+$/);
 
     // The second server has the same server id, file names and GTID domain; its files are other files.
-    // Its transactions get the stored GTID too: written a second later, they are told apart by
-    // their time (what sluice compares before following by GTID, lib/capture/follow.ts).
+    // Its transactions get the stored GTID too (MariaDB): written a second later, they are told
+    // apart by their time (what sluice compares before following by GTID, lib/capture/follow.ts).
     await sleep(1100);
     await second.admin.query('CREATE DATABASE IF NOT EXISTS shop; CREATE TABLE IF NOT EXISTS shop.t (id INT PRIMARY KEY, v VARCHAR(20))');
     const master = async () => ((await second.admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]])[0][0];
     while ((await master()).File < stored.file) await second.admin.query('FLUSH BINARY LOGS');
     for (let i = 0; Number((await master()).Position) <= stored.pos + 1000; i++) await second.admin.query(`INSERT INTO shop.t VALUES (${i}, 'b')`);
     expect((await master()).File).toBe(stored.file);
-    const other: Config = { ...source.config, mysqlUrl: second.instance.url };
+    const other: Config = { ...source.config, mysqlUrl: second.instance.url, mysqlCa: second.instance.env.SLUICE_MYSQL_CA };
     const withHistory = await source.capture(other).catch((error: Error & { code?: string }) => error);
     expect(withHistory).toMatchObject({ code: 'POSITION_FOREIGN' });
-    expect((withHistory as Error).message).toMatch(new RegExp(`sluice did not move by itself: this server's ${stored.gtid} was written at`));
+    // It is not followed there: MariaDB's GTID names another transaction (another time), MySQL's set is another server's.
+    expect((withHistory as Error).message).toMatch(
+      inject('stackServer') === 'mysql'
+        ? /cannot be repositioned by GTID: this server's gtid_executed lacks/
+        : new RegExp(`sluice did not move by itself: this server's ${stored.gtid} was written at`),
+    );
     expect((await source.state())?.position).toEqual(stored);
 
     // An item stored before histories were recorded: checked by GTID instead.
@@ -205,7 +212,7 @@ describe('binlog history (private MariaDB servers)', () => {
 
   it('runs preflight at every run: a global setting changed between two runs stops the second', async () => {
     const s = a as Server;
-    const source = await sourceOn(s.instance.url);
+    const source = await sourceOn(s.instance);
     await source.capture();
     await s.admin.query("SET GLOBAL binlog_row_image = 'MINIMAL'");
     try {

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isAlive, stopProcess } from '../../lib/local/process.ts';
-import { runStack } from '../../lib/local/stack.ts';
+import { runStack, type StackInfo, sourceServer } from '../../lib/local/stack.ts';
 
-const pids = (stack: { mariadb: { pid: number }; dynamodb: { pid: number }; s3: { pid: number } }) => [stack.mariadb.pid, stack.dynamodb.pid, stack.s3.pid];
+const pids = (stack: StackInfo) => [sourceServer(stack).pid, stack.dynamodb.pid, stack.s3.pid];
 
 describe('the embedded stack of a tool run (chaos, benchmarks)', () => {
   it('stops what the run started, keeps what it found running, and keeps everything with SLUICE_KEEP_STACK=1', async () => {

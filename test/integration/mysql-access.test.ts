@@ -5,12 +5,13 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { startMariaDb } from '../../lib/local/mariadb.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { connect, preflight } from '../../lib/source/mysql/server.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
+import { tlsOptions } from '../../lib/source/mysql/tls.ts';
 import { testSource } from '../support/source.ts';
 
 describe('MySQL credentials from Secrets Manager (its API is a local stand-in)', () => {
@@ -137,27 +138,35 @@ describe('TLS to MySQL with CA verification (private MariaDB with a test CA)', (
   });
 });
 
-describe('grants on MariaDB (preflight reads SHOW GRANTS, roles included)', () => {
+describe('grants (preflight reads SHOW GRANTS, roles included)', () => {
   it('refuses a user without the replication grants, naming them, and accepts them held through its default role', async () => {
     await using source = await testSource('grants');
     const tag = randomBytes(4).toString('hex');
     const user = `grants_${tag}`;
     const role = `cdc_${tag}`;
-    const port = new URL(process.env.SLUICE_MYSQL_URL as string).port;
-    const target = { uri: `mysql://${user}:pw-${tag}@127.0.0.1:${port}/`, label: user };
-    for (const host of ['localhost', '127.0.0.1'])
-      await source.sql(`CREATE USER '${user}'@'${host}' IDENTIFIED BY 'pw-${tag}'; GRANT SELECT ON *.* TO '${user}'@'${host}'`);
+    // MySQL's new account takes caching_sha2_password: reached as sluice's own, over verified TLS.
+    const onMysql = inject('stackServer') === 'mysql';
+    const url = new URL(process.env.SLUICE_MYSQL_URL as string);
+    const target = {
+      uri: `mysql://${user}:pw-${tag}@${url.hostname}:${url.port}/`,
+      label: user,
+      ...(onMysql ? { ssl: tlsOptions('verify', process.env.SLUICE_MYSQL_CA) } : {}),
+    };
+    const hosts = onMysql ? ['%'] : ['localhost', '127.0.0.1'];
+    for (const host of hosts) await source.sql(`CREATE USER '${user}'@'${host}' IDENTIFIED BY 'pw-${tag}'; GRANT SELECT ON *.* TO '${user}'@'${host}'`);
     try {
       const conn = await connect(target);
       await expect(preflight(conn).finally(() => conn.end())).rejects.toThrow(
         "the MySQL user lacks REPLICATION SLAVE, REPLICATION CLIENT. Fix: GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '<user>'@'%';",
       );
-      await source.sql(`CREATE ROLE ${role}; GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO ${role}`);
-      for (const host of ['localhost', '127.0.0.1']) await source.sql(`GRANT ${role} TO '${user}'@'${host}'; SET DEFAULT ROLE ${role} FOR '${user}'@'${host}'`);
+      // MariaDB 10.5 calls REPLICATION CLIENT BINLOG MONITOR; MySQL sets a default role TO a user, MariaDB FOR one.
+      await source.sql(`CREATE ROLE ${role}; GRANT REPLICATION SLAVE, ${onMysql ? 'REPLICATION CLIENT' : 'BINLOG MONITOR'} ON *.* TO ${role}`);
+      for (const host of hosts)
+        await source.sql(`GRANT ${role} TO '${user}'@'${host}'; SET DEFAULT ROLE ${role} ${onMysql ? 'TO' : 'FOR'} '${user}'@'${host}'`);
       const again = await connect(target);
       await preflight(again).finally(() => again.end());
     } finally {
-      for (const host of ['localhost', '127.0.0.1']) await source.sql(`DROP USER IF EXISTS '${user}'@'${host}'`);
+      for (const host of hosts) await source.sql(`DROP USER IF EXISTS '${user}'@'${host}'`);
       await source.sql(`DROP ROLE IF EXISTS ${role}`);
     }
   });

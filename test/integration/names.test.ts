@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { run } from '../../lib/cli/main.ts';
 import { formatTableRef, type TableRef, tableKey } from '../../lib/core/table-ref.ts';
 import { segment, tablePath } from '../../lib/sink/s3/keys.ts';
@@ -50,16 +50,20 @@ const eventsOf = (events: ChangeEvent[], ref: TableRef) => events.filter((e) => 
 describe('table names (real stack)', () => {
   it('tables whose joined names collide land in distinct folders and objects, through capture and snapshot', async () => {
     await using source = await testSource('collide');
-    const slashDb: TableRef = { db: await source.database('a/b'), table: 'c' };
-    const slashTable: TableRef = { db: await source.database('a'), table: 'b/c' };
     const dotTable: TableRef = { db: await source.database('x'), table: 'dot.ted' };
     const dotDb: TableRef = { db: await source.database('x.dot'), table: 'ted' };
-    const all = [slashDb, slashTable, dotTable, dotDb];
+    // MySQL cannot hold the slash pair: its data dictionary names both tables' tablespaces `<db>a/b/c`.
+    const slashes = inject('stackServer') === 'mariadb';
+    const slashDb: TableRef = { db: slashes ? await source.database('a/b') : '', table: 'c' };
+    const slashTable: TableRef = { db: slashes ? await source.database('a') : '', table: 'b/c' };
+    const all = slashes ? [slashDb, slashTable, dotTable, dotDb] : [dotTable, dotDb];
     // Joined with "/" or ".", each pair is one name: the failure this guards against.
-    expect(`${slashDb.db}/${slashDb.table}`).toBe(`${slashTable.db}/${slashTable.table}`);
     expect(`${dotTable.db}.${dotTable.table}`).toBe(`${dotDb.db}.${dotDb.table}`);
-    await createTable(source, slashDb, 0, 'slashdb');
-    await createTable(source, slashTable, 0, 'slashtable');
+    if (slashes) {
+      expect(`${slashDb.db}/${slashDb.table}`).toBe(`${slashTable.db}/${slashTable.table}`);
+      await createTable(source, slashDb, 0, 'slashdb');
+      await createTable(source, slashTable, 0, 'slashtable');
+    }
     await createTable(source, dotTable, 5, 'dottable');
     await createTable(source, dotDb, 9, 'dotdb');
     await source.capture();
@@ -83,8 +87,8 @@ describe('table names (real stack)', () => {
 
     const manifests = await source.manifests();
     const commit = manifests.find((m) => m.commit_seq !== undefined && m.objects.length > 1);
-    expect(commit?.objects).toHaveLength(4);
-    expect(new Set(commit?.objects.map((o) => o.key)).size).toBe(4);
+    expect(commit?.objects).toHaveLength(all.length);
+    expect(new Set(commit?.objects.map((o) => o.key)).size).toBe(all.length);
     expect(commit?.tables.map((t) => tableKey(t)).sort()).toEqual(all.map(tableKey).sort());
     for (const object of commit?.objects ?? []) expect(folderOf(source, object.key)).toBe(`tables/${segment(object.db)}/${segment(object.table)}`);
     const folders = new Set((await source.keys(`${source.config.prefix}tables/`)).map((k) => folderOf(source, k)));

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { type TestSource, testSource } from '../support/source.ts';
 
 /**
@@ -9,7 +9,7 @@ import { type TestSource, testSource } from '../support/source.ts';
  */
 
 /** Column definition, then one SQL literal per row (rows past the end are NULL). */
-const EDGE: [string, string, string[]][] = [
+const ALL_EDGE: [string, string, string[]][] = [
   ['i8', 'TINYINT', ['-128', '127', '0', '-1']],
   ['u8', 'TINYINT UNSIGNED', ['255', '0']],
   ['i16', 'SMALLINT', ['-32768', '32767']],
@@ -79,7 +79,9 @@ const EDGE: [string, string, string[]][] = [
   ['i4', 'INET4', ["'10.0.0.1'"]],
   ['i6', 'INET6', ["'::ffff:1.2.3.4'", "'2001:db8::1:0:0:1'"]],
 ];
-const ROWS = Math.max(...EDGE.map(([, , values]) => values.length)) + 1; // the last row is all NULL
+/** MySQL has neither YEAR(2) (gone in 8.0) nor MariaDB's UUID, INET4 and INET6. */
+const EDGE = () => ALL_EDGE.filter(([, type]) => inject('stackServer') === 'mariadb' || !/^(YEAR\(2\)|UUID|INET4|INET6)$/.test(type));
+const rowsOf = () => Math.max(...EDGE().map(([, , values]) => values.length)) + 1; // the last row is all NULL
 
 /** The lines of each snapshot run of `table` by job, with the job's id and clock made neutral. */
 async function linesByJob(source: TestSource, table: string): Promise<string[][]> {
@@ -138,14 +140,15 @@ describe('snapshot rows from the wire (real MariaDB)', () => {
   it('writes the bytes the reference path writes, for edge values of every type, across pages', async () => {
     // Pages of 4 rows: cursors come from rows written as bytes, and keyless tables change pages mid-read.
     await using source = await testSource('wirelines', { SLUICE_SNAPSHOT_PAGE_ROWS: '4' });
+    const [edgeColumns, ROWS] = [EDGE(), rowsOf()];
     // The key's columns sit apart, after others: the key object repeats values from the middle of the row.
     await source.sql(
-      `CREATE TABLE edge (${EDGE.map(([name, type]) => `\`${name}\` ${type}`).join(', ')}, k VARCHAR(20) NOT NULL, id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (k, id))`,
+      `CREATE TABLE edge (${edgeColumns.map(([name, type]) => `\`${name}\` ${type}`).join(', ')}, k VARCHAR(20) NOT NULL, id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (k, id))`,
     );
-    await source.sql(`CREATE TABLE nokey (${EDGE.map(([name, type]) => `\`${name}\` ${type}`).join(', ')})`);
+    await source.sql(`CREATE TABLE nokey (${edgeColumns.map(([name, type]) => `\`${name}\` ${type}`).join(', ')})`);
     await source.sql("SET sql_mode = ''; SET time_zone = '+00:00'");
     for (let row = 0; row < ROWS; row++) {
-      const values = EDGE.map(([, , literals]) => literals[row] ?? 'NULL').join(', ');
+      const values = edgeColumns.map(([, , literals]) => literals[row] ?? 'NULL').join(', ');
       await source.sql(`INSERT INTO edge VALUES (${values}, ${row % 2 ? `'é"${row}'` : `'k${row}'`}, ${row ? `18446744073709551615 - ${row}` : '0'})`);
       await source.sql(`INSERT INTO nokey VALUES (${values})`);
     }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import mysql from 'mysql2/promise';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { runCapture } from '../../lib/capture/run.ts';
 import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults.ts';
 import { loadConfig } from '../../lib/config/config.ts';
@@ -235,7 +235,7 @@ describe('snapshot (real stack)', () => {
   it('copies an empty table (nothing to copy, done) and a table without a key whole, duplicates included, in pages behind one reset', async () => {
     await using source = await testSource('nokey', { SLUICE_SNAPSHOT_PAGE_ROWS: '10' });
     await source.sql(
-      "CREATE TABLE empty (id INT PRIMARY KEY); CREATE TABLE nokey (v VARCHAR(5), n INT); INSERT INTO nokey SELECT 'dup', 1 FROM seq_1_to_12; INSERT INTO nokey SELECT CONCAT('r', seq), seq FROM seq_1_to_13",
+      "CREATE TABLE `empty` (id INT PRIMARY KEY); CREATE TABLE nokey (v VARCHAR(5), n INT); INSERT INTO nokey SELECT 'dup', 1 FROM seq_1_to_12; INSERT INTO nokey SELECT CONCAT('r', seq), seq FROM seq_1_to_13",
     );
     const first = await source.snapshot();
     expect(first.complete).toBe(true);
@@ -370,14 +370,16 @@ describe('startup positions', () => {
     await using source = await testSource('startat');
     await source.sql('CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10), n INT)');
     await source.sql("INSERT INTO a VALUES (1, 'before', 1)");
-    const [[{ gtid }]] = (await source.admin.query('SELECT @@gtid_binlog_pos AS gtid')) as unknown as [[{ gtid: string }]];
+    // The server's executed transactions in its own GTID form: MariaDB's `d-s-n` position, MySQL's set.
+    const executed = inject('stackServer') === 'mysql' ? 'SELECT @@gtid_executed AS gtid' : 'SELECT @@gtid_binlog_pos AS gtid';
+    const [[{ gtid }]] = (await source.admin.query(executed)) as unknown as [[{ gtid: string }]];
     await new Promise((resolve) => setTimeout(resolve, 1100)); // binlog timestamps have second precision
     const between = new Date(Math.ceil(Date.now() / 1000) * 1000);
     await new Promise((resolve) => setTimeout(resolve, between.getTime() - Date.now() + 50));
     await source.sql("INSERT INTO a VALUES (2, 'after', 2)");
 
     const base = { ...process.env, SLUICE_PREFIX: source.db, SLUICE_INCLUDE: `${source.db}\\..*` };
-    for (const startup of [`timestamp:${between.toISOString()}`, `gtid:${gtid}`]) {
+    for (const startup of [`timestamp:${between.toISOString()}`, `gtid:${gtid.replace(/\s/g, '')}`]) {
       const config = loadConfig({ ...base, SLUICE_SOURCE_ID: `${source.db}_${startup.split(':')[0]}`, SLUICE_STARTUP: startup });
       await source.capture({ config });
       const { events } = await import('../../lib/materialize/feed.ts').then(async ({ eventLines }) => {

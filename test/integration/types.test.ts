@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { manifestTable, testSource } from '../support/source.ts';
 
 // Values must not depend on the process time zone (the "+8 hours" bug): run this file far from UTC.
@@ -54,6 +54,12 @@ const COLUMNS: [string, string, string, string][] = [
   ['n', 'INT NULL', 'NULL', 'null'],
 ];
 
+/**
+ * Where MySQL holds another value than MariaDB for the same literal: its TIME range ends at
+ * 838:59:59 with no fraction (the literal is clipped), and its binary JSON prints numbers normalized.
+ */
+const ON_MYSQL: Record<string, string> = { tm2: '"-838:59:59.00"', j: '"{\\"a\\": [1, 2.5]}"' };
+
 describe('type fidelity (real MariaDB binlog → S3)', () => {
   it('encodes every type exactly, edge values included, whatever the process time zone', async () => {
     await using source = await testSource('types');
@@ -66,7 +72,8 @@ describe('type fidelity (real MariaDB binlog → S3)', () => {
 
     const events = await source.events();
     expect(events.map((e) => e.op)).toEqual(['c', 'u']);
-    const expected = `{"id":18446744073709551615,${COLUMNS.map(([name, , , json]) => `"${name}":${json}`).join(',')}}`;
+    const held = (name: string, json: string) => (inject('stackServer') === 'mysql' ? (ON_MYSQL[name] ?? json) : json);
+    const expected = `{"id":18446744073709551615,${COLUMNS.map(([name, , , json]) => `"${name}":${held(name, json)}`).join(',')}}`;
     const [insert, update] = events.map((e) => e.raw);
     expect(insert).toContain(`"key":{"id":18446744073709551615}`);
     expect(insert).toContain(`"after":${expected}`);

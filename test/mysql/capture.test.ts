@@ -1,93 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import mysql from 'mysql2/promise';
-import { describe, expect, inject, it } from 'vitest';
-import { createClients, initResources } from '../../lib/aws.ts';
-import { loadConfig } from '../../lib/config/config.ts';
-import { eventLines } from '../../lib/materialize/feed.ts';
-import { mysqlTarget } from '../../lib/source/mysql/target.ts';
+import { describe, expect, it } from 'vitest';
 import { sluice } from '../support/cli.ts';
-import { mysqlRows } from '../support/fold.ts';
 import { JSON_OPAQUE_DOCUMENTS } from '../support/mysql-binlog-file.ts';
-import type { ReplayServer } from '../support/mysql-replay/server.ts';
-import { type Fixture, fixturePath, fixtures, requireFixtures } from './fixtures.ts';
-import { prepareSchema, replay, schemaUri } from './replay-helpers.ts';
+import { type Fixture, fixtures, requireFixtures } from './fixtures.ts';
+import { captureSource, errorCode, prepareSchema, replay, rowsTheSqlLeaves } from './replay-helpers.ts';
 
 requireFixtures();
-
-/** A sluice source over a replay server: its own source id and S3 prefix on the test stack. */
-async function captureSource(fixture: Fixture, server: ReplayServer, startup = 'earliest') {
-  const id = `replay_${randomBytes(4).toString('hex')}`;
-  const dbs = Object.keys(fixture.schema);
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    ...inject('stackEnv'),
-    SLUICE_MYSQL_URL: server.uri,
-    SLUICE_SOURCE_ID: id,
-    SLUICE_PREFIX: `${id}/`,
-    SLUICE_INCLUDE: dbs.length ? dbs.map((d) => `${d}\\..*`).join(',') : 'none\\..*',
-    SLUICE_STARTUP: startup,
-    SLUICE_HOME: '/nonexistent',
-    // A raw error's stack then points into lib/, for the report of what fails.
-    NODE_OPTIONS: '--enable-source-maps',
-  };
-  const config = loadConfig(env);
-  const clients = createClients(config);
-  await initResources(config, clients);
-  return {
-    env,
-    config,
-    /** `sluice capture --once`, as a user runs it. */
-    capture: () => sluice(['capture', '--once'], env),
-    /** The change log's events, as JSON. */
-    async events(): Promise<Record<string, unknown>[]> {
-      const out: Record<string, unknown>[] = [];
-      for await (const { line } of eventLines(clients.s3, config.bucket, config.prefix, config.sourceId)) out.push(JSON.parse(line) as Record<string, unknown>);
-      return out;
-    },
-    /** `sluice materialize` of one table, its rows as sorted JSON text. */
-    async materialized(db: string, table: string): Promise<string[]> {
-      const out = join(mkdtempSync(join(tmpdir(), 'sluice-replay-')), `${table}.jsonl`);
-      const run = await sluice(['materialize', '--table', `${db}.${table}`, '--out', out], env);
-      if (run.code !== 0) throw new Error(`sluice materialize ${db}.${table} failed: ${run.stderr}`);
-      return readFileSync(out, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.stringify(JSON.parse(l)))
-        .sort();
-    },
-  };
-}
-
-/** The error code a failed sluice run printed (lib/cli/main.ts prints `sluice: CODE: message`), or `uncoded` for a raw error. */
-function errorCode(run: { stdout: string; stderr: string }): string {
-  return /^sluice: ([A-Z][A-Z0-9_]+): /m.exec(run.stderr)?.[1] ?? 'uncoded';
-}
-
-/**
- * The rows the producing SQL leaves, computed by running it on the stack's MariaDB in a scratch
- * database at the recorded server's clock (`SET timestamp`, for CURRENT_TIMESTAMP defaults), and
- * read back as sluice encodes rows.
- */
-async function rowsTheSqlLeaves(sqlFiles: string[], timestamp: number, tables: string[]): Promise<Map<string, string[]>> {
-  const db = `expected_${randomBytes(3).toString('hex')}`;
-  const admin = await mysql.createConnection({ uri: schemaUri(), multipleStatements: true });
-  try {
-    await admin.query(`CREATE DATABASE \`${db}\` CHARACTER SET utf8mb4`);
-    await admin.query(`USE \`${db}\``);
-    await admin.query(`SET time_zone = '+00:00', timestamp = ${timestamp}`);
-    for (const f of sqlFiles) await admin.query(readFileSync(fixturePath(f), 'utf8'));
-    const target = await mysqlTarget(loadConfig({ ...inject('stackEnv') }));
-    const out = new Map<string, string[]>();
-    for (const t of tables) out.set(t, await mysqlRows(target, db, t));
-    return out;
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS \`${db}\``);
-    await admin.end();
-  }
-}
 
 describe('sluice capture --once through the replay source (SLUICE_STARTUP=earliest)', () => {
   const all = fixtures();

@@ -46,7 +46,7 @@ async function readAll(fixtures: string[], highWaterRows?: number): Promise<Read
       if (item.kind === 'idle') {
         const at = reader.streamPosition;
         // The last file read to its end, or its closing ROTATE read (the stream then names the next file).
-        if ((at.file === last.name && at.pos >= last.file.bytes.length) || at.file === last.file.rotateTo?.file) break;
+        if ((at.file === last.name && at.pos >= last.file.size) || at.file === last.file.rotateTo?.file) break;
         continue;
       }
       if (item.kind === 'rows')

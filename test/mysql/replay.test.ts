@@ -148,16 +148,11 @@ describe('the replication protocol', () => {
     const last = blocking.facts.files[2];
     if (!last) throw new Error('no third file');
     const beats = (events: { name: string }[]) => events.filter((e) => e.name === 'heartbeat').length;
-    const { events, errors } = await streamWithZongji(
-      blocking,
-      { filename: last.name, position: last.file.bytes.length, nonBlock: false },
-      3000,
-      (e) => beats(e) >= 3,
-    );
+    const { events, errors } = await streamWithZongji(blocking, { filename: last.name, position: last.file.size, nonBlock: false }, 3000, (e) => beats(e) >= 3);
     expect(errors).toEqual([]);
     expect(events.map((e) => e.name).slice(0, 5)).toEqual(['rotate', 'format', 'heartbeat', 'heartbeat', 'heartbeat']);
     expect(new Set(events.slice(2).map((e) => e.name))).toEqual(new Set(['heartbeat']));
-    expect(events[2]).toMatchObject({ file: last.name, nextPosition: last.file.bytes.length });
+    expect(events[2]).toMatchObject({ file: last.name, nextPosition: last.file.size });
   });
 });
 

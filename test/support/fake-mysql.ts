@@ -29,6 +29,8 @@ export interface FakeFile {
   events?: number[];
   /** SHOW BINLOG EVENTS' Event_type at an offset (default Format_desc at 4, else Gtid). */
   types?: Record<number, string>;
+  /** MariaDB: BINLOG_GTID_POS(file, offset), by offset (default NULL). */
+  gtidAt?: Record<number, string>;
 }
 
 export interface FakeServerOptions {
@@ -40,8 +42,6 @@ export interface FakeServerOptions {
   gtidPurged?: string;
   /** MariaDB: @@gtid_binlog_state (the last GTID per domain and server). */
   gtidBinlogState?: string;
-  /** MariaDB: BINLOG_GTID_POS(file, pos) at `file:pos` (other positions: ''). */
-  gtidPositions?: Record<string, string>;
   serverUuid?: string;
   serverId?: number;
   grants?: { backupAdmin?: boolean; reload?: boolean; lockTables?: boolean };
@@ -145,13 +145,15 @@ export class FakeServer implements SqlConnection {
         ...(mysql ? [{ Log_name: file.name, Pos: 126, Event_type: 'Previous_gtids', End_log_pos: 197, Info: file.before ?? '' }] : []),
       ]);
     }
+    if (sql === 'SELECT BINLOG_GTID_POS(?, ?) AS gtid') {
+      if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
+      // sql/item_strfunc.cc Item_func_binlog_gtid_pos: NULL for a position past UINT_MAX32.
+      const file = this.options.files?.find((f) => f.name === values[0]);
+      return answer([{ gtid: Number(values[1]) > 2 ** 32 - 1 ? null : (file?.gtidAt?.[Number(values[1])] ?? null) }]);
+    }
     if (sql === 'SELECT BINLOG_GTID_POS(?, 4) AS gtid') {
       if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
       return answer([{ gtid: this.options.files?.find((f) => f.name === values[0])?.before ?? '' }]);
-    }
-    if (sql === 'SELECT BINLOG_GTID_POS(?, ?) AS gtid') {
-      if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
-      return answer([{ gtid: this.options.gtidPositions?.[`${values[0]}:${values[1]}`] ?? '' }]);
     }
     if (sql === 'SELECT @@gtid_binlog_state AS state') {
       if (mysql) throw mysqlError(1193, 'ER_UNKNOWN_SYSTEM_VARIABLE', "Unknown system variable 'gtid_binlog_state'");

@@ -1,30 +1,33 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { down, env, up } from '../../lib/local/stack.ts';
+import { down, env, type LocalServer, up } from '../../lib/local/stack.ts';
 import { createOldTemporalTemplate } from './old-temporal.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     stackEnv: Record<string, string>;
+    /** The server the stack runs as the source: SLUICE_TEST_SERVER (`npm run test:live-mysql`), else MariaDB. */
+    stackServer: LocalServer;
   }
 }
 
-const home = join(process.cwd(), '.sluice', 'test');
-
 /**
- * Starts the local stack for the test run (a separate home from `npm start`'s) and stops it after.
- * Its progress lines are printed only if it fails to start.
+ * Starts the local stack for the test run (a separate home from `npm start`'s, one per server) and
+ * stops it after. Its progress lines are printed only if it fails to start.
  */
 export default async function setup(project: TestProject) {
+  const server: LocalServer = process.env.SLUICE_TEST_SERVER === 'mysql' ? 'mysql' : 'mariadb';
+  const home = join(process.cwd(), '.sluice', server === 'mysql' ? 'test-mysql' : 'test');
   // Tests spawn bin/sluice.js, which runs dist/: build it from the sources under test.
   execFileSync(process.execPath, ['scripts/build.js'], { stdio: 'inherit' });
   const lines: string[] = [];
   try {
-    const stack = await up({ home, log: (line) => lines.push(`[stack] ${line}`) });
+    const stack = await up({ home, server, log: (line) => lines.push(`[stack] ${line}`) });
     project.provide('stackEnv', env(stack));
-    // Before any test file runs: it switches a server-global setting for a moment.
-    await createOldTemporalTemplate(env(stack).SLUICE_LOCAL_ADMIN_URL as string);
+    project.provide('stackServer', server);
+    // Before any test file runs: it switches a server-global setting for a moment (MariaDB's alone).
+    if (server === 'mariadb') await createOldTemporalTemplate(env(stack).SLUICE_LOCAL_ADMIN_URL as string);
   } catch (error) {
     for (const line of lines) console.error(line);
     throw error;

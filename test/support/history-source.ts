@@ -1,8 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import mysql from 'mysql2/promise';
 import { expect, inject } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { runCapture } from '../../lib/capture/run.ts';
@@ -11,40 +7,21 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion } from '../../lib/iceberg/table.ts';
-import { type MariaDbInstance, startMariaDb } from '../../lib/local/mariadb.ts';
-import { stopProcess } from '../../lib/local/process.ts';
 import type { Log } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { icebergRowsAt, mysqlTextOf } from './iceberg-merge.ts';
+import type { PrivateServer as Server } from './private-mariadb.ts';
 
 /*
- * Sources on private MariaDB servers, for the tests of changes of binlog history (RESET MASTER and
- * replication rewrite the binlog for everyone reading a server, so never on the shared one): the
- * servers, a source whose endpoint can be moved, and the checks that its output equals a server.
+ * Sources on private MariaDB servers (./private-mariadb.ts), for the tests of changes of binlog
+ * history: replication between them, a source whose endpoint can be moved, and the checks that its
+ * output equals a server.
  */
 
-export interface Server {
-  instance: MariaDbInstance;
-  admin: mysql.Connection;
-  dir: string;
-}
-
-export async function server(args: string[] = []): Promise<Server> {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-epoch-'));
-  const instance = await startMariaDb(join(dir, 'db'), () => {}, args);
-  const admin = await mysql.createConnection({ uri: instance.adminUrl, multipleStatements: true, dateStrings: true });
-  return { instance, admin, dir };
-}
-
-export async function stop(s: Server | undefined): Promise<void> {
-  if (!s) return;
-  await s.admin.end().catch(() => undefined);
-  await stopProcess(s.instance.pid);
-  rmSync(s.dir, { recursive: true, force: true });
-}
+export { type PrivateServer as Server, privateMariaDb as server, stopPrivate as stop } from './private-mariadb.ts';
 
 /** One value of a query on `s`. */
 export async function one(s: Server, sql: string): Promise<string | undefined> {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import ZongJi from '@vlasky/zongji';
+import { type EventHeader, eventHeader } from '../../lib/source/mysql/binlog-dump.ts';
 // zongji's package exports only its entry; the test drives its packet layer directly.
 // @ts-expect-error: a file of zongji's, without types
 import initBinlogClass from '../../node_modules/@vlasky/zongji/lib/sequence/binlog.js';
@@ -33,6 +34,11 @@ export interface ColumnRow {
   COLUMN_COMMENT?: string;
 }
 
+/**
+ * A zongji event; `packetHeader` is the common header of the packet it was delivered from (the
+ * TRANSACTION_PAYLOAD's for the events inside one), as the binlog reader's dump sees it
+ * (binlog-dump.ts), for feeding the reader as a stream would.
+ */
 // biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
 export type DecodedEvent = any;
 
@@ -86,7 +92,9 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
   }
   const connection = new Connection();
   zongji.connection = connection;
+  let header: EventHeader | undefined;
   const deliver = (event: DecodedEvent) => {
+    event.packetHeader = header;
     options.onEvent?.(event);
     events.push(event);
   };
@@ -129,6 +137,7 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
   for (const buffer of packets) {
     while (connection._paused) await new Promise<void>((resume) => (resumed = resume));
     const packet = { buffer, offset: 0, end: buffer.length, isEOF: () => false, isError: () => false };
+    header = eventHeader(buffer, 0, buffer.length);
     binlog.binlogData(packet, connection);
   }
   while (connection._paused) await new Promise<void>((resume) => (resumed = resume));

@@ -7,13 +7,14 @@ import type { Faults } from '../../lib/commit/faults.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { formatTableRef, parseTableRef, type TableRef } from '../../lib/core/table-ref.ts';
 import type { Manifest, ManifestTable } from '../../lib/format/manifest.ts';
-import { silentLog } from '../../lib/log.ts';
+import { type Log, type MetricsSink, silentLog } from '../../lib/log.ts';
 import { eventLines, manifests } from '../../lib/materialize/feed.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker, type WorkerResult } from '../../lib/snapshot/worker.ts';
 import type { SnapshotJob } from '../../lib/state/snapshot-store.ts';
+import { withSequences } from './sequences.ts';
 
 export interface ChangeEvent {
   op: 'c' | 'u' | 'd' | 'r' | 't' | 's';
@@ -41,6 +42,7 @@ export interface ChangeEvent {
  */
 export async function testSource(name: string, overrides: Record<string, string> = {}) {
   const stackEnv = inject('stackEnv');
+  const server = inject('stackServer');
   const db = `${name}_${randomBytes(3).toString('hex')}`;
   const admin = await mysql.createConnection({ uri: stackEnv.SLUICE_LOCAL_ADMIN_URL, multipleStatements: true, timezone: 'Z', dateStrings: true });
   await admin.query(`CREATE DATABASE \`${db}\``);
@@ -60,14 +62,15 @@ export async function testSource(name: string, overrides: Record<string, string>
   await initResources(config, clients);
 
   /** What capture and snapshot runs of this source are given. */
-  const deps = (options: { config?: Config; faults?: Faults; rowLines?: boolean }) => ({
+  const deps = (options: { config?: Config; faults?: Faults; rowLines?: boolean; log?: Log; metrics?: MetricsSink }) => ({
     config: options.config ?? config,
     s3: clients.s3,
     store: clients.store,
     snapshots: clients.snapshots,
-    log: silentLog,
+    log: options.log ?? silentLog,
     faults: options.faults,
     rowLines: options.rowLines,
+    metrics: options.metrics,
   });
 
   const databases = [db];
@@ -97,11 +100,14 @@ export async function testSource(name: string, overrides: Record<string, string>
     },
     clients,
     admin,
+    /** Runs `query` as the admin; MariaDB's `seq_A_to_B` tables work on MySQL too (sequences.ts). */
     async sql(query: string, values?: unknown[]) {
-      const [rows] = await admin.query(query, values);
+      const [rows] = await admin.query(await withSequences(query, server, stackEnv.SLUICE_LOCAL_ADMIN_URL as string), values);
       return rows as Record<string, unknown>[];
     },
-    capture(options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config } = {}): Promise<CaptureResult> {
+    capture(
+      options: Partial<CaptureOptions> & { faults?: Faults; clock?: () => number; config?: Config; log?: Log; metrics?: MetricsSink } = {},
+    ): Promise<CaptureResult> {
       return runCapture({ ...deps(options), clock: options.clock }, { budgetMs: 30_000, stopWhenCaughtUp: true, ...options });
     },
     /**

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { databaseFilter, loadConfig, tableFilter } from '../../lib/config/config.ts';
-import { comparePositions, parsePosition } from '../../lib/core/position.ts';
+import { comparePositions, LOG_POS_MODULUS, parsePosition, unwrapLogPos } from '../../lib/core/position.ts';
 import { ConfigError } from '../../lib/errors.ts';
 import { dataKey, manifestKey } from '../../lib/sink/s3/keys.ts';
 
@@ -58,6 +58,12 @@ describe('configuration', () => {
     expect(loadConfig(valid).onHistoryChange).toBe('follow');
     expect(loadConfig({ ...valid, SLUICE_ON_HISTORY_CHANGE: 'stop' }).onHistoryChange).toBe('stop');
     expect(() => loadConfig({ ...valid, SLUICE_ON_HISTORY_CHANGE: 'ask' })).toThrow(/SLUICE_ON_HISTORY_CHANGE: .*"follow"\|"stop"/);
+  });
+
+  it('re-copies the tables of DDL it cannot classify by default; stops on request, nothing else (#27)', () => {
+    expect(loadConfig(valid).ddlUnknown).toBe('resnapshot');
+    expect(loadConfig({ ...valid, SLUICE_DDL_UNKNOWN: 'stop' }).ddlUnknown).toBe('stop');
+    expect(() => loadConfig({ ...valid, SLUICE_DDL_UNKNOWN: 'ignore' })).toThrow(/SLUICE_DDL_UNKNOWN/);
   });
 
   it('parses a start position', () => {
@@ -122,6 +128,28 @@ describe('positions and keys', () => {
   it('orders positions by file number, then offset', () => {
     expect(comparePositions(parsePosition('binlog.000010:4'), parsePosition('binlog.000009:900'))).toBeGreaterThan(0);
     expect(comparePositions(parsePosition('binlog.000009:4'), parsePosition('binlog.000009:900'))).toBeLessThan(0);
+  });
+
+  it('reads and orders offsets past 4 GiB exactly', () => {
+    const past = parsePosition('binlog.000009:5000000123');
+    expect(past.pos).toBe(5_000_000_123);
+    expect(comparePositions(past, parsePosition('binlog.000009:4294967295'))).toBeGreaterThan(0);
+  });
+
+  it("unwraps an event header's 32-bit log_pos past the end of the event before it", () => {
+    const G = LOG_POS_MODULUS;
+    // Below 4 GiB the header is the offset.
+    expect(unwrapLogPos(1_390, 1_359)).toBe(1_390);
+    // The event that crosses 4 GiB: its header wrapped to a small number.
+    expect(unwrapLogPos(37, G - 44)).toBe(G + 37);
+    // One ending exactly at 4 GiB writes 0, and one at 8 GiB too.
+    expect(unwrapLogPos(0, G - 31)).toBe(G);
+    expect(unwrapLogPos(0, 2 * G - 31)).toBe(2 * G);
+    // Past 4 GiB every later header is relative to the last 4 GiB multiple.
+    expect(unwrapLogPos(2_309, G + 2_262)).toBe(G + 2_309);
+    expect(unwrapLogPos(150, 2 * G + 100)).toBe(2 * G + 150);
+    // A heartbeat at the position already reached stays there.
+    expect(unwrapLogPos((G + 500) % G, G + 500)).toBe(G + 500);
   });
 
   it('derives final keys from source and commit sequence only, sorting in commit order', () => {

@@ -26,7 +26,11 @@ function op(o: AlterOp): string {
     case 'rename-index':
       return `rename-index ${o.from}->${o.to}`;
     case 'table-charset':
-      return `charset ${o.charset ?? ''}/${o.collation ?? ''}`;
+      return `charset ${o.charsetDefault ? 'DEFAULT' : (o.charset ?? '')}/${o.collationDefault ? 'DEFAULT' : (o.collation ?? '')}`;
+    case 'system-versioning':
+      return `${o.add ? 'add' : 'drop'} versioning`;
+    case 'period':
+      return `${o.add ? 'add' : 'drop'} period ${o.period.name}${'start' in o.period ? `(${o.period.start},${o.period.end})` : ''}`;
     case 'rows-changed':
       return `ROWS${o.structureKept ? '' : '!'}`;
     case 'noop':
@@ -97,12 +101,18 @@ const CORPUS: [string, string][] = [
   ['CREATE TABLE t1.cs3 (SELECT 1 AS x)', 't1.cs3 create-select'],
   ['CREATE TEMPORARY TABLE t1.tmp1 (id INT)', 'ignore'],
   ['CREATE TABLE t1.pt (id INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)', 't1.pt create[id]'],
-  ['CREATE TABLE t3 (a INT) WITH SYSTEM VERSIONING', 'UNKNOWN d0.t3'],
+  ['CREATE TABLE t3 (a INT) WITH SYSTEM VERSIONING', 'd0.t3 create[a]'],
+  [
+    'CREATE TABLE t3 (a INT, s TIMESTAMP(6) GENERATED ALWAYS AS ROW START, e TIMESTAMP(6) GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME (s, e)) WITH SYSTEM VERSIONING',
+    'd0.t3 create[a,s,e]',
+  ],
   ['CREATE TABLE t3 (a INT) ENGINE=BLACKHOLE', 'UNKNOWN d0.t3'],
   ['CREATE TABLE t1.z (a INT ZEROFILL, b DECIMAL(12,4) UNSIGNED ZEROFILL NOT NULL, c CHAR(3) CHARSET latin1)', 't1.z create[a,b,c]'],
-  ['CREATE TABLE t1.w (a CHAR(4) BINARY)', 'UNKNOWN t1.w'],
-  ['CREATE TABLE t1.w (a VARCHAR(4) COMPRESSED)', 'UNKNOWN t1.w'],
-  ['CREATE TABLE t1.w (a INT, PERIOD FOR p (a, a))', 'UNKNOWN t1.w'],
+  ['CREATE TABLE t1.w (a CHAR(4) BINARY)', 't1.w create[a]'],
+  ['CREATE TABLE t1.w (a VARCHAR(4) COMPRESSED)', 't1.w create[a]'],
+  ['CREATE TABLE t1.w (a DATE, b DATE, PERIOD FOR p (a, b), UNIQUE (a, p WITHOUT OVERLAPS))', 't1.w create[a,b,unique:?]'],
+  ['CREATE TABLE t1.w (a VARCHAR2(4))', 'UNKNOWN t1.w'],
+  ['CREATE TABLE t1.w (a INT DEFAULT 1 + 1)', 'UNKNOWN t1.w'],
   ['CREATE TABLE t1.w (a INT) SEQUENCE=1', 'UNKNOWN t1.w'],
   // Hostile names: raw names come out unescaped, never joined.
   ['CREATE TABLE `a/b`.`c` (x INT)', 'a/b.c create[x]'],
@@ -172,8 +182,14 @@ const CORPUS: [string, string][] = [
   ['ALTER TABLE t ADD FOREIGN KEY (a) REFERENCES b(c), ADD CONSTRAINT chk CHECK (a > 0)', 'd0.t alter[noop; noop]'],
   ['ALTER TABLE t DEFAULT CHARSET=latin1', 'd0.t alter[charset latin1/]'],
   ['ALTER TABLE t CHARACTER SET utf8mb4 COLLATE utf8mb4_bin', 'd0.t alter[charset utf8mb4/; charset /utf8mb4_bin]'],
-  ['ALTER TABLE t ADD SYSTEM VERSIONING', 'UNKNOWN d0.t'],
-  ['ALTER TABLE t DROP SYSTEM VERSIONING', 'UNKNOWN d0.t'],
+  ['ALTER TABLE t ADD SYSTEM VERSIONING', 'd0.t alter[add versioning]'],
+  ['ALTER TABLE t DROP SYSTEM VERSIONING', 'd0.t alter[drop versioning]'],
+  ['ALTER TABLE t WITH SYSTEM VERSIONING', 'd0.t alter[add versioning]'],
+  ['ALTER TABLE t ADD PERIOD FOR p (a, b), DROP PERIOD FOR q', 'd0.t alter[add period p(a,b); drop period q]'],
+  ['ALTER TABLE t ADD (c INT, d INT, PRIMARY KEY (c))', 'd0.t alter[add c; add d; primary PRIMARY(c)]'],
+  ['ALTER TABLE t CHARACTER SET DEFAULT, DEFAULT CHAR SET = utf8, COLLATE DEFAULT', 'd0.t alter[charset DEFAULT/; charset utf8/; charset /DEFAULT]'],
+  ['CREATE TABLE t (a INT) DEFAULT CHAR SET=utf8', 'd0.t create[a]'],
+  ['CREATE DATABASE d1 DEFAULT CHAR SET utf8', 'database create d1 utf8'],
   ['ALTER TABLE t ADD c_nn_inet4 INET4 NOT NULL, ADD u UUID, ADD inv INT INVISIBLE', 'd0.t alter[add c_nn_inet4; add u; add inv]'],
   ['ALTER TABLE t ADD COLUMN v INT AS (a + 1) VIRTUAL, ADD COLUMN s INT AS (a) PERSISTENT', 'd0.t alter[add v; add s]'],
   ['ALTER IGNORE TABLE t1.ig ADD UNIQUE (v)', 't1.ig alter[unique ?(v); ROWS]'],

@@ -9,8 +9,9 @@ import { splitStatements } from '../support/sql-script.ts';
  * Debezium's MySQL and MariaDB connector test scripts (/work/shared/peer-data/debezium, README
  * there) as the binlog would carry their DDL: every statement is classified and every table's
  * versions evolved through the script, as the writing server (MySQL 9.6 for the MySQL scripts,
- * MariaDB for the `maria*` ones and the adapted `sql/` copies) reads it. None may stop capture:
- * a statement sluice cannot read would stop it with DDL_UNKNOWN.
+ * MariaDB for the `maria*` ones and the adapted `sql/` copies) reads it. None may be unknown: a
+ * statement sluice cannot read costs a copy of its tables (or, with SLUICE_DDL_UNKNOWN=stop, stops
+ * capture with DDL_UNKNOWN).
  */
 
 const ROOT = resolve(process.env.SLUICE_DEBEZIUM_SCRIPTS ?? join(import.meta.dirname, '../../../shared/peer-data/debezium'));

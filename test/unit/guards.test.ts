@@ -35,10 +35,13 @@ const rows = (type: string, present: number, present2?: number): Event => ({
 });
 const xid = (next: number): Event => ({ type: 'Xid', nextPosition: next });
 
-/** Feeds events to a guard; returns each verdict (awaited when it is a promise). */
+/**
+ * Feeds events to a guard; returns each verdict (awaited when it is a promise). An event's end is
+ * its `nextPosition`; 0 stands for one without an end of its own (inside a compressed transaction).
+ */
 async function feed(guard: StreamGuard, events: Event[], file = FILE): Promise<unknown[]> {
   const verdicts: unknown[] = [];
-  for (const ev of events) verdicts.push(await guard.check(ev, ev.type, file));
+  for (const ev of events) verdicts.push(await guard.check(ev, ev.type, file, (ev.nextPosition as number) > 0 ? (ev.nextPosition as number) : undefined));
   return verdicts;
 }
 

@@ -5,6 +5,7 @@ import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../lib/errors.ts';
 import { encodeRow } from '../../lib/format/event.ts';
+import { EventOffsets } from '../../lib/source/mysql/binlog-dump.ts';
 import { type BinlogItem, BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
 import { StreamGuard } from '../../lib/source/mysql/guards.ts';
 // @ts-expect-error: a file of zongji's (as patched here), without types
@@ -60,7 +61,12 @@ function readerItems(events: DecodedEvent[], file: string): BinlogItem[] {
   const reader = new BinlogReader({ target: { uri: 'mysql://u:p@127.0.0.1:1/x', label: 'test' }, start: { file, pos: 4 }, filter: () => true });
   readers.push(reader);
   const items: BinlogItem[] = [];
+  // Each packet's header reaches the reader's offsets before the events zongji delivers from it, as in a stream.
+  const { offsets } = reader as unknown as { offsets: EventOffsets };
+  let header: unknown;
   for (const event of events) {
+    if (event.packetHeader !== header) offsets.onHeader(event.packetHeader);
+    header = event.packetHeader;
     (reader as unknown as { onEvent(ev: DecodedEvent): void }).onEvent(event);
     for (let item = reader.takeReady(); item; item = reader.takeReady()) items.push(item);
   }
@@ -326,8 +332,12 @@ describe('row images MySQL writes with binlog_row_image=MINIMAL', () => {
   async function guardError(file: string, columns: Record<string, ColumnRow[]>): Promise<SluiceError | undefined> {
     const events = await decodeBinlogFile(file, { columns });
     const guard = new StreamGuard({ file: 'binlog.000001', pos: 4 });
+    const offsets = new EventOffsets('binlog.000001', 4);
+    let header: unknown;
     for (const event of events) {
-      const verdict = await guard.check(event, event.getTypeName(), 'binlog.000001');
+      if (event.packetHeader !== header) offsets.onHeader(event.packetHeader);
+      header = event.packetHeader;
+      const verdict = await guard.check(event, event.getTypeName(), 'binlog.000001', offsets.endOf(event.getTypeName()));
       if (verdict instanceof SluiceError) return verdict;
     }
     return undefined;

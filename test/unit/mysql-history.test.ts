@@ -87,6 +87,19 @@ describe('the stored position on MySQL, before reading', () => {
     expect(error?.message).toContain('offset 501 is not the start of an event');
   });
 
+  it('a MariaDB position past 4 GiB stored without its history is checked by its first GTID, not by BINLOG_GTID_POS (NULL there)', async () => {
+    const past = 2 ** 32 + 92;
+    const mariadb = new FakeServer({
+      version: '10.11.19-MariaDB',
+      files: [{ name: 'binlog.000002', size: past + 4_000, events: [4, 500, past], gtidAt: { 500: '0-1-10' } }],
+    });
+    await new BinlogHistories({ position: { file: 'binlog.000002', pos: past, gtid: '0-1-10' } }).checkStored(mariadb);
+    expect(mariadb.statements.some((s) => s.startsWith('SELECT BINLOG_GTID_POS(?, ?)'))).toBe(false);
+    // Below 4 GiB it is asked, and answers.
+    await new BinlogHistories({ position: { file: 'binlog.000002', pos: 500, gtid: '0-1-10' } }).checkStored(mariadb);
+    expect(mariadb.statements.some((s) => s.startsWith('SELECT BINLOG_GTID_POS(?, ?)'))).toBe(true);
+  });
+
   it('MariaDB positions are not asked about MySQL sets', async () => {
     const mariadb = new FakeServer({ version: '10.11.19-MariaDB', files: [{ name: 'binlog.000002', size: 1500, events: [4, 500] }] });
     await new BinlogHistories({ position: { file: 'binlog.000002', pos: 500, gtid: '0-1-10' }, history }).checkStored(mariadb);
@@ -261,8 +274,7 @@ describe('whether a server carries the transactions a position has read (gtidCov
 
   it('MariaDB: a position moved by GTID and stored without its history is checked at its offset for every domain but those it still skips to', async () => {
     const moved: BinlogPosition = { file: 'binlog.000002', pos: 500, gtid: '0-1-40', gtidPos: '0-1-40,2-1-7', gtidSkip: '2-1-7' };
-    const here = (at: string) =>
-      mariadb({ files: [{ name: 'binlog.000002', size: 1500, before: '0-1-30', events: [4, 500] }], gtidPositions: { 'binlog.000002:500': at } });
+    const here = (at: string) => mariadb({ files: [{ name: 'binlog.000002', size: 1500, before: '0-1-30', events: [4, 500], gtidAt: { 500: at } }] });
     await new BinlogHistories({ position: moved }).checkStored(here('0-1-40,2-1-5'));
     const error = await failure(new BinlogHistories({ position: moved }).checkStored(here('0-1-39,2-1-5')));
     expect(error?.code).toBe('POSITION_FOREIGN');

@@ -30,6 +30,19 @@ describe('seq: binlog events and snapshot rows around a watermark', () => {
     expect(page.every((r) => r > (early[0] as string))).toBe(true);
   });
 
+  it('holds past 4 GiB in one file: a transaction whose first event ends past 2^32 sorts after one before it', () => {
+    const G = 2 ** 32;
+    const below = txn(7, G - 44, 2);
+    const exactly = txn(7, G, 1);
+    const past = txn(7, G + 79, 2);
+    const far = txn(7, 5 * G + 1, 1);
+    const all = [...below, ...exactly, ...past, ...far];
+    expect([...all].sort()).toEqual(all);
+    expect(past[0]).toBe('0000000007.004294967375.0000000000');
+    const watermark = at(7, G + 31);
+    expect(row(watermark, 1, 0) > (exactly[0] as string) && row(watermark, 1, 0) < (past[0] as string)).toBe(true);
+  });
+
   it('a later page, a later chunk or a later watermark of the same key sorts after an earlier one', () => {
     expect(row(L, 2, 0) > row(L, 1, 9_999_999)).toBe(true);
     expect(row(L, 1, 0, 1) > row(L, 99_999_999, 0, 0)).toBe(true);

@@ -1,6 +1,6 @@
 import ZongJi from '@vlasky/zongji';
 import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
-import type { BinlogPosition } from '../../core/position.ts';
+import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
   applyRaw,
@@ -20,6 +20,7 @@ import { profiling, timed } from '../../profile.ts';
 import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
+import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
 import { StreamGuard } from './guards.ts';
 import { type BinlogHistories, unreadablePositionReason } from './history.ts';
 import { logicalTypes } from './schema.ts';
@@ -60,12 +61,21 @@ export interface SqlModeFlags {
   readonly noBackslashEscapes?: boolean;
   /** STRICT_TRANS_TABLES or STRICT_ALL_TABLES: an ALTER that would turn a NULL into a default fails instead (so a logged one turned none). */
   readonly strict?: boolean;
+  /** REAL_AS_FLOAT: REAL is FLOAT, not DOUBLE. */
+  readonly realAsFloat?: boolean;
+  /**
+   * ORACLE or MAXDB mode is on, or may be: type names then mean other types (DATE is DATETIME,
+   * NUMBER, VARCHAR2 and CLOB exist; TIMESTAMP is DATETIME). Byte 1 of the mode holds both bits and,
+   * in both modes, NO_FIELD_OPTIONS' high bit, which zongji's decoding loses: unreadable counts as on.
+   */
+  readonly foreignTypes?: boolean;
 }
 
 /**
  * sql_mode from a Query event's status variables: Q_SQL_MODE_CODE = 1 and 8 bytes, low byte first
- * (ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x100000, STRICT_TRANS_TABLES = 0x200000,
- * STRICT_ALL_TABLES = 0x400000, in MySQL and MariaDB alike), right after Q_FLAGS2_CODE = 0 and its
+ * (REAL_AS_FLOAT = 0x1, ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x100000, STRICT_TRANS_TABLES = 0x200000,
+ * STRICT_ALL_TABLES = 0x400000, in MySQL and MariaDB alike; MariaDB's ORACLE = 0x200 and MAXDB =
+ * 0x1000, bits MySQL 8 no longer has), right after Q_FLAGS2_CODE = 0 and its
  * 4 bytes, which servers write first (`Query_log_event::write`; both checked against what
  * `mariadb-binlog` prints of events written under each mode).
  * zongji decodes the variables as UTF-8, so a byte above 0x7f is lost, and with it the position
@@ -82,9 +92,11 @@ export function sqlModeFlags(statusVars: string | undefined): SqlModeFlags {
   if (statusVars.charCodeAt(at) !== 1) return {};
   const byte = (i: number) => ([...Array(i + 1).keys()].every((k) => plain(at + 1 + k)) ? statusVars.charCodeAt(at + 1 + i) : undefined);
   const b0 = byte(0);
+  const b1 = byte(1);
   const b2 = byte(2);
   return {
-    ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0 }),
+    ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0, realAsFloat: (b0 & 0x1) !== 0 }),
+    foreignTypes: b1 === undefined || (b1 & 0x12) !== 0,
     ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x10) !== 0, strict: (b2 & 0x60) !== 0 }),
   };
 }
@@ -114,6 +126,16 @@ export interface BinlogReaderOptions {
 
 const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete' } as const;
 const ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236;
+
+/** Whether the server's gtid_mode is ON: false on MariaDB (which has no such variable) and when it cannot be read. */
+async function gtidModeOn(sql: () => Promise<SqlConnection>): Promise<boolean> {
+  try {
+    const [rows] = await (await sql()).query('SELECT @@GLOBAL.gtid_mode AS mode');
+    return String((rows as { mode?: unknown }[])[0]?.mode).toUpperCase() === 'ON';
+  } catch {
+    return false;
+  }
+}
 
 /** A fresh id per run, away from the small ids real replicas use. */
 const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000);
@@ -187,16 +209,22 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   /** Rows (by their array) holding ServerText in the named columns. */
   private readonly serverText = new WeakMap<object, string[]>();
   private schemaConnection: SqlConnection | undefined;
-  private file: string;
-  /** Where in `file` the stream has got to: the end of the last event read, whatever it was. */
-  private streamPos: number;
+  /**
+   * Where the stream has got to: its file, and the true end offset of the last event the server
+   * sent, whatever it was (binlog-dump.ts: every packet's header, past 4 GiB too).
+   */
+  private readonly offsets: EventOffsets;
+  /**
+   * Set while the dump re-reads the start's file from its beginning to reach the start (a position
+   * past 4 GiB a dump cannot start at, binlog-dump.ts): the start's offset, where the stream begins.
+   */
+  private resumeAt: number | undefined;
   private gtid: string | null;
   /** When `gtid` was written (its GTID event's timestamp), for positions (`BinlogPosition.gtidTime`). */
   private gtidTime: number | undefined;
   /**
    * MariaDB: every domain's last transaction at the stream's point, once known (the stored
-   * position's, or a file's Gtid_list), with its text for positions; the open group's GTID joins
-   * it at the group's end.
+   * position's, or a file's Gtid_list); the open group's GTID joins it at the group's end.
    */
   private domains: Map<number, string> | undefined;
   /** `domains` as a position's text, made when a boundary needs it after a change (a plain Map and one string: this runs per transaction). */
@@ -241,8 +269,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private wakeBy: number | undefined;
 
   constructor(private readonly options: BinlogReaderOptions) {
-    this.file = options.start.file;
-    this.streamPos = options.start.pos;
+    this.offsets = new EventOffsets(options.start.file, options.start.pos);
     this.gtid = options.start.gtid ?? null;
     this.gtidTime = options.start.gtidTime;
     if (options.start.gtidSet) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
@@ -271,6 +298,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     // Remembered per table: it is asked at every TABLE_MAP, and a single-row transaction has one.
     const accepted = new Map<string, Map<string, boolean>>();
     (this.zongji as unknown as { _skipSchema: (db: string, table: string) => boolean })._skipSchema = (db, table) => {
+      // Re-reading up to the start: nothing before it is decoded.
+      if (this.resumeAt !== undefined) return true;
       let tables = accepted.get(db);
       if (!tables) {
         tables = new Map();
@@ -285,11 +314,34 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     };
     // zongji reports events it cannot decode as a stream error; the guard stops on them with the position and the fix.
     (this.zongji as unknown as { _warnUnsupportedEvent: () => void })._warnUnsupportedEvent = () => undefined;
-    // SLUICE_PROFILE=1: time parsing binlog packets (mysql2 + zongji) as decoding.
-    if (profiling) this.zongji.once('ready', () => this.profileDecoding());
     this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
     this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
-    this.zongji.start({ serverId: options.serverId ?? randomServerId(), filename: options.start.file, position: options.start.pos });
+    const serverId = options.serverId ?? randomServerId();
+    // Past 4 GiB a dump starts by GTID when the server can (binlog-dump.ts): its gtid_mode decides.
+    const start = options.start;
+    const byGtid = start.pos >= LOG_POS_MODULUS && start.gtidSet !== undefined;
+    if (!byGtid) this.startDump(dumpPlan(start, false), serverId);
+    else
+      void gtidModeOn(() => this.sql())
+        .then((on) => this.startDump(dumpPlan(start, on), serverId))
+        .catch((error: Error) => this.fail(error));
+  }
+
+  private startDump(plan: DumpPlan, serverId: number): void {
+    if (this.stopped) return;
+    this.resumeAt = plan.kind === 'reread' ? plan.resumeAt : undefined;
+    this.offsets.rotate(plan.file, plan.pos);
+    this.zongji.once('ready', () => {
+      extendDump(this.zongji, plan, serverId, this.offsets);
+      // SLUICE_PROFILE=1: time parsing binlog packets (mysql2 + zongji) as decoding.
+      if (profiling) this.profileDecoding();
+    });
+    this.zongji.start({ serverId, filename: plan.file, position: plan.pos });
+  }
+
+  /** The binlog file the stream is in. */
+  private get file(): string {
+    return this.offsets.file;
   }
 
   private profileDecoding(): void {
@@ -476,10 +528,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return this.domainsText;
   }
 
-  private boundary(kind: 'commit' | 'progress', pos: number, tsMs = 0): void {
-    // log_pos 0: inside a compressed transaction, which ends with its payload event.
-    if (pos === 0 && kind === 'commit') {
-      this.endsWithPayload = true;
+  /** A transaction boundary at `pos`; a commit without one is inside a compressed transaction, which ends with its payload event. */
+  private boundary(kind: 'commit' | 'progress', pos: number | undefined, tsMs = 0): void {
+    if (pos === undefined) {
+      if (kind === 'commit') this.endsWithPayload = true;
       return;
     }
     this.inTxn = false;
@@ -510,7 +562,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
   }
 
-  private begin(ev: Ev, gtid: string | null, serverId: number | null, group: BinlogReader['group'], ddl: boolean): void {
+  private begin(ev: Ev, end: number | undefined, gtid: string | null, serverId: number | null, group: BinlogReader['group'], ddl: boolean): void {
     this.inTxn = true;
     this.group = group;
     this.ddlGroup = ddl;
@@ -520,7 +572,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.gtid = gtid;
       this.gtidTime = ev.timestamp;
     }
-    this.push({ kind: 'begin', file: this.file, pos: ev.nextPosition, gtid, serverId, tsMs: ev.timestamp });
+    this.push({ kind: 'begin', file: this.file, pos: end ?? this.offsets.pos, gtid, serverId, tsMs: ev.timestamp });
   }
 
   /**
@@ -528,7 +580,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * up to and including the GTID read before; its end is a `progress`. The group's GTID becomes
    * its domain's last at the group's end.
    */
-  private onMariadbGtid(ev: Ev): void {
+  private onMariadbGtid(ev: Ev, end: number | undefined): void {
     this.foldGtid();
     const text = String(ev.gtid);
     const domain = Number(ev.domainId);
@@ -544,32 +596,32 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.skipping = { tsMs: ev.timestamp };
       return;
     }
-    this.begin(ev, text, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
+    this.begin(ev, end, text, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
     this.pendingDomainGtid = { domain, text };
   }
 
   /** A Query event: transaction control, or a statement (DDL, or DML logged as text) for the consumer to judge. */
-  private onQuery(ev: Ev): void {
+  private onQuery(ev: Ev, end: number | undefined): void {
     const query = String(ev.query).trim();
     const upper = query.slice(0, 16).toUpperCase();
     if (upper === 'BEGIN' || upper.startsWith('XA START')) {
-      if (!this.inTxn) this.begin(ev, null, null, 'transaction', false);
+      if (!this.inTxn) this.begin(ev, end, null, null, 'transaction', false);
       else if (this.group === 'open') this.group = 'transaction';
       return;
     }
     if (upper === 'COMMIT' || upper === 'ROLLBACK') {
-      this.boundary('commit', ev.nextPosition);
+      this.boundary('commit', end);
       return;
     }
     if (upper.startsWith('SAVEPOINT') || upper.startsWith('XA END')) return;
     if (this.skipping) {
       // A held DDL (MySQL: its own group) ends with its statement, which is not emitted.
       if (this.group === 'open') this.group = 'standalone';
-      if (this.group === 'standalone') this.boundary('commit', ev.nextPosition);
+      if (this.group === 'standalone') this.boundary('commit', end);
       return;
     }
     // A statement outside any group (no GTID events, old servers) stands alone.
-    if (!this.inTxn) this.begin(ev, null, null, 'standalone', true);
+    if (!this.inTxn) this.begin(ev, end, null, null, 'standalone', true);
     if (this.group === 'open') {
       this.group = 'standalone';
       this.ddlGroup = true;
@@ -580,17 +632,28 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       db: ev.schema ?? '',
       query,
       sqlMode: sqlModeFlags(ev.statusVars),
-      position: { file: this.file, pos: ev.nextPosition },
+      position: { file: this.file, pos: end ?? this.offsets.pos },
       tsMs: ev.timestamp,
     });
-    if (this.group === 'standalone') this.boundary('commit', ev.nextPosition);
+    if (this.group === 'standalone') this.boundary('commit', end);
   }
 
   private onEvent(ev: Ev): void {
     const type: string = ev.getTypeName();
-    if (type === 'Rotate') this.streamPos = Number(ev.position);
-    else if (ev.nextPosition > 0) this.streamPos = ev.nextPosition;
-    const verdict = this.failure ? 'drop' : this.guard?.check(ev, type, this.file);
+    // The event's true end offset; undefined for one without its own (binlog-dump.ts `endOf`).
+    let end = this.offsets.endOf(type);
+    // Its log_pos may be 4 bytes of an offset past 4 GiB: the 8-byte sub-header (MariaDB) or the offset reached, unwrapped.
+    if (type === 'Heartbeat') end = this.offsets.heartbeat(ev.binlogName, ev.nextPosition, typeof ev.position === 'number' ? ev.position : undefined);
+    if (this.offsets.inconsistency && !this.failure) {
+      this.failure = new AssertionError(`the binlog stream of ${this.file} contradicts itself: ${this.offsets.inconsistency}`);
+      this.wake?.();
+    }
+    if (this.resumeAt !== undefined) {
+      this.reread(ev, type, end);
+      return;
+    }
+    const verdict = this.failure ? 'drop' : this.guard?.check(ev, type, this.file, end);
+    if (type === 'Rotate') this.offsets.rotate(ev.binlogName, Number(ev.position));
     if (verdict === 'drop') return;
     if (verdict) {
       this.failure = verdict;
@@ -599,7 +662,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
     switch (type) {
       case 'MariadbGtid':
-        this.onMariadbGtid(ev);
+        this.onMariadbGtid(ev, end);
         return;
       case 'MariadbGtidList':
         // A file read from its start: the state before it, exact from here on. The domains still
@@ -609,7 +672,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           for (const gtid of this.skipTo.gtids()) position = position.with(gtid);
           this.setDomains(position);
         }
-        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
+        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;
       case 'Gtid':
         // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
@@ -623,18 +686,18 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           this.skipping = { tsMs: ev.timestamp };
           return;
         }
-        this.begin(ev, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
+        this.begin(ev, end, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
         this.pendingGtid = this.gtid ?? undefined;
         return;
       case 'PreviousGtids': {
         // A file read from its start: the set executed before it is exact from here on. United with
         // the set known so far: a start set's gap-filled transactions after it stay held.
         this.executed = knownSet(() => GtidSet.parse(String(ev.gtidSet ?? '')).union(this.executed?.set ?? GtidSet.EMPTY));
-        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
+        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;
       }
       case 'AnonymousGtid':
-        this.begin(ev, null, null, 'open', false);
+        this.begin(ev, end, null, null, 'open', false);
         return;
       case 'TableMap':
         // Byte for byte its table id's last one (our zongji patch): zongji kept its columns as
@@ -656,36 +719,62 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           else for (const row of ev.rows) decode(row);
         }
         if (byServer.length) this.serverText.set(ev.rows, byServer);
-        this.push({ kind: 'rows', op: ROWS_OP[type], shape, map, rows: ev.rows, pos: ev.nextPosition, tsMs: ev.timestamp }, ev.rows.length);
+        this.push({ kind: 'rows', op: ROWS_OP[type], shape, map, rows: ev.rows, pos: end ?? this.offsets.pos, tsMs: ev.timestamp }, ev.rows.length);
         return;
       }
       case 'Xid':
-        this.boundary('commit', ev.nextPosition);
+        this.boundary('commit', end);
         return;
       case 'TransactionPayload':
         // After its events (zongji delivers them first): the only resumable point of the transaction.
-        if (this.endsWithPayload) this.boundary('commit', ev.nextPosition);
-        else if (!this.inTxn) this.boundary('progress', ev.nextPosition, ev.timestamp);
+        if (this.endsWithPayload) this.boundary('commit', end);
+        else if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;
       case 'Query':
-        this.onQuery(ev);
+        this.onQuery(ev, end);
         return;
       case 'Rotate':
-        // The new file starts at ev.position; the rotate's own nextPosition belongs to the old file.
-        // No progress here: the new file's Format_description follows, and a position in a file is
-        // exposed only once its creation time (its history, see history.ts) is known.
-        this.file = ev.binlogName;
+        // The new file starts at ev.position (taken above); the rotate's own end belongs to the old
+        // file. No progress here: the new file's Format_description follows, and a position in a file
+        // is exposed only once its creation time (its history, see history.ts) is known.
         this.atFileStart = Number(ev.position) <= 4;
         return;
       case 'Heartbeat':
-        // Its log_pos is in the file its body names: a position in another file than the stream's
-        // (a server still naming the file before a ROTATE it sent) is not one to store here.
-        if (ev.binlogName && ev.binlogName !== this.file) return;
-        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
+        // Its position is in the file its body names: one in another file than the stream's (a
+        // server still naming the file before a ROTATE it sent) has none here.
+        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;
       default:
-        if (!this.inTxn && ev.nextPosition > 0) this.boundary('progress', ev.nextPosition, ev.timestamp);
+        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
     }
+  }
+
+  /**
+   * Re-reading the start's file from its beginning up to the start, a position past 4 GiB a dump
+   * cannot start at (binlog-dump.ts). Nothing before it is emitted or checked, but the file's
+   * creation time (its FORMAT_DESCRIPTION, which history.ts compares with the stored one); the
+   * stream begins after the event that ends exactly at the start. None does, or the file ends
+   * first: the position is not an event boundary of this file, so it belongs to another history.
+   */
+  private reread(ev: Ev, type: string, end: number | undefined): void {
+    const start = this.options.start;
+    if (this.failure) return;
+    const foreign = (evidence: string) =>
+      new SluiceError(
+        ErrorCode.POSITION_FOREIGN,
+        `the stored position ${formatPosition(start)} belongs to another binlog history: ${evidence}. Nothing was read. Re-snapshot: \`sluice state reset --to latest\`, then \`sluice snapshot --all\` (docs/RUNBOOK.md, POSITION_FOREIGN)`,
+      );
+    if (type === 'Format') {
+      const verdict = this.guard?.check(ev, type, this.file, undefined);
+      if (verdict && verdict !== 'drop') this.failure = verdict;
+    } else if (type === 'Rotate') {
+      this.offsets.rotate(ev.binlogName, Number(ev.position));
+      if (ev.binlogName !== start.file) this.failure = foreign(`this server's ${start.file} ends before offset ${start.pos}`);
+    } else if (end !== undefined && end >= start.pos) {
+      if (end === start.pos) this.resumeAt = undefined;
+      else this.failure = foreign(`no event of this server's ${start.file} ends at offset ${start.pos} (one ends at ${end})`);
+    }
+    if (this.failure) this.wake?.();
   }
 
   /** Takes the first queued item; resumes the connection once few rows wait. */
@@ -766,7 +855,16 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * lands on it exactly (a group left open at the end: XA PREPARE, a compressed transaction).
    */
   get streamPosition(): BinlogPosition {
-    return { file: this.file, pos: this.streamPos };
+    return { file: this.file, pos: this.offsets.pos };
+  }
+
+  /**
+   * While the dump re-reads the start's file to reach the start (a position past 4 GiB, see
+   * binlog-dump.ts): where it has got to and where it goes. A run that ends before the start was
+   * reached made no progress.
+   */
+  get rereading(): { readonly at: BinlogPosition; readonly to: BinlogPosition } | undefined {
+    return this.resumeAt === undefined ? undefined : { at: this.streamPosition, to: this.options.start };
   }
 
   /** True when nothing decoded waits to be read: the consumer has everything the server sent so far. */

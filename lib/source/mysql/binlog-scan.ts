@@ -5,6 +5,7 @@ import { type TableRef, tableKey } from '../../core/table-ref.ts';
 import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
+import { type ClassifyContext, classifyDdl, type DdlClassification } from './ddl/classify.ts';
 import { type Dialect, dialectOf } from './dialect.ts';
 import { type BinlogHistories, checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
@@ -289,8 +290,8 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
 
 /**
  * The captured tables (`accept`) whose rows the transactions between `from` and `to` write, read
- * from the binlog without keeping any row; `ddl`: a DDL statement lies in the range (what it did
- * to which table is not worked out here). What a reset that skips the range leaves out of the output.
+ * from the binlog without keeping any row; `ddl`: a DDL statement in the range may touch a captured
+ * table (what it did is not worked out here). What a reset that skips the range leaves out of the output.
  * With `history`, the stream must read the history `from` was stored in (POSITION_FOREIGN
  * otherwise), which it checks before anything else, also when the range is empty.
  */
@@ -298,6 +299,7 @@ export async function tablesWritten(
   target: MysqlTarget,
   range: { from: BinlogPosition; to: BinlogPosition },
   accept: (db: string, table: string) => boolean,
+  context: Omit<ClassifyContext, 'defaultDb'>,
   history?: BinlogHistories,
 ): Promise<{ tables: TableRef[]; ddl: boolean }> {
   const found = new Map<string, TableRef>();
@@ -317,11 +319,26 @@ export async function tablesWritten(
       }
       heardAt = Date.now();
       if (item.kind === 'rows') found.set(tableKey(item.shape), { db: item.shape.db, table: item.shape.table });
-      if (item.kind === 'query' && item.ddl) ddl = true;
+      if (item.kind === 'query' && item.ddl && !ddl)
+        ddl = touchesCaptured(await classifyDdl(item.query, { ...context, defaultDb: item.db, ...item.sqlMode }), accept);
       if ((item.kind === 'commit' || item.kind === 'progress') && comparePositions(item.position, range.to) >= 0) break;
     }
   } finally {
     await reader.stop();
   }
   return { tables: [...found.values()], ddl };
+}
+
+/** Whether a DDL statement may touch a captured table (an unknown one that names none may touch any). */
+function touchesCaptured(c: DdlClassification, accept: (db: string, table: string) => boolean): boolean {
+  switch (c.kind) {
+    case 'tables':
+      return c.effects.some((e) => e.change.kind !== 'noop' && accept(e.table.db, e.table.table));
+    case 'database':
+      return accept(c.db, '');
+    case 'unknown':
+      return c.tables === null || c.tables.some((t) => accept(t.db, t.table));
+    default:
+      return false;
+  }
 }

@@ -106,24 +106,28 @@ export class StreamGuard {
     return (this.options.clock ?? Date.now)();
   }
 
-  /** Checks one event before the reader handles it; `file` is the binlog file the event is in. */
-  check(ev: Ev, type: string, file: string): Verdict {
+  /**
+   * Checks one event before the reader handles it; `file` is the binlog file the event is in, `end`
+   * its true end offset (undefined for one without its own: inside a compressed transaction, a
+   * ROTATE, an out-of-sequence FORMAT_DESCRIPTION; see binlog-dump.ts).
+   */
+  check(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
     if (this.stopped) return 'drop';
-    const verdict = this.inspect(ev, type, file);
-    if (ev.nextPosition > 0 && type !== 'Rotate') {
+    const verdict = this.inspect(ev, type, file, end);
+    if (end !== undefined && type !== 'Rotate') {
       this.lastFile = file;
-      this.lastPos = ev.nextPosition;
+      this.lastPos = end;
     }
     if (verdict && verdict !== 'drop') this.stopped = true;
     return verdict;
   }
 
-  private inspect(ev: Ev, type: string, file: string): Verdict {
+  private inspect(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
     const history = this.options.history;
     const mismatch = history?.check.onEvent(ev, type, file);
     if (history && mismatch) return history.check.explain(history.sql, mismatch);
     if (this.options.historyOnly) return undefined;
-    if (this.violation) return this.drain(ev, type, file);
+    if (this.violation) return this.drain(ev, type, file, end);
     switch (type) {
       case 'MariadbGtid':
       case 'Gtid':
@@ -137,14 +141,14 @@ export class StreamGuard {
         };
         return undefined;
       case 'Query':
-        return this.statement(ev, type, file);
+        return this.statement(ev, type, file, end);
       case 'TableMap':
         this.mapped(ev);
         return undefined;
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows':
-        return this.rows(ev, type, file);
+        return this.rows(ev, type, file, end);
       default:
         return undefined;
     }
@@ -154,7 +158,7 @@ export class StreamGuard {
    * A Query event: transaction control, a DDL (the capture's to classify), or DML logged as a
    * statement, which stops the stream if it writes a captured table (or cannot be read).
    */
-  private statement(ev: Ev, type: string, file: string): Verdict {
+  private statement(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
     const query = String(ev.query);
     if (/^\s*(BEGIN|XA\s+START)\b/i.test(query)) {
       if (this.group) {
@@ -175,7 +179,7 @@ export class StreamGuard {
     const written = writtenTables(query, ev.schema ?? '', STATEMENT_VERSION);
     const captured = written?.filter((t) => accept(t.db, t.table));
     if (captured && !captured.length) return undefined;
-    return this.violate(ev, type, file, {
+    return this.violate(ev, type, file, end, {
       code: ErrorCode.STATEMENT_DML,
       what: `a change ${captured ? `to ${captured.map(formatTableRef).join(', ')} ` : 'sluice cannot read the tables of '}logged as a statement, without its rows (binlog_format=STATEMENT or MIXED in the session that wrote it)`,
       fix: "have the writer use binlog_format=ROW (SET SESSION binlog_format = 'ROW', or drop the setting from its connection options; ROW globally)",
@@ -188,10 +192,10 @@ export class StreamGuard {
     this.group?.tables.set(groupKey(ref), ref);
   }
 
-  private rows(ev: Ev, type: string, file: string): Verdict {
+  private rows(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
     if (this.group?.xa) {
       const table = rowsTable(ev);
-      return this.violate(ev, type, file, {
+      return this.violate(ev, type, file, end, {
         code: 'XA_PREPARED',
         what: `changes to ${table} in an XA transaction prepared in two phases (XA PREPARE), whose commit or rollback comes later in the binlog`,
         fix: 'use plain transactions (or XA COMMIT … ONE PHASE) for captured tables; skip this one only after it was committed or rolled back (XA RECOVER no longer lists it)',
@@ -205,35 +209,35 @@ export class StreamGuard {
     const names = missing.map((i) => columns[i]?.name ?? `#${i + 1}`).join(', ');
     const op = type === 'WriteRows' ? 'an insert' : type === 'UpdateRows' ? 'an update' : 'a delete';
     const table = rowsTable(ev);
-    return this.violate(ev, type, file, {
+    return this.violate(ev, type, file, end, {
       code: 'ROW_IMAGE_PARTIAL',
       what: `${op} of ${table} logged with a partial row image, without column(s) ${names} (binlog_row_image=${setting} in the session that wrote it), which sluice would write as NULL`,
       fix: "have the writer use binlog_row_image=FULL (SET SESSION binlog_row_image = 'FULL', or drop the setting from its connection options)",
     });
   }
 
-  private violate(ev: Ev, _type: string, file: string, violation: Omit<Violation, 'since'>): Verdict {
+  private violate(ev: Ev, _type: string, file: string, end: number | undefined, violation: Omit<Violation, 'since'>): Verdict {
     this.violation = { ...violation, since: this.now };
     for (const table of violation.tables ?? []) this.group?.tables.set(groupKey(table), table);
-    return this.drain(ev, 'violation', file);
+    return this.drain(ev, 'violation', file, end);
   }
 
   /** Inside a violating transaction: drop its events until it ends, then stop naming its end. */
-  private drain(ev: Ev, type: string, file: string): Verdict {
+  private drain(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
     switch (type) {
       case 'TableMap':
         this.mapped(ev);
         break;
       case 'Xid':
       case 'XaPrepare':
-        // log_pos 0: inside a compressed transaction, which ends with its payload event.
-        if (ev.nextPosition === 0) break;
-        return this.stop(file, ev.nextPosition);
+        // No end of its own: inside a compressed transaction, which ends with its payload event.
+        if (end === undefined) break;
+        return this.stop(file, end);
       case 'Query':
-        if (ev.nextPosition !== 0 && /^\s*(COMMIT|ROLLBACK)\s*$/i.test(String(ev.query))) return this.stop(file, ev.nextPosition);
+        if (end !== undefined && /^\s*(COMMIT|ROLLBACK)\s*$/i.test(String(ev.query))) return this.stop(file, end);
         break;
       case 'TransactionPayload':
-        return this.stop(file, ev.nextPosition);
+        return this.stop(file, end);
       case 'MariadbGtid':
       case 'Gtid':
       case 'AnonymousGtid':

@@ -1,5 +1,5 @@
 import type { ServerTraits } from '../../capture/schema-tracker.ts';
-import { type BinlogPosition, comparePositions } from '../../core/position.ts';
+import { type BinlogPosition, comparePositions, unwrapLogPos } from '../../core/position.ts';
 import { tableKey } from '../../schema/catalog.ts';
 import { CharsetTable } from '../../schema/charsets.ts';
 import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema/column-type.ts';
@@ -50,10 +50,10 @@ const key = (t: TableRef) => JSON.stringify([t.db, t.table]);
 export async function readVersions(conn: SqlConnection, tables: readonly TableRef[], previous: ReadonlyMap<string, SchemaVersion>): Promise<SchemaVersion[]> {
   const out: SchemaVersion[] = [];
   for (const table of tables) {
-    const columns = await rows<InformationSchemaColumn & { EXTRA?: string }>(
+    const columns = await rows<InformationSchemaColumn & { EXTRA?: string; GENERATION_EXPRESSION?: string | null }>(
       conn,
       `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION,
-              CHARACTER_SET_NAME, COLLATION_NAME, EXTRA, COLUMN_DEFAULT
+              CHARACTER_SET_NAME, COLLATION_NAME, EXTRA, COLUMN_DEFAULT, GENERATION_EXPRESSION
          FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
       [table.db, table.table],
     );
@@ -64,9 +64,9 @@ export async function readVersions(conn: SqlConnection, tables: readonly TableRe
          FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME = 'PRIMARY' DESC, NON_UNIQUE, INDEX_NAME, SEQ_IN_INDEX`,
       [table.db, table.table],
     );
-    const [info] = await rows<{ TABLE_COLLATION: string | null }>(
+    const [info] = await rows<{ TABLE_COLLATION: string | null; TABLE_TYPE: string | null }>(
       conn,
-      'SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+      'SELECT TABLE_COLLATION, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
       [table.db, table.table],
     );
     const before = previous.get(key(table));
@@ -77,11 +77,12 @@ export async function readVersions(conn: SqlConnection, tables: readonly TableRe
           columns,
           statistics,
           info?.TABLE_COLLATION ?? null,
+          info?.TABLE_TYPE === 'SYSTEM VERSIONED',
         ),
       );
     } catch (error) {
       // A column type the schema history cannot describe: the table's rows are still captured
-      // (their values are exact), without a version; its DDL stops capture (DDL_UNKNOWN).
+      // (their values are exact), without a version; its DDL is unknown (re-copied, or DDL_UNKNOWN).
       if (!(error instanceof UnsupportedTypeError)) throw error;
     }
   }
@@ -136,7 +137,9 @@ export async function statementsBetween(conn: SqlConnection, from: BinlogPositio
         found.push({ db: m ? (m[1] ?? '').replaceAll('``', '`') : '', query });
       }
       if (events.length < 1000) break;
-      pos = Number(events[events.length - 1]?.End_log_pos);
+      // End_log_pos is the header's log_pos, the end offset modulo 4 GiB past 4 GiB; Pos is exact.
+      const last = events[events.length - 1];
+      pos = unwrapLogPos(Number(last?.End_log_pos), Number(last?.Pos));
     }
     if (file === to.file) break;
   }

@@ -26,10 +26,23 @@ interface ColumnRow {
   NUMERIC_PRECISION: string | number | null;
   NUMERIC_SCALE: string | number | null;
   DATETIME_PRECISION: string | number | null;
+  /** `ROW START` / `ROW END` for a system-versioned table's declared period columns (MariaDB). */
+  GENERATION_EXPRESSION?: string | null;
 }
 
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
-const SPATIAL = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+/** information_schema's names of the spatial types; MySQL 8 calls GEOMETRYCOLLECTION `geomcollection`. */
+const SPATIAL = new Set([
+  'geometry',
+  'point',
+  'linestring',
+  'polygon',
+  'multipoint',
+  'multilinestring',
+  'multipolygon',
+  'geometrycollection',
+  'geomcollection',
+]);
 const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
@@ -110,6 +123,8 @@ function schemaColumn(row: ColumnRow): Column {
     case 'mediumblob':
     case 'longblob':
       return of('binary', 'blob');
+    case 'geomcollection': // MySQL 8's name; the binlog path names it as MariaDB does (binlog-columns.ts)
+      return of('binary', 'geometrycollection');
     default:
       // The spatial types, and anything newer: the bytes as MariaDB stores them.
       return of('binary', type);
@@ -137,9 +152,14 @@ export function selectAs(expression: string, name: string): string {
 
 const selectOf = (row: ColumnRow) => selectAs(readOf(row), row.COLUMN_NAME);
 
-/** How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via DOUBLE. */
+/**
+ * How a cursor value is bound: integers and decimals are cast so the comparison is exact, never via
+ * DOUBLE. An unsigned one goes through CHAR first: in a prepared statement (the pages are read over
+ * the binary protocol) MySQL 8.0 reads a string parameter of CAST(? AS UNSIGNED) as a signed
+ * BIGINT, so every key from 2^63 up became 9223372036854775807 and those rows were never paged.
+ */
 function keyParam(column: Column, row: ColumnRow): string {
-  if (column.kind === 'int') return /\bunsigned\b/i.test(row.COLUMN_TYPE) ? 'CAST(? AS UNSIGNED)' : 'CAST(? AS SIGNED)';
+  if (column.kind === 'int') return /\bunsigned\b/i.test(row.COLUMN_TYPE) ? 'CAST(CAST(? AS CHAR) AS UNSIGNED)' : 'CAST(? AS SIGNED)';
   if (column.kind === 'decimal') return `CAST(? AS DECIMAL(${row.NUMERIC_PRECISION},${row.NUMERIC_SCALE}))`;
   return '?';
 }
@@ -158,7 +178,7 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[]): Pro
 export async function tableInfo(conn: SqlConnection, db: string, table: string, chunkColumn?: string, identity?: readonly string[]): Promise<TableInfo> {
   const columnRows = await rows<ColumnRow>(
     conn,
-    `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION
+    `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, GENERATION_EXPRESSION
        FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
     [db, table],
   );
@@ -173,7 +193,11 @@ export async function tableInfo(conn: SqlConnection, db: string, table: string, 
       WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION`,
     [db, table],
   );
-  let key = primary.map((r) => r.COLUMN_NAME);
+  // A system-versioned table's keys end with its row end (hidden, so not among the columns, or
+  // declared): every current row, all a snapshot reads, holds the same one, so it identifies nothing.
+  let key = primary
+    .map((r) => r.COLUMN_NAME)
+    .filter((name) => columnRows.some((r) => r.COLUMN_NAME === name && r.GENERATION_EXPRESSION?.toUpperCase() !== 'ROW END'));
   if (!key.length && chunkColumn) {
     await checkChunkColumn(conn, db, table, chunkColumn, columnRows);
     key = [chunkColumn];
@@ -239,11 +263,14 @@ export async function logicalTypes(conn: SqlConnection, db: string, table: strin
   return new Map(found.filter((r) => LOGICAL.has(r.DATA_TYPE.toLowerCase())).map((r) => [r.COLUMN_NAME, r.DATA_TYPE.toLowerCase() as LogicalType]));
 }
 
-/** Base tables passing `accept`, by their two names. */
+/** What information_schema.TABLES calls a table that holds rows: MariaDB lists a system-versioned one apart. */
+export const ROW_TABLE_TYPES = ['BASE TABLE', 'SYSTEM VERSIONED'];
+
+/** Base tables (system-versioned ones included) passing `accept`, by their two names. */
 export async function listTables(conn: SqlConnection, accept: (db: string, table: string) => boolean): Promise<{ db: string; table: string }[]> {
   const all = await rows<{ TABLE_SCHEMA: string; TABLE_NAME: string }>(
     conn,
-    "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+    "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY TABLE_SCHEMA, TABLE_NAME",
     [],
   );
   return all.map((r) => ({ db: r.TABLE_SCHEMA, table: r.TABLE_NAME })).filter((t) => accept(t.db, t.table));

@@ -32,7 +32,7 @@ function tupleValues(values: KeyValues): unknown[] {
   return out.map(bindable);
 }
 
-/** Big integers arrive as strings and are bound as strings into CAST(? AS UNSIGNED|SIGNED): exact. */
+/** Big integers arrive as strings and are bound as strings into their casts (schema.ts keyParam): exact. */
 const bindable = (v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
 function pageQuery(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number): { sql: string; values: unknown[] } {

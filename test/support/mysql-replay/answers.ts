@@ -309,7 +309,7 @@ export function answer(sqlText: string, facts: ServerFacts, session: Session): A
       { name: 'Binlog_Ignore_DB' },
       { name: 'Executed_Gtid_Set' },
     ],
-    rows: last ? [[last.name, String(last.file.bytes.length), '', '', facts.gtidExecuted.toString()]] : [],
+    rows: last ? [[last.name, String(last.file.size), '', '', facts.gtidExecuted.toString()]] : [],
   });
 
   // SET: https://dev.mysql.com/doc/refman/8.4/en/set-variable.html. User variables are kept (the
@@ -363,7 +363,7 @@ export function answer(sqlText: string, facts: ServerFacts, session: Session): A
     return {
       kind: 'rows',
       columns: [{ name: 'Log_name' }, { name: 'File_size', type: 'int' }, { name: 'Encrypted' }],
-      rows: facts.files.map((f) => [f.name, String(f.file.bytes.length), 'No']),
+      rows: facts.files.map((f) => [f.name, String(f.file.size), 'No']),
     };
   }
 
@@ -393,7 +393,7 @@ export function answer(sqlText: string, facts: ServerFacts, session: Session): A
     if (!served) return fail('Could not find target log');
     const from = events[2] ? Number(events[2]) : 4;
     const start = served.file.events.findIndex((e) => e.offset === from);
-    if (start < 0 && from < served.file.bytes.length) return fail('Wrong offset or I/O error');
+    if (start < 0 && from < served.file.size) return fail('Wrong offset or I/O error');
     const offset = events[3] ? Number(events[3]) : 0;
     const limit = events[4] ? Number(events[4]) : Number.POSITIVE_INFINITY;
     const rows: (string | null)[][] = [];

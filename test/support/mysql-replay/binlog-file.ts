@@ -108,6 +108,8 @@ export interface Gtid {
 export interface BinlogFile {
   readonly path: string;
   readonly bytes: Buffer;
+  /** The file's length as served: its bytes', unless grown (`growBinlogFile`) or cut short (`cutBinlogFile`). */
+  readonly size: number;
   readonly events: readonly RawEvent[];
   /** The FORMAT_DESCRIPTION's server version, e.g. `8.0.46`. */
   readonly serverVersion: string;
@@ -201,6 +203,7 @@ export function readBinlogFile(path: string): BinlogFile {
   return {
     path,
     bytes,
+    size: bytes.length,
     events,
     serverVersion,
     serverId: fde.serverId,
@@ -212,6 +215,95 @@ export function readBinlogFile(path: string): BinlogFile {
     partialImages,
     counts,
   };
+}
+
+/** What a binlog event header's 32-bit log_pos wraps at: a server writes end offsets past 4 GiB modulo 2^32. */
+export const LOG_POS_MODULUS = 2 ** 32;
+/** The rows events standing for a large transaction's rows (`growBinlogFile`): 4 MiB each, so 4 GiB is a thousand of them. */
+const FILLER_EVENT_SIZE = 4 << 20;
+/** The table id of those rows: one no TABLE_MAP names, as the rows of a table a client filters out look to it. */
+export const FILLER_TABLE_ID = 999_999;
+
+/**
+ * The file as its server would have written it had a transaction held `by` bytes more rows: the
+ * event at offset `at` (an event of the recorded file inside a transaction, e.g. its XID) and every
+ * later one move `by` bytes on, their headers' log_pos written modulo 2^32 as servers write them
+ * past 4 GiB (MySQL sql/binlog.cc Binlog_event_writer, MariaDB sql/log.cc write_cache) and their
+ * CRC32 computed again; the bytes between are WRITE_ROWS_V2 events of a table no TABLE_MAP names
+ * (`FILLER_TABLE_ID`), made when a dump sends them. A dump that starts past them sends none.
+ */
+export function growBinlogFile(file: BinlogFile, at: number, by: number): BinlogFile {
+  const index = file.events.findIndex((e) => e.offset === at);
+  if (index < 1) throw new Error(`${file.path}: no event after the FORMAT_DESCRIPTION starts at ${at}`);
+  const trailer = file.checksum === 'CRC32' ? 4 : 0;
+  if (by < 2 * (EVENT_HEADER_LENGTH + 11 + trailer)) throw new Error(`${file.path}: grow by at least ${2 * (EVENT_HEADER_LENGTH + 11 + trailer)} bytes`);
+  const before = file.events[index - 1] as RawEvent;
+  const fillers: RawEvent[] = [];
+  for (let offset = at, left = by; left > 0; ) {
+    const size = left >= 2 * FILLER_EVENT_SIZE ? FILLER_EVENT_SIZE : left > FILLER_EVENT_SIZE ? Math.ceil(left / 2) : left;
+    fillers.push(fillerEvent(offset, size, before.timestamp, file.serverId, trailer > 0));
+    offset += size;
+    left -= size;
+  }
+  const moved = file.events.slice(index).map((e): RawEvent => {
+    const logPos = (e.logPos + by) % LOG_POS_MODULUS;
+    const body = Buffer.from(e.body);
+    body.writeUInt32LE(logPos, 13);
+    const bytes = withChecksum(body, trailer > 0);
+    return { ...e, offset: e.offset + by, logPos, body, bytes, checksum: trailer ? bytes.readUInt32LE(bytes.length - 4) : undefined };
+  });
+  return {
+    ...file,
+    size: file.size + by,
+    events: [...file.events.slice(0, index), ...fillers, ...moved],
+    gtids: file.gtids.map((g) => (g.offset >= at ? { ...g, offset: g.offset + by } : g)),
+  };
+}
+
+/** A filler rows event (see `growBinlogFile`): its bytes are made when asked for, never kept. */
+function fillerEvent(offset: number, size: number, timestamp: number, serverId: number, crc: boolean): RawEvent {
+  const logPos = (offset + size) % LOG_POS_MODULUS;
+  const body = () => {
+    const out = Buffer.alloc(size - (crc ? 4 : 0));
+    out.writeUInt32LE(timestamp, 0);
+    out[4] = EventType.WRITE_ROWS_V2;
+    out.writeUInt32LE(serverId, 5);
+    out.writeUInt32LE(size, 9);
+    out.writeUInt32LE(logPos, 13);
+    // Post-header: table id u48, flags u16; then the v2 extra data length (2: none), one column.
+    out.writeUIntLE(FILLER_TABLE_ID, EVENT_HEADER_LENGTH, 6);
+    out.writeUInt16LE(2, EVENT_HEADER_LENGTH + 8);
+    out[EVENT_HEADER_LENGTH + 10] = 1;
+    return out;
+  };
+  return {
+    offset,
+    timestamp,
+    type: EventType.WRITE_ROWS_V2,
+    serverId,
+    size,
+    logPos,
+    flags: 0,
+    get body() {
+      return body();
+    },
+    get bytes() {
+      return withChecksum(body(), crc);
+    },
+    get checksum() {
+      return crc ? this.bytes.readUInt32LE(size - 4) : undefined;
+    },
+  };
+}
+
+/**
+ * The file as it was while its server had written `pos` bytes of it (an event's end): the events
+ * after are not there yet, nor its ROTATE.
+ */
+export function cutBinlogFile(file: BinlogFile, pos: number): BinlogFile {
+  const events = file.events.filter((e) => e.offset + e.size <= pos);
+  if (pos !== file.size && !file.events.some((e) => e.offset + e.size === pos)) throw new Error(`${file.path}: no event ends at ${pos}`);
+  return { ...file, size: pos, events, gtids: file.gtids.filter((g) => g.offset < pos), rotateTo: pos === file.size ? file.rotateTo : undefined };
 }
 
 /** The name a file is served under when nothing else names it: `binlog.NNNNNN` from its trailing digits. */

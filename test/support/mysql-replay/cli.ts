@@ -27,7 +27,7 @@ const program = new Command('mysql:replay')
     console.log(
       `mysql-replay: MySQL ${facts.version} (server_id ${facts.serverId}, server_uuid ${facts.serverUuid}, gtid_mode ${facts.gtidMode}) on ${server.uri}`,
     );
-    for (const f of facts.files) console.log(`  ${f.name}  ${f.file.bytes.length} bytes  ← ${f.file.path}`);
+    for (const f of facts.files) console.log(`  ${f.name}  ${f.file.size} bytes  ← ${f.file.path}`);
     const stop = () => void server.close().then(() => process.exit(0));
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

@@ -38,12 +38,15 @@ import { type Answer, answer, type Column, type ServedFile, type ServerFacts, ty
 import {
   ARTIFICIAL_FLAG,
   type BinlogFile,
+  cutBinlogFile,
   decodeGtidSet,
   defaultBinlogName,
   EVENT_HEADER_LENGTH,
   EventType,
+  growBinlogFile,
   HEADER_SIZE,
   IN_USE_FLAG,
+  LOG_POS_MODULUS,
   nextBinlogName,
   readBinlogFile,
   withChecksum,
@@ -64,6 +67,14 @@ export interface ReplayOptions {
   variables?: Readonly<Record<string, string>>;
   /** Heartbeat interval when the client sets no @master_heartbeat_period. */
   heartbeatMs?: number;
+  /**
+   * Serves the file named `file` (its served name) as if a transaction had held `bytes` more rows
+   * before its event at `at`: that event and every later one `bytes` further on, past 4 GiB with
+   * log_pos wrapped as a server writes it (binlog-file.ts `growBinlogFile`).
+   */
+  grow?: { file: string; at: number; bytes: number };
+  /** Serves the history as it was when the server had written up to `pos` of `file` (an event's end): later files are not there yet (`cutBinlogFile`). */
+  until?: { file: string; pos: number };
   /** Called with each statement and what it got, for tests and `--verbose`. */
   onStatement?: (sql: string, outcome: string) => void;
 }
@@ -78,8 +89,8 @@ export interface ReplayServer {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** The names files are served under: each ROTATE's target names the next file (see the header). */
-export function servedFiles(paths: readonly string[]): ServedFile[] {
+/** The names files are served under: each ROTATE's target names the next file (see the header); then `grow` and `until` (ReplayOptions). */
+export function servedFiles(paths: readonly string[], change: Pick<ReplayOptions, 'grow' | 'until'> = {}): ServedFile[] {
   const files = paths.map((p) => readBinlogFile(p));
   const names: string[] = [];
   files.forEach((file, i) => {
@@ -90,7 +101,15 @@ export function servedFiles(paths: readonly string[]): ServedFile[] {
     else names.push(defaultBinlogName(file.path));
   });
   if (new Set(names).size !== names.length) throw new Error(`mysql-replay: two files would be served under one name (${names.join(', ')})`);
-  return files.map((file, i) => ({ name: names[i] as string, file }));
+  const { grow, until } = change;
+  for (const named of [grow?.file, until?.file])
+    if (named && !names.includes(named)) throw new Error(`mysql-replay: no file is served as ${named} (${names.join(', ')})`);
+  const served = files.map((file, i) => {
+    const name = names[i] as string;
+    const grown = grow?.file === name ? growBinlogFile(file, grow.at, grow.bytes) : file;
+    return { name, file: until?.file === name ? cutBinlogFile(grown, until.pos) : grown };
+  });
+  return until ? served.slice(0, names.indexOf(until.file) + 1) : served;
 }
 
 // Client/server protocol constants (https://dev.mysql.com/doc/dev/mysql-server/latest/PAGE_PROTOCOL.html).
@@ -322,7 +341,7 @@ function decodeDump(payload: Buffer): DumpRequest {
 
 /** Starts a replay server; resolves once it listens. */
 export async function startReplayServer(options: ReplayOptions): Promise<ReplayServer> {
-  const files = servedFiles(options.files);
+  const files = servedFiles(options.files, options);
   const facts = serverFacts(files, options.version, options.variables);
   const heartbeatMs = options.heartbeatMs ?? 3000;
   const schemaFrom = options.schemaFrom;
@@ -552,7 +571,7 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
       const first = files[index];
       if (!first) return fatal('Could not find first log file name in binary log index file');
       if (start < HEADER_SIZE) return fatal('Client requested source to start replication from position < 4');
-      if (start > first.file.bytes.length) return fatal('Client requested source to start replication from position > file size');
+      if (start > first.file.size) return fatal('Client requested source to start replication from position > file size');
       if (first.file.checksum === 'CRC32' && clientChecksum === undefined) {
         return fatal('Replica can not handle replication events with the checksum that source is configured to log');
       }
@@ -564,11 +583,14 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
         const file = served.file;
         const crc = file.checksum === 'CRC32';
         send(Buffer.concat([Buffer.from([0x00]), fakeRotate(served.name, from, facts.serverId, clientCrc)]));
-        send(Buffer.concat([Buffer.from([0x00]), formatDescription(file, from > HEADER_SIZE)]));
+        // COM_BINLOG_DUMP_GTID sends it as the file has it (sql/rpl_binlog_sender.cc
+        // send_format_description_event: log_pos and `created` are cleared only for a position dump
+        // starting past it; a GTID dump naming no file clears `created` alone, when it skips the file's first GTID).
+        send(Buffer.concat([Buffer.from([0x00]), formatDescription(file, !request.gtids && from > HEADER_SIZE)]));
         const events = file.events.slice(1);
         let at = from === HEADER_SIZE ? 0 : events.findIndex((e) => e.offset === from);
         if (at < 0) {
-          if (from === file.bytes.length) at = events.length;
+          if (from === file.size) at = events.length;
           else {
             return fatal(
               `bogus data in log event; the first event '${first.name}' at ${start}, the last event read from '${served.name}' at ${HEADER_SIZE}, the last byte read from '${served.name}' at ${from}.`,
@@ -593,6 +615,9 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
             }
           }
           send(Buffer.concat([Buffer.from([0x00]), event.bytes]));
+          // A client reading slower than this loop writes (a grown file's gigabytes): wait, as the server's socket would.
+          if (conn.stream.writableNeedDrain && !closed) await drained(conn.stream);
+          if (closed) return;
         }
         if (skippedTo) send(Buffer.concat([Buffer.from([0x00]), heartbeat(served.name, skippedTo, facts.serverId, crc)]));
       }
@@ -604,7 +629,7 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
       const every = period > 0 ? period : heartbeatMs;
       const beat = () => {
         if (closed) return;
-        send(Buffer.concat([Buffer.from([0x00]), heartbeat(last.name, last.file.bytes.length, facts.serverId, last.file.checksum === 'CRC32')]));
+        send(Buffer.concat([Buffer.from([0x00]), heartbeat(last.name, last.file.size, facts.serverId, last.file.checksum === 'CRC32')]));
         timer = setTimeout(beat, every);
       };
       timer = setTimeout(beat, every);
@@ -625,6 +650,17 @@ export async function startReplayServer(options: ReplayOptions): Promise<ReplayS
   return { port, facts, uri: `mysql://replay:replay@127.0.0.1:${port}/`, close, [Symbol.asyncDispose]: close };
 }
 
+/** Resolves once `stream` has written what it buffered, or closed. */
+function drained(stream: Socket): Promise<void> {
+  return new Promise((resume) => {
+    const done = () => {
+      stream.off('drain', done).off('close', done);
+      resume();
+    };
+    stream.on('drain', done).on('close', done);
+  });
+}
+
 /** The ROTATE a server makes up before each file (Binlog_sender::fake_rotate_event). */
 function fakeRotate(name: string, position: number, serverId: number, checksum: boolean): Buffer {
   const body = Buffer.alloc(EVENT_HEADER_LENGTH + 8 + Buffer.byteLength(name));
@@ -640,13 +676,17 @@ function fakeRotate(name: string, position: number, serverId: number, checksum: 
   return withChecksum(body, checksum);
 }
 
-/** A HEARTBEAT_LOG_EVENT (Binlog_sender::send_heartbeat_event): log_pos = the position reached, body = file name. */
+/**
+ * A HEARTBEAT_LOG_EVENT (Binlog_sender::send_heartbeat_event_v1): log_pos = the position reached,
+ * `static_cast<uint32>` of it past 4 GiB; body = file name. (v2, type 41, with the 8-byte position,
+ * goes only to a replica that sets USE_HEARTBEAT_EVENT_V2 in its dump flags.)
+ */
 function heartbeat(name: string, position: number, serverId: number, checksum: boolean): Buffer {
   const body = Buffer.alloc(EVENT_HEADER_LENGTH + Buffer.byteLength(name));
   body[4] = EventType.HEARTBEAT;
   body.writeUInt32LE(serverId, 5);
   body.writeUInt32LE(body.length + (checksum ? 4 : 0), 9);
-  body.writeUInt32LE(position, 13);
+  body.writeUInt32LE(position % LOG_POS_MODULUS, 13);
   body.write(name, EVENT_HEADER_LENGTH, 'utf8');
   return withChecksum(body, checksum);
 }

@@ -5,27 +5,26 @@ import type {
   ColumnPosition,
   IndexDefinition,
   KeyPart,
+  Period,
   TableChange,
   TableDefinition,
   TableEffect,
   TableRef,
 } from '../../../schema/definition.ts';
-import { columnFromAst } from './column-def.ts';
-import { LexError, lex, render, type Token } from './lexer.ts';
-import { sqlParser } from './sqlparser.ts';
+import { columnDefinition } from './column-def.ts';
+import { describeToken, LexError, lex, type Token } from './lexer.ts';
 
 export type { TableChange, TableEffect, TableRef };
 
 /**
  * Classifies one binlog Query event's text (a DDL statement) into what it does to which tables.
  *
- * The statement structure (which statement, which tables, which ALTER specifications) is read
- * from the pre-lexer's tokens: MariaDB's DDL grammar around names and specifications is small,
- * and the tokens are exact (quoting, comments, executable comments). Column definitions go to
- * sqlparser-rs (mysql dialect), whose output is checked against an allow-list. Whatever is not
+ * Everything is read from the pre-lexer's tokens, which are exact (quoting, comments, executable
+ * comments): the statement structure (which statement, which tables, which ALTER specifications)
+ * here, column definitions by the servers' column grammar in column-def.ts. Whatever is not
  * understood with certainty becomes `unknown`, carrying the tables the tokens name: the capture
- * path stops on it when one of them is captured. Statement text is never kept in a result: users,
- * grants and routines can hold passwords.
+ * path re-copies those tables (or stops, as configured). Statement text is never kept in a result:
+ * users, grants and routines can hold passwords.
  */
 
 export type DdlClassification =
@@ -40,6 +39,10 @@ export type DdlClassification =
       readonly db: string;
       readonly charset?: string;
       readonly collation?: string;
+      /** `CHARACTER SET DEFAULT`: the server's charset, with that charset's default collation. */
+      readonly charsetDefault?: boolean;
+      /** `COLLATE DEFAULT`: the charset's default collation. */
+      readonly collationDefault?: boolean;
       /** CREATE … IF NOT EXISTS: an existing database keeps its defaults. */
       readonly ifNotExists?: boolean;
     }
@@ -66,6 +69,10 @@ export interface ClassifyContext {
   readonly noBackslashEscapes?: boolean;
   /** lower_case_table_names=1: the server stores names in lower case. */
   readonly lowerCaseTableNames?: boolean;
+  /** sql_mode REAL_AS_FLOAT: REAL is FLOAT (else DOUBLE). */
+  readonly realAsFloat?: boolean;
+  /** sql_mode ORACLE or MAXDB is (or may be) on: type names mean other types (DATE is DATETIME…); sluice does not read them. */
+  readonly foreignTypes?: boolean;
 }
 
 /** A statement part that cannot be classified with certainty. */
@@ -262,8 +269,6 @@ export async function classifyDdl(text: string, ctx: ClassifyContext): Promise<D
     result = await statement(s, new Cursor(tokens));
   } catch (error) {
     if (error instanceof Unclassified || error instanceof UnsupportedTypeError) result = { kind: 'unknown', tables: dedupe(s.seen), reason: error.message };
-    else if (error instanceof Error && error.name === 'ParserError')
-      result = { kind: 'unknown', tables: dedupe(s.seen), reason: `sqlparser: ${error.message}` };
     else throw error;
   }
   // Routine bodies hold semicolons; anything else with one is several statements.
@@ -405,6 +410,7 @@ async function createTable(s: Statement, c: Cursor, m: { temporary?: boolean; or
   const rest = c.rest();
   // Table options, partitioning, then an optional query.
   let select = false;
+  let systemVersioning = false;
   let depth = 0;
   for (let i = 0; i < rest.length && !select; i++) {
     const t = rest[i] as Token;
@@ -413,7 +419,11 @@ async function createTable(s: Statement, c: Cursor, m: { temporary?: boolean; or
       depth++;
     } else if (t.kind === 'punct' && t.value === ')') depth--;
     else if (t.kind === 'word' && depth === 0) {
-      if (t.upper === 'WITH' && rest[i + 1]?.upper === 'SYSTEM') throw new Unclassified('a system-versioned table');
+      if (t.upper === 'WITH' && rest[i + 1]?.upper === 'SYSTEM' && rest[i + 2]?.upper === 'VERSIONING') {
+        systemVersioning = true;
+        i += 2;
+        continue;
+      }
       if (t.upper === 'SELECT' || t.upper === 'VALUES' || t.upper === 'WITH' || t.upper === 'TABLE') select = true;
     }
   }
@@ -421,11 +431,23 @@ async function createTable(s: Statement, c: Cursor, m: { temporary?: boolean; or
   checkTableOptions(optionTokens);
   if (select) return effect({ kind: 'create-select', orReplace });
   if (!body) throw new Unclassified('CREATE TABLE without columns');
-  return effect({ kind: 'create', definition: { items: await tableItems(s, body), ...charsetOptions(optionTokens) }, orReplace, ifNotExists });
+  const { items, periods } = tableItems(s, body);
+  const definition: TableDefinition = {
+    items,
+    ...charsetOptions(optionTokens),
+    ...(periods.length ? { periods } : {}),
+    ...(systemVersioning ? { systemVersioning } : {}),
+  };
+  return effect({ kind: 'create', definition, orReplace, ifNotExists });
 }
 
 function firstQueryIndex(rest: Token[]): number {
-  const i = rest.findIndex((t) => t.kind === 'word' && ['IGNORE', 'REPLACE', 'AS', 'SELECT', 'WITH', 'VALUES', 'TABLE'].includes(t.upper));
+  const i = rest.findIndex(
+    (t, k) =>
+      t.kind === 'word' &&
+      ['IGNORE', 'REPLACE', 'AS', 'SELECT', 'WITH', 'VALUES', 'TABLE'].includes(t.upper) &&
+      !(t.upper === 'WITH' && rest[k + 1]?.upper === 'SYSTEM'),
+  );
   const paren = rest.findIndex((t, k) => t.kind === 'punct' && t.value === '(' && rest[k + 1]?.upper === 'SELECT');
   return Math.min(i < 0 ? rest.length : i, paren < 0 ? rest.length : paren);
 }
@@ -436,20 +458,33 @@ function checkTableOptions(tokens: Token[]): void {
     const t = tokens[i] as Token;
     if (t.kind !== 'word') continue;
     const value = tokens[i + 1]?.value === '=' ? tokens[i + 2] : tokens[i + 1];
-    if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(String(value?.value).toUpperCase())) throw new Unclassified(`ENGINE=${value?.value}`);
+    if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(String(value?.value).toUpperCase())) throw new Unclassified(`ENGINE=${describeToken(value)}`);
     if (t.upper === 'SEQUENCE') throw new Unclassified('a table created as a sequence');
   }
 }
 
-/** `[DEFAULT] CHARACTER SET|CHARSET [=] x`, `[DEFAULT] COLLATE [=] y` anywhere in option tokens. */
-function charsetOptions(tokens: readonly Token[]): { charset?: string; collation?: string } {
-  const out: { charset?: string; collation?: string } = {};
+/** What a run of table or database options says of the default charset and collation. */
+interface CharsetOptions {
+  charset?: string;
+  collation?: string;
+  charsetDefault?: boolean;
+  collationDefault?: boolean;
+}
+
+/**
+ * `[DEFAULT] {CHARACTER SET|CHAR SET|CHARSET} [=] x`, `[DEFAULT] COLLATE [=] y` anywhere in option
+ * tokens (`CHAR SET` is the grammar's `charset: CHAR_sym SET | CHARSET`). `DEFAULT` as the value is
+ * kept as a flag: the server reads it as "the enclosing default charset, with its own default
+ * collation", not as the enclosing collation.
+ */
+function charsetOptions(tokens: readonly Token[]): CharsetOptions {
+  const out: CharsetOptions = {};
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token;
     if (t.kind !== 'word') continue;
     let valueAt: number | undefined;
     let which: 'charset' | 'collation' | undefined;
-    if (t.upper === 'CHARSET' || (t.upper === 'CHARACTER' && tokens[i + 1]?.upper === 'SET')) {
+    if (t.upper === 'CHARSET' || ((t.upper === 'CHARACTER' || t.upper === 'CHAR') && tokens[i + 1]?.upper === 'SET')) {
       which = 'charset';
       valueAt = t.upper === 'CHARSET' ? i + 1 : i + 2;
     } else if (t.upper === 'COLLATE') {
@@ -460,36 +495,58 @@ function charsetOptions(tokens: readonly Token[]): { charset?: string; collation
     if (tokens[valueAt]?.value === '=') valueAt++;
     const value = tokens[valueAt];
     if (!value || (value.kind !== 'word' && value.kind !== 'ident' && value.kind !== 'string')) throw new Unclassified(`${which} without a name`);
-    if (value.upper !== 'DEFAULT') out[which] = value.value.toLowerCase();
+    if (value.kind === 'word' && value.upper === 'DEFAULT') {
+      if (which === 'charset') {
+        out.charsetDefault = true;
+        delete out.charset;
+      } else {
+        out.collationDefault = true;
+        delete out.collation;
+      }
+    } else {
+      out[which] = value.value.toLowerCase();
+      if (which === 'charset') delete out.charsetDefault;
+      else delete out.collationDefault;
+    }
     i = valueAt;
   }
   return out;
 }
 
-/** The items of a CREATE TABLE body in order: columns (through sqlparser) and keys (from tokens). */
-async function tableItems(s: Statement, body: Token[]): Promise<TableDefinition['items']> {
-  const parts = splitTop(body);
-  const columnParts: Token[][] = [];
-  const layout: ({ index: IndexDefinition } | { column: number } | null)[] = [];
-  for (const part of parts) {
+/** The items of a CREATE TABLE body (or an ALTER's `ADD (…)`) in order: columns and keys; and its periods. */
+function tableItems(s: Statement, body: Token[]): { items: TableDefinition['items']; periods: Period[] } {
+  const items: ({ column: ColumnDefinition } | { index: IndexDefinition })[] = [];
+  const periods: Period[] = [];
+  for (const part of splitTop(body)) {
     if (!part.length) throw new Unclassified('empty item in the column list');
     const head = part[0] as Token;
-    if (head.kind === 'word' && CONSTRAINT_STARTS.has(head.upper) && !(part[1]?.kind === 'word' && isTypeAfterName(part))) {
+    if (head.kind === 'word' && head.upper === 'PERIOD' && part[1]?.upper === 'FOR') periods.push(period(new Cursor(part)));
+    else if (head.kind === 'word' && CONSTRAINT_STARTS.has(head.upper) && !(part[1]?.kind === 'word' && isTypeAfterName(part))) {
       const index = constraintItem(new Cursor(part));
-      layout.push(index ? { index } : null);
-    } else {
-      layout.push({ column: columnParts.length });
-      columnParts.push(part);
-    }
+      if (index) items.push({ index });
+    } else items.push({ column: parseColumns(s, [part])[0] as ColumnDefinition });
   }
-  const columns = await parseColumns(s, columnParts);
-  const items: ({ column: ColumnDefinition } | { index: IndexDefinition })[] = [];
-  for (const entry of layout) {
-    if (entry === null) continue;
-    if ('index' in entry) items.push(entry);
-    else items.push({ column: columns[entry.column] as ColumnDefinition });
-  }
-  return items;
+  return { items, periods };
+}
+
+/** `PERIOD FOR SYSTEM_TIME (s, e)` or `PERIOD FOR name (a, b)`. */
+function period(c: Cursor): Period {
+  c.expectWord('PERIOD');
+  c.expectWord('FOR');
+  const found = periodBody(c);
+  if (!c.atEnd()) throw new Unclassified('unexpected text after PERIOD FOR');
+  return found;
+}
+
+/** `name (start, end)` after `PERIOD FOR`. */
+function periodBody(c: Cursor): Period {
+  const name = c.namePart();
+  const inside = new Cursor(c.parenthesized());
+  const start = inside.namePart();
+  if (!inside.eatPunct(',')) throw new Unclassified('a PERIOD without two columns');
+  const end = inside.namePart();
+  if (!inside.atEnd()) throw new Unclassified('unexpected text in PERIOD FOR');
+  return { name: name.toUpperCase() === 'SYSTEM_TIME' ? 'SYSTEM_TIME' : name, start, end };
 }
 
 /** `KEY INT` or `index VARCHAR(3)`: a column whose name is a constraint keyword (legal for non-reserved ones). */
@@ -513,7 +570,6 @@ function constraintItem(c: Cursor): IndexDefinition | undefined {
     c.rest();
     return undefined;
   }
-  if (c.isWord('PERIOD')) throw new Unclassified('PERIOD FOR (system versioning or application periods)');
   let kind: IndexDefinition['kind'];
   if (c.eatWord('PRIMARY', 'KEY')) kind = 'primary';
   else if (c.eatWord('UNIQUE')) {
@@ -523,7 +579,7 @@ function constraintItem(c: Cursor): IndexDefinition | undefined {
     kind = 'index';
     if (!c.eatWord('KEY')) c.eatWord('INDEX');
   } else if (c.eatWord('KEY') || c.eatWord('INDEX')) kind = 'index';
-  else throw new Unclassified(`unknown constraint ${c.peek()?.upper}`);
+  else throw new Unclassified(`unknown constraint ${describeToken(c.peek())}`);
   c.eatWord('IF', 'NOT', 'EXISTS');
   let name = symbol;
   if (kind === 'primary') name = 'PRIMARY';
@@ -569,6 +625,11 @@ function keyParts(tokens: Token[]): { parts: KeyPart[]; functional: boolean } {
       if (inner.length !== 1 || inner[0]?.kind !== 'number') throw new Unclassified('a key part that is not a column or a prefix');
       prefix = Number(inner[0].value);
     }
+    // `p WITHOUT OVERLAPS`: an application-time period, which the index holds as its end and start columns.
+    if (prefix === undefined && c.eatWord('WITHOUT', 'OVERLAPS')) {
+      if (!c.atEnd()) throw new Unclassified('a key part that is not a column or a prefix');
+      return [{ column, period: true }];
+    }
     if (!c.eatWord('ASC')) c.eatWord('DESC');
     if (!c.atEnd()) throw new Unclassified('a key part that is not a column or a prefix');
     return prefix === undefined ? [{ column }] : [{ column, prefix }];
@@ -576,64 +637,11 @@ function keyParts(tokens: Token[]): { parts: KeyPart[]; functional: boolean } {
   return { parts, functional };
 }
 
-/**
- * Rewrites the few MariaDB column attributes sqlparser-rs lacks into equivalents it reads:
- * ZEROFILL (a reserved word) → UNSIGNED (ZEROFILL implies it; the padding is display only),
- * `CHARSET x` → `CHARACTER SET x`, SIGNED dropped, PERSISTENT → STORED, and the attribute
- * `SERIAL DEFAULT VALUE` (after the type) → `NOT NULL AUTO_INCREMENT UNIQUE`, its meaning in both
- * servers' grammars. `from`: index of the first token after the column name.
- */
-function rewriteAttributes(tokens: Token[], from: number): Token[] {
-  const out: Token[] = tokens.slice(0, from);
-  let depth = 0;
-  const hasUnsigned = tokens.some((t) => t.kind === 'word' && t.upper === 'UNSIGNED');
-  for (let i = from; i < tokens.length; i++) {
-    const t = tokens[i] as Token;
-    if (t.kind === 'punct' && t.value === '(') depth++;
-    if (t.kind === 'punct' && t.value === ')') depth--;
-    if (depth === 0 && t.kind === 'word') {
-      const word = (raw: string): Token => ({ kind: 'word', value: raw, upper: raw, raw, spaced: true });
-      if (t.upper === 'ZEROFILL') {
-        if (!hasUnsigned) out.push(word('UNSIGNED'));
-        continue;
-      }
-      if (t.upper === 'SIGNED') continue;
-      if (t.upper === 'CHARSET') {
-        out.push(word('CHARACTER'), word('SET'));
-        continue;
-      }
-      if (t.upper === 'PERSISTENT') {
-        out.push(word('STORED'));
-        continue;
-      }
-      if (t.upper === 'SERIAL' && i > from && tokens[i + 1]?.upper === 'DEFAULT' && tokens[i + 2]?.upper === 'VALUE') {
-        out.push(word('NOT'), word('NULL'), word('AUTO_INCREMENT'), word('UNIQUE'));
-        i += 2;
-        continue;
-      }
-    }
-    out.push(t);
-  }
-  return out;
-}
-
-/** Column definitions (tokens starting at the column name) → definitions, one sqlparser call. */
-async function parseColumns(s: Statement, parts: Token[][]): Promise<ColumnDefinition[]> {
-  if (!parts.length) return [];
-  const text = `CREATE TABLE t (${parts.map((p) => render(rewriteAttributes(p, 1))).join(', ')})`;
-  const parse = await sqlParser();
-  // biome-ignore lint/suspicious/noExplicitAny: sqlparser-rs JSON AST
-  const ast = parse(text) as any[];
-  const columns = ast[0]?.CreateTable?.columns;
-  const constraints = ast[0]?.CreateTable?.constraints ?? [];
-  if (ast.length !== 1 || !Array.isArray(columns) || columns.length !== parts.length || constraints.length)
-    throw new Unclassified('sqlparser read the column list differently from the tokens');
-  return columns.map((column, i) => {
-    const definition = columnFromAst(column, s.escaped);
-    const head = (parts[i] as Token[])[0] as Token;
-    if (definition.name !== head.value) throw new Unclassified(`sqlparser read column ${head.value} as ${definition.name}`);
-    return definition;
-  });
+/** Column definitions (tokens starting at the column name) → definitions. */
+function parseColumns(s: Statement, parts: Token[][]): ColumnDefinition[] {
+  // sql_mode ORACLE and MAXDB give type names other types (DATE and TIMESTAMP are DATETIME; NUMBER, VARCHAR2, CLOB…).
+  if (s.ctx.foreignTypes && parts.length) throw new Unclassified('column definitions written under sql_mode ORACLE or MAXDB (or a mode sluice cannot read)');
+  return parts.map((part) => columnDefinition(part, { escaped: s.escaped, realAsFloat: s.ctx.realAsFloat }));
 }
 
 /** `FIRST` / `AFTER x` at the end of a column specification; returns the tokens before it. */
@@ -655,7 +663,7 @@ async function alter(s: Statement, c: Cursor): Promise<DdlClassification> {
     const named =
       options[0] &&
       (options[0].kind === 'ident' ||
-        (options[0].kind === 'word' && !['DEFAULT', 'CHARACTER', 'CHARSET', 'COLLATE', 'COMMENT', 'UPGRADE'].includes(options[0].upper)));
+        (options[0].kind === 'word' && !['DEFAULT', 'CHARACTER', 'CHAR', 'CHARSET', 'COLLATE', 'COMMENT', 'UPGRADE', 'READ'].includes(options[0].upper)));
     const db = named ? dbName(s, (options.shift() as Token).value) : s.ctx.defaultDb;
     if (!db) throw new Unclassified('ALTER DATABASE without a database');
     return { kind: 'database', op: 'alter', db, ...charsetOptions(options) };
@@ -695,7 +703,7 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
   const c = new Cursor(spec);
   const head = c.peek() as Token;
   const done = (items: SpecItem[]): SpecItem[] => {
-    if (!c.atEnd()) throw new Unclassified(`unexpected ${c.peek()?.raw} in ALTER ${head.upper}`);
+    if (!c.atEnd()) throw new Unclassified(`unexpected ${describeToken(c.peek())} in ALTER ${head.upper}`);
     return items;
   };
   if (head.kind !== 'word') throw new Unclassified('an ALTER specification that does not start with a keyword');
@@ -706,7 +714,13 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
         c.rest();
         return [{ op: 'noop', what: 'ADD PARTITION' }];
       }
-      if (c.isWord('SYSTEM') || c.isWord('PERIOD')) throw new Unclassified(`ADD ${c.peek()?.upper} (system versioning)`);
+      if (c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: true }]);
+      if (c.isWord('PERIOD') && (c.isWord('FOR', 1) || c.isWord('IF', 1))) {
+        c.expectWord('PERIOD');
+        c.eatWord('IF', 'NOT', 'EXISTS');
+        c.expectWord('FOR');
+        return done([{ op: 'period', add: true, period: periodBody(c) }]);
+      }
       if (c.peek()?.kind === 'word' && CONSTRAINT_STARTS.has((c.peek() as Token).upper) && !c.isWord('COLUMN')) {
         const index = constraintItem(c);
         return done(index ? [{ op: 'add-index', index, ifNotExists: false }] : [{ op: 'noop', what: 'ADD FOREIGN KEY/CHECK' }]);
@@ -714,11 +728,18 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
       c.eatWord('COLUMN');
       const ifNotExists = c.eatWord('IF', 'NOT', 'EXISTS');
       if (c.isPunct('(')) {
-        const columns = await parseColumns(s, splitTop(c.parenthesized()));
-        return done(columns.map((column) => ({ op: 'add-column', column, ifNotExists })));
+        // `ADD (c INT, d INT, PRIMARY KEY (c))`: columns and keys, as in CREATE TABLE.
+        const { items, periods } = tableItems(s, c.parenthesized());
+        return done([
+          ...items.map(
+            (item): AlterOp =>
+              'column' in item ? { op: 'add-column', column: item.column, ifNotExists } : { op: 'add-index', index: item.index, ifNotExists: false },
+          ),
+          ...periods.map((p): AlterOp => ({ op: 'period', add: true, period: p })),
+        ]);
       }
       const { tokens, position } = splitPosition(c.rest());
-      const [column] = await parseColumns(s, [tokens]);
+      const [column] = parseColumns(s, [tokens]);
       return [{ op: 'add-column', column: column as ColumnDefinition, ifNotExists, ...(position ? { position } : {}) }];
     }
     case 'DROP': {
@@ -745,7 +766,13 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
         c.rest();
         return [{ op: 'rows-changed', reason: 'DROP PARTITION deletes rows', structureKept: true }];
       }
-      if (c.isWord('SYSTEM') || c.isWord('PERIOD')) throw new Unclassified(`DROP ${c.peek()?.upper} (system versioning)`);
+      if (c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: false }]);
+      if (c.isWord('PERIOD') && (c.isWord('FOR', 1) || c.isWord('IF', 1))) {
+        c.expectWord('PERIOD');
+        c.eatWord('IF', 'EXISTS');
+        c.expectWord('FOR');
+        return done([{ op: 'period', add: false, period: { name: c.namePart() } }]);
+      }
       c.eatWord('COLUMN');
       const ifExists = c.eatWord('IF', 'EXISTS');
       const name = c.namePart();
@@ -758,7 +785,7 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
       const ifExists = c.eatWord('IF', 'EXISTS');
       const from = head.upper === 'CHANGE' ? c.namePart() : (c.peek()?.value as string);
       const { tokens, position } = splitPosition(c.rest());
-      const [column] = await parseColumns(s, [tokens]);
+      const [column] = parseColumns(s, [tokens]);
       return [{ op: 'modify-column', from, column: column as ColumnDefinition, ifExists, ...(position ? { position } : {}) }];
     }
     case 'ALTER': {
@@ -774,7 +801,7 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
         return [{ op: 'column-default', name }];
       }
       if (c.eatWord('SET', 'VISIBLE') || c.eatWord('SET', 'INVISIBLE')) return done([{ op: 'noop', what: 'column visibility' }]);
-      throw new Unclassified(`ALTER COLUMN ${c.peek()?.upper}`);
+      throw new Unclassified(`ALTER COLUMN ${describeToken(c.peek())}`);
     }
     case 'RENAME': {
       if (c.eatWord('COLUMN')) {
@@ -852,6 +879,7 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
       return done([{ op: 'noop', what: `${head.upper} KEYS` }]);
     case 'WITH':
     case 'WITHOUT':
+      if (head.upper === 'WITH' && c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: true }]);
       c.expectWord('VALIDATION');
       return done([{ op: 'noop', what: 'VALIDATION' }]);
     default:
@@ -869,13 +897,21 @@ function tableOptions(c: Cursor): SpecItem[] {
   const items: SpecItem[] = [];
   while (!c.atEnd()) {
     const t = c.next();
-    if (t.kind !== 'word') throw new Unclassified(`unexpected ${t.raw} in ALTER TABLE`);
-    if (t.upper === 'DEFAULT' && (c.isWord('CHARACTER') || c.isWord('CHARSET') || c.isWord('COLLATE'))) continue;
-    if (t.upper === 'CHARACTER' || t.upper === 'CHARSET' || t.upper === 'COLLATE') {
-      if (t.upper === 'CHARACTER') c.expectWord('SET');
+    if (t.kind !== 'word') throw new Unclassified(`unexpected ${describeToken(t)} in ALTER TABLE`);
+    if (t.upper === 'DEFAULT' && (c.isWord('CHARACTER') || c.isWord('CHAR') || c.isWord('CHARSET') || c.isWord('COLLATE'))) continue;
+    if (t.upper === 'CHARACTER' || t.upper === 'CHAR' || t.upper === 'CHARSET' || t.upper === 'COLLATE') {
+      if (t.upper === 'CHARACTER' || t.upper === 'CHAR') c.expectWord('SET');
       c.eatPunct('=');
-      const value = c.next().value.toLowerCase();
-      items.push({ op: 'table-charset', ...(t.upper === 'COLLATE' ? { collation: value } : { charset: value }) });
+      const value = c.next();
+      if (value.kind !== 'word' && value.kind !== 'ident' && value.kind !== 'string') throw new Unclassified(`${t.upper} without a name`);
+      const collation = t.upper === 'COLLATE';
+      if (value.kind === 'word' && value.upper === 'DEFAULT')
+        items.push({ op: 'table-charset', ...(collation ? { collationDefault: true } : { charsetDefault: true }) });
+      else items.push({ op: 'table-charset', ...(collation ? { collation: value.value.toLowerCase() } : { charset: value.value.toLowerCase() }) });
+      continue;
+    }
+    if (t.upper === 'WITH' && c.eatWord('SYSTEM', 'VERSIONING')) {
+      items.push({ op: 'system-versioning', add: true });
       continue;
     }
     if (t.upper === 'PARTITION' && c.isWord('BY')) {
@@ -893,7 +929,7 @@ function tableOptions(c: Cursor): SpecItem[] {
       if (c.isPunct('(')) c.parenthesized();
       else {
         const value = c.next();
-        if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(value.value.toUpperCase())) throw new Unclassified(`ENGINE=${value.value}`);
+        if (t.upper === 'ENGINE' && !ROW_KEEPING_ENGINES.has(value.value.toUpperCase())) throw new Unclassified(`ENGINE=${describeToken(value)}`);
       }
       items.push({ op: 'noop', what: t.upper });
       continue;
@@ -922,7 +958,7 @@ function drop(s: Statement, c: Cursor): DdlClassification {
     const table = tableRef(s, c.name());
     return { kind: 'tables', effects: [{ table, change: { kind: 'alter', ops: [{ op: 'drop-index', name, ifExists }] } }] };
   }
-  if (upper !== 'TABLE' && upper !== 'TABLES' && upper !== 'SEQUENCE') throw new Unclassified(`DROP ${object.raw}`);
+  if (upper !== 'TABLE' && upper !== 'TABLES' && upper !== 'SEQUENCE') throw new Unclassified(`DROP ${describeToken(object)}`);
   c.eatWord('IF', 'EXISTS');
   const tables = [tableRef(s, c.name())];
   while (c.eatPunct(',')) tables.push(tableRef(s, c.name()));

@@ -1,62 +1,62 @@
 import { lobForBytes, type TypeDescriptor, UnsupportedTypeError } from '../../../schema/column-type.ts';
 import type { ColumnDefinition, DefaultValue, Literal } from '../../../schema/definition.ts';
+import { describeToken as describe, type Token } from './lexer.ts';
 
 /**
- * sqlparser-rs column definitions (mysql dialect) → `ColumnDefinition`. Only shapes listed here
- * are accepted; anything else throws, and the statement is classified as unknown. sqlparser-rs
- * reads some MariaDB syntax wrongly without an error (ADD SYSTEM VERSIONING becomes a column
- * `SYSTEM` of a custom type `VERSIONING`): custom types are accepted only from an allow-list.
+ * One column definition (`name type [modifiers] [attributes]`) read from the pre-lexer's tokens by
+ * the column grammar MariaDB and MySQL share (MariaDB's `sql_yacc.yy` `field_spec`/`field_def`/
+ * `attribute`, MySQL 8.0's "CREATE TABLE" column_definition), not by a general SQL parser: both
+ * servers' type synonyms (MySQL 8.0 manual, "Using Data Types from Other Database Engines";
+ * MariaDB's string type pages: `NATIONAL CHAR VARYING`, `LONG VARCHAR`, `CHAR BYTE`…), the
+ * charset modifiers right after the type (`CHARACTER SET x BINARY`, `ASCII`, `UNICODE`, `BYTE`,
+ * `COMPRESSED`), and every column attribute either server takes. What is read here must mean
+ * exactly what the server made of it (test/integration/ddl-schema.test.ts checks that against
+ * MariaDB's information_schema); anything else throws UnsupportedTypeError, and the statement is
+ * classified as unknown. Expressions (defaults in parentheses, generated columns, CHECK) are
+ * skipped as balanced token runs: their values are never derived.
  */
 
-// biome-ignore lint/suspicious/noExplicitAny: the AST is sqlparser-rs JSON, checked shape by shape
-type Ast = any;
-
-/** `{ Int: undefined }` → `['Int', undefined]`; `'Date'` → `['Date', undefined]`. */
-function variant(node: Ast): [string, Ast] {
-  if (typeof node === 'string') return [node, undefined];
-  if (node && typeof node === 'object') {
-    const keys = Object.keys(node);
-    if (keys.length === 1) return [keys[0] as string, node[keys[0] as string]];
-  }
-  throw new UnsupportedTypeError(`unexpected AST node ${JSON.stringify(node)}`);
+export interface ColumnOptions {
+  /** The statement holds a backslash escape: string defaults depend on sql_mode. */
+  readonly escaped: boolean;
+  /** sql_mode REAL_AS_FLOAT of the statement: REAL is FLOAT, else DOUBLE. */
+  readonly realAsFloat?: boolean;
 }
 
-function optionalNumber(x: Ast): number | undefined {
-  if (x === undefined || x === null || x === 'None') return undefined;
-  if (typeof x === 'number') return x;
-  throw new UnsupportedTypeError(`unexpected length ${JSON.stringify(x)}`);
+interface ParsedType {
+  type: TypeDescriptor;
+  /** SERIAL = BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE. */
+  serial?: boolean;
+  /** A character type (CHAR, VARCHAR, TEXT, ENUM, SET): takes the charset modifiers. */
+  textual?: boolean;
 }
 
-/** ExactNumberInfo: `"None"` | `{Precision: p}` | `{PrecisionAndScale: [p, s]}`. */
-function precisionScale(info: Ast): { precision?: number; scale?: number } {
-  if (info === undefined || info === null || info === 'None') return {};
-  const [kind, value] = variant(info);
-  if (kind === 'Precision') return { precision: value };
-  if (kind === 'PrecisionAndScale') return { precision: value[0], scale: value[1] };
-  throw new UnsupportedTypeError(`number info ${kind}`);
-}
-
-/** CharacterLength: `{IntegerLength: {length, unit}}`; `Max` is not MySQL. */
-function charLength(info: Ast): number | undefined {
-  if (info === undefined || info === null) return undefined;
-  const [kind, value] = variant(info);
-  if (kind === 'IntegerLength' && value.unit === undefined) return value.length;
-  throw new UnsupportedTypeError(`character length ${kind}`);
-}
-
-const INT_NAMES: Record<string, string> = {
-  TinyInt: 'tinyint',
-  SmallInt: 'smallint',
-  Int2: 'smallint',
-  MediumInt: 'mediumint',
-  Int: 'int',
-  Integer: 'int',
-  Int4: 'int',
-  BigInt: 'bigint',
-  Int8: 'bigint',
+const INTEGERS: Record<string, string> = {
+  TINYINT: 'tinyint',
+  INT1: 'tinyint',
+  SMALLINT: 'smallint',
+  INT2: 'smallint',
+  MEDIUMINT: 'mediumint',
+  INT3: 'mediumint',
+  MIDDLEINT: 'mediumint',
+  INT: 'int',
+  INTEGER: 'int',
+  INT4: 'int',
+  BIGINT: 'bigint',
+  INT8: 'bigint',
 };
-const CUSTOM_INTS: Record<string, string> = { INT1: 'tinyint', INT2: 'smallint', INT3: 'mediumint', MIDDLEINT: 'mediumint', INT4: 'int', INT8: 'bigint' };
-const CUSTOM_PLAIN: Record<string, string> = {
+const DECIMALS = new Set(['DECIMAL', 'DEC', 'NUMERIC', 'FIXED']);
+const GEOMETRIES = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+const PLAIN: Record<string, string> = {
+  DATE: 'date',
+  TINYBLOB: 'tinyblob',
+  MEDIUMBLOB: 'mediumblob',
+  LONGBLOB: 'longblob',
+  TINYTEXT: 'tinytext',
+  MEDIUMTEXT: 'mediumtext',
+  LONGTEXT: 'longtext',
+  JSON: 'json',
+  UUID: 'uuid',
   INET4: 'inet4',
   INET6: 'inet6',
   GEOMETRY: 'geometry',
@@ -69,181 +69,116 @@ const CUSTOM_PLAIN: Record<string, string> = {
   GEOMETRYCOLLECTION: 'geometrycollection',
   GEOMCOLLECTION: 'geometrycollection',
 };
+/** `ON DELETE|UPDATE` actions of a REFERENCES clause. */
+const REFERENCE_ACTIONS = ['RESTRICT', 'CASCADE', 'NO ACTION', 'SET NULL', 'SET DEFAULT'];
+/** Attributes of MySQL 8 that take one word: `COLUMN_FORMAT FIXED`, `STORAGE DISK`, `SRID 4326`. */
+const ONE_WORD_ATTRIBUTES = new Set(['COLUMN_FORMAT', 'STORAGE', 'SRID']);
 
-interface ParsedType {
-  type: TypeDescriptor;
-  /** SERIAL = BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE. */
-  serial?: boolean;
-}
-
-function dataType(node: Ast): ParsedType {
-  const [name, arg] = variant(node);
-  const unsigned = name.endsWith('Unsigned');
-  const base = unsigned ? name.slice(0, -'Unsigned'.length) : name;
-  const intName = INT_NAMES[base];
-  if (intName) return { type: { base: intName, unsigned } };
-  switch (base) {
-    case 'Bool':
-    case 'Boolean':
-      return { type: { base: 'tinyint' } };
-    case 'Decimal':
-    case 'Dec':
-    case 'Numeric':
-      return { type: { base: 'decimal', unsigned, ...precisionScale(arg) } };
-    case 'Float': {
-      const { precision, scale } = precisionScale(arg);
-      // FLOAT(p): p ≤ 24 is single precision, 25..53 double; FLOAT(M,D) stays single.
-      if (scale !== undefined) return { type: { base: 'float', unsigned, precision, scale } };
-      return { type: { base: precision !== undefined && precision > 24 ? 'double' : 'float', unsigned } };
+class Reader {
+  i = 1;
+  constructor(readonly tokens: readonly Token[]) {}
+  peek(k = 0): Token | undefined {
+    return this.tokens[this.i + k];
+  }
+  atEnd(): boolean {
+    return this.i >= this.tokens.length;
+  }
+  isWord(word: string, k = 0): boolean {
+    const t = this.peek(k);
+    return t?.kind === 'word' && t.upper === word;
+  }
+  isPunct(p: string, k = 0): boolean {
+    const t = this.peek(k);
+    return t?.kind === 'punct' && t.value === p;
+  }
+  eat(...words: string[]): boolean {
+    if (!words.every((w, k) => this.isWord(w, k))) return false;
+    this.i += words.length;
+    return true;
+  }
+  eatPunct(p: string): boolean {
+    if (!this.isPunct(p)) return false;
+    this.i++;
+    return true;
+  }
+  next(): Token {
+    const t = this.peek();
+    if (!t) throw new UnsupportedTypeError('a column definition that ends too early');
+    this.i++;
+    return t;
+  }
+  /** A word, quoted name or string naming something (a charset, a collation, an engine attribute's value). */
+  name(what: string): string {
+    const t = this.next();
+    if (t.kind === 'word' || t.kind === 'ident' || t.kind === 'string') return t.value;
+    throw new UnsupportedTypeError(`${what}: ${describe(t)}`);
+  }
+  /** The tokens inside the parentheses at the cursor; the cursor moves past them. */
+  parenthesized(): Token[] {
+    if (!this.eatPunct('(')) throw new UnsupportedTypeError(`expected ( at ${describe(this.peek())}`);
+    const start = this.i;
+    for (let depth = 1; !this.atEnd(); ) {
+      const t = this.next();
+      if (t.kind === 'punct' && t.value === '(') depth++;
+      else if (t.kind === 'punct' && t.value === ')' && --depth === 0) return this.tokens.slice(start, this.i - 1);
     }
-    case 'Float4':
-      return { type: { base: 'float', unsigned } };
-    case 'Double':
-    case 'DoublePrecision':
-      // DOUBLE(M,D) rounds stored values to D decimals: kept so a default is not taken as exact.
-      return { type: { base: 'double', unsigned, ...precisionScale(arg) } };
-    case 'Float8':
-    case 'Real':
-      return { type: { base: 'double', unsigned } };
-    case 'Bit':
-      return { type: { base: 'bit', length: optionalNumber(arg) ?? 1 } };
-    case 'Date':
-      return { type: { base: 'date' } };
-    case 'Datetime':
-      return { type: { base: 'datetime', fsp: optionalNumber(arg) ?? 0 } };
-    case 'Timestamp':
-    case 'Time': {
-      if (!Array.isArray(arg) || arg[1] !== 'None') throw new UnsupportedTypeError(`${base} with a time zone`);
-      return { type: { base: base.toLowerCase(), fsp: optionalNumber(arg[0]) ?? 0 } };
+    throw new UnsupportedTypeError('unbalanced parentheses in a column definition');
+  }
+  /** `(n)` or `(n, m)` of plain integers, when present. */
+  numbers(): number[] | undefined {
+    if (!this.isPunct('(')) return undefined;
+    const inside = this.parenthesized();
+    const nums: number[] = [];
+    for (const [k, t] of inside.entries()) {
+      if (k % 2 === 1) {
+        if (t.kind !== 'punct' || t.value !== ',') throw new UnsupportedTypeError('a type argument that is not a number list');
+        continue;
+      }
+      if (t.kind !== 'number' || !/^\d+$/.test(t.value)) throw new UnsupportedTypeError('a type argument that is not a plain integer');
+      nums.push(Number(t.value));
     }
-    case 'Char':
-    case 'Character':
-      return { type: { base: 'char', length: charLength(arg) ?? 1 } };
-    case 'Varchar':
-    case 'CharVarying':
-    case 'CharacterVarying':
-      return { type: { base: 'varchar', length: charLength(arg) } };
-    case 'Nvarchar':
-      return { type: { base: 'varchar', length: charLength(arg), charset: 'utf8mb3' } };
-    case 'Text':
-    case 'TinyText':
-    case 'MediumText':
-    case 'LongText':
-      return { type: { base: base.toLowerCase() } };
-    case 'Blob': {
-      const bytes = optionalNumber(arg);
-      return bytes === undefined ? { type: { base: 'blob' } } : { type: { base: lobForBytes(bytes, false) } };
-    }
-    case 'TinyBlob':
-    case 'MediumBlob':
-    case 'LongBlob':
-      return { type: { base: base.toLowerCase() } };
-    case 'Binary':
-      return { type: { base: 'binary', length: optionalNumber(arg) ?? 1 } };
-    case 'Varbinary': {
-      const length = charLength(arg);
-      if (length === undefined) throw new UnsupportedTypeError('VARBINARY without a length');
-      return { type: { base: 'varbinary', length } };
-    }
-    case 'Enum': {
-      const [values, bits] = arg;
-      if (bits !== undefined && bits !== null) throw new UnsupportedTypeError('ENUM with a bit width');
-      return { type: { base: 'enum', values: values.map((v: Ast) => enumMember(v)) } };
-    }
-    case 'Set':
-      return { type: { base: 'set', values: (arg as Ast[]).map((v) => (typeof v === 'string' ? v : enumMember(v))) } };
-    case 'JSON':
-      return { type: { base: 'json' } };
-    case 'Uuid':
-      return { type: { base: 'uuid' } };
-    case 'Custom':
-      return customType(arg);
-    default:
-      throw new UnsupportedTypeError(`data type ${name}`);
+    if (inside.length % 2 === 0) throw new UnsupportedTypeError('a type argument list that ends with a comma');
+    return nums;
+  }
+  /** A qualified name `a` or `a.b`. */
+  qualifiedName(): void {
+    this.name('a name');
+    while (this.eatPunct('.')) this.name('a name');
   }
 }
 
-function enumMember(v: Ast): string {
-  const [kind, value] = variant(v);
-  if (kind === 'Name' && typeof value === 'string') return value;
-  throw new UnsupportedTypeError(`ENUM member ${kind}`);
-}
-
-function customType(arg: Ast): ParsedType {
-  const [nameParts, args] = arg as [Ast[], string[]];
-  if (nameParts.length !== 1) throw new UnsupportedTypeError('qualified type name');
-  const ident = nameParts[0]?.Identifier;
-  if (!ident || ident.quote_style !== undefined) throw new UnsupportedTypeError('quoted type name');
-  const name = String(ident.value).toUpperCase();
-  const nums = args.map(Number);
-  if (CUSTOM_INTS[name] && nums.length <= 1) return { type: { base: CUSTOM_INTS[name] as string } };
-  if (CUSTOM_PLAIN[name] && nums.length === 0) return { type: { base: CUSTOM_PLAIN[name] as string } };
-  if (name === 'YEAR' && (nums.length === 0 || nums[0] === 4)) return { type: { base: 'year' } };
-  if (name === 'FIXED' && nums.length <= 2) return { type: { base: 'decimal', precision: nums[0], scale: nums[1] } };
-  if (name === 'SERIAL' && nums.length === 0) return { type: { base: 'bigint', unsigned: true }, serial: true };
-  // MySQL 9.0+ VECTOR(n) (n float32 values, 2048 when not given) and MariaDB 11.7+ VECTOR(n).
-  if (name === 'VECTOR' && nums.length <= 1) return { type: { base: 'vector', length: nums[0] ?? 2048 } };
-  if (name === 'NCHAR' && nums.length <= 1) return { type: { base: 'char', length: nums[0] ?? 1, charset: 'utf8mb3' } };
-  throw new UnsupportedTypeError(`data type ${name}${args.length ? `(${args.join(',')})` : ''}`);
-}
-
-function identValue(node: Ast): string {
-  const parts = Array.isArray(node) ? node : [node];
-  if (parts.length !== 1) throw new UnsupportedTypeError('qualified charset or collation name');
-  const ident = parts[0]?.Identifier ?? parts[0];
-  if (typeof ident?.value !== 'string') throw new UnsupportedTypeError('charset or collation name');
-  return ident.value;
-}
-
-function literalValue(expr: Ast, escaped: boolean): Literal | 'null' | undefined {
-  const [kind, value] = variant(expr);
-  if (kind === 'Nested') return literalValue(value, escaped);
-  if (kind === 'UnaryOp' && (value.op === 'Minus' || value.op === 'Plus')) {
-    const inner = literalValue(value.expr, escaped);
-    if (inner === undefined || inner === 'null' || inner.kind !== 'number' || /^[+-]/.test(inner.text)) return undefined;
-    return { kind: 'number', text: value.op === 'Minus' ? `-${inner.text}` : inner.text };
+/** One column definition: `tokens[0]` is the column's name. */
+export function columnDefinition(tokens: readonly Token[], options: ColumnOptions): ColumnDefinition {
+  const head = tokens[0];
+  if (!head || (head.kind !== 'word' && head.kind !== 'ident')) throw new UnsupportedTypeError('a column definition without a name');
+  const r = new Reader(tokens);
+  const parsed = dataType(r, options);
+  let type = parsed.type;
+  let charset = type.charset;
+  let collation: string | undefined;
+  let collationRule: ColumnDefinition['collationRule'];
+  const setCollationRule = (rule: 'binary' | 'default') => {
+    if (collation !== undefined || (collationRule !== undefined && collationRule !== rule)) throw new UnsupportedTypeError('conflicting collations');
+    collationRule = rule;
+  };
+  // The `binary` rule of both grammars, right after the type: BYTE | BINARY [charset] | charset [BINARY],
+  // charset = CHARACTER SET x | CHAR SET x | CHARSET x | ASCII | UNICODE; MariaDB's COMPRESSED around it.
+  for (;;) {
+    if (r.eat('COMPRESSED')) {
+      if (r.eatPunct('=')) r.name('a compression method');
+      continue;
+    }
+    if (!parsed.textual) break;
+    if (r.eat('BINARY')) setCollationRule('binary');
+    else if (r.eat('BYTE')) charset = 'binary';
+    else if (r.eat('ASCII')) charset = 'latin1';
+    else if (r.eat('UNICODE')) charset = 'ucs2';
+    else if (r.eat('CHARACTER', 'SET') || r.eat('CHAR', 'SET') || r.eat('CHARSET')) {
+      charset = r.eat('BINARY') ? 'binary' : r.name('a charset');
+      if (charset.toUpperCase() === 'DEFAULT') throw new UnsupportedTypeError('CHARACTER SET DEFAULT on a column');
+    } else break;
   }
-  if (kind !== 'Value') return undefined;
-  const [vkind, v] = variant(value.value);
-  switch (vkind) {
-    case 'Null':
-      return 'null';
-    case 'Number':
-      return { kind: 'number', text: String(v[0]) };
-    case 'SingleQuotedString':
-    case 'DoubleQuotedString':
-      return { kind: 'string', value: v, escaped };
-    case 'HexStringLiteral':
-      return { kind: 'hex', digits: v };
-    case 'SingleQuotedByteStringLiteral':
-      return /^[01]*$/.test(v) ? { kind: 'bits', digits: v } : undefined;
-    case 'Boolean':
-      return { kind: 'boolean', value: v };
-    default:
-      return undefined;
-  }
-}
 
-function defaultValue(expr: Ast, escaped: boolean): DefaultValue {
-  const literal = literalValue(expr, escaped);
-  if (literal === 'null') return { kind: 'null' };
-  return literal ? { kind: 'literal', literal } : { kind: 'expression' };
-}
-
-/** Column options that change nothing sluice records (SRID only restricts which geometries a column takes). */
-const HARMLESS = new Set(['Comment', 'OnUpdate', 'Check', 'ForeignKey', 'Srid']);
-
-/**
- * One column definition from `CREATE TABLE t (<definition>)` as parsed. `escaped` says the
- * statement holds a backslash escape (string defaults then depend on sql_mode).
- */
-export function columnFromAst(column: Ast, escaped: boolean): ColumnDefinition {
-  const name = column?.name?.value;
-  if (typeof name !== 'string') throw new UnsupportedTypeError('column without a name');
-  if (name.toUpperCase() === 'SYSTEM' && column.name.quote_style === undefined)
-    throw new UnsupportedTypeError('a column named SYSTEM (sqlparser reads ADD SYSTEM VERSIONING so)');
-  const parsed = dataType(column.data_type);
-  let type: TypeDescriptor = parsed.type;
   let nullable: boolean | undefined = parsed.serial ? false : undefined;
   let def: DefaultValue = { kind: 'none' };
   let autoIncrement = parsed.serial === true;
@@ -251,48 +186,391 @@ export function columnFromAst(column: Ast, escaped: boolean): ColumnDefinition {
   let invisible = false;
   let primaryKey = false;
   let unique = parsed.serial === true;
-  let charset = type.charset;
-  let collation: string | undefined;
-  for (const { option } of column.options as { option: Ast }[]) {
-    const [kind, value] = variant(option);
-    switch (kind) {
-      case 'Null':
+  let rowPeriod: ColumnDefinition['rowPeriod'];
+  let systemVersioning: boolean | undefined;
+  while (!r.atEnd()) {
+    const t = r.next();
+    if (t.kind !== 'word') throw new UnsupportedTypeError(`column attribute ${describe(t)}`);
+    switch (t.upper) {
+      case 'NOT':
+        if (r.eat('NULL')) nullable = false;
+        else if (r.eat('ENFORCED')) break;
+        else throw new UnsupportedTypeError(`NOT ${describe(r.peek())} in a column definition`);
+        break;
+      case 'NULL':
         nullable = true;
         break;
-      case 'NotNull':
+      case 'DEFAULT':
+        def = defaultValue(r, options.escaped);
+        break;
+      case 'ON':
+        // ON UPDATE CURRENT_TIMESTAMP[(n)]: the value of later updates, which the binlog carries.
+        if (!r.eat('UPDATE')) throw new UnsupportedTypeError(`ON ${describe(r.peek())} in a column definition`);
+        r.name('ON UPDATE');
+        if (r.isPunct('(')) r.parenthesized();
+        break;
+      case 'AUTO_INCREMENT':
+        autoIncrement = true;
+        break;
+      case 'SERIAL':
+        if (!r.eat('DEFAULT', 'VALUE')) throw new UnsupportedTypeError('SERIAL in a column definition');
         nullable = false;
-        break;
-      case 'Default':
-        def = defaultValue(value, escaped);
-        break;
-      case 'PrimaryKey':
-        primaryKey = true;
-        break;
-      case 'Unique':
+        autoIncrement = true;
         unique = true;
         break;
-      case 'CharacterSet':
-        charset = identValue(value);
+      case 'UNIQUE':
+        r.eat('KEY');
+        unique = true;
         break;
-      case 'Collation':
-        collation = identValue(value);
+      case 'PRIMARY':
+        if (!r.eat('KEY')) throw new UnsupportedTypeError('PRIMARY without KEY');
+        primaryKey = true;
         break;
-      case 'Generated':
-        generated = true;
+      case 'KEY':
+        // A column's `KEY` is its PRIMARY KEY in both grammars (`opt_primary KEY_sym`).
+        primaryKey = true;
         break;
-      case 'Invisible':
+      case 'COMMENT':
+        r.eatPunct('=');
+        if (r.next().kind !== 'string') throw new UnsupportedTypeError('COMMENT without a string');
+        break;
+      case 'COLLATE':
+        r.eatPunct('=');
+        if (r.isWord('DEFAULT')) {
+          r.next();
+          setCollationRule('default');
+        } else {
+          if (collationRule !== undefined) throw new UnsupportedTypeError('conflicting collations');
+          collation = r.name('a collation');
+        }
+        break;
+      case 'INVISIBLE':
         invisible = true;
         break;
-      case 'DialectSpecific': {
-        const words = (value as Ast[]).map((t) => String(t?.Word?.value ?? '').toUpperCase());
-        if (words.length === 1 && words[0] === 'AUTO_INCREMENT') autoIncrement = true;
-        else throw new UnsupportedTypeError(`column option ${words.join(' ')}`);
+      case 'VISIBLE':
+        invisible = false;
         break;
-      }
+      case 'WITH':
+      case 'WITHOUT':
+        if (!r.eat('SYSTEM', 'VERSIONING')) throw new UnsupportedTypeError(`${t.upper} ${describe(r.peek())} in a column definition`);
+        systemVersioning = t.upper === 'WITH';
+        break;
+      case 'GENERATED':
+        if (!r.eat('ALWAYS') || !r.isWord('AS')) throw new UnsupportedTypeError('GENERATED without ALWAYS AS');
+        break;
+      case 'AS':
+        generated = true;
+        if (r.eat('ROW')) {
+          if (r.eat('START')) rowPeriod = 'start';
+          else if (r.eat('END')) rowPeriod = 'end';
+          else throw new UnsupportedTypeError(`AS ROW ${describe(r.peek())}`);
+          break;
+        }
+        r.parenthesized();
+        if (!r.eat('VIRTUAL') && !r.eat('STORED')) r.eat('PERSISTENT');
+        break;
+      case 'COMPRESSED':
+        // MariaDB's deprecated place for it, after the attributes: storage only.
+        if (r.eatPunct('=')) r.name('a compression method');
+        break;
+      case 'CONSTRAINT':
+        if (!r.isWord('CHECK') && !r.isWord('REFERENCES')) r.name('a constraint name');
+        if (!r.isWord('CHECK') && !r.isWord('REFERENCES')) throw new UnsupportedTypeError('CONSTRAINT without CHECK or REFERENCES');
+        break;
+      case 'CHECK':
+        r.parenthesized();
+        break;
+      case 'ENFORCED':
+        break;
+      case 'REFERENCES':
+        references(r);
+        break;
+      case 'ENGINE_ATTRIBUTE':
+      case 'SECONDARY_ENGINE_ATTRIBUTE':
+        r.eatPunct('=');
+        if (r.next().kind !== 'string') throw new UnsupportedTypeError(`${t.upper} without a string`);
+        break;
       default:
-        if (!HARMLESS.has(kind)) throw new UnsupportedTypeError(`column option ${kind}`);
+        if (ONE_WORD_ATTRIBUTES.has(t.upper)) {
+          const value = r.next();
+          if (value.kind !== 'word' && value.kind !== 'number') throw new UnsupportedTypeError(`${t.upper} ${describe(value)}`);
+          break;
+        }
+        // MariaDB's engine-defined attributes (`REF_SYSTEM_ID=4326`, `IDENT = value`): storage only.
+        if (r.eatPunct('=')) {
+          const value = r.next();
+          if (value.kind === 'punct') throw new UnsupportedTypeError(`${t.upper} = ${describe(value)}`);
+          break;
+        }
+        throw new UnsupportedTypeError(`column attribute ${t.upper}`);
     }
   }
-  if (charset !== undefined || collation !== undefined) type = { ...type, ...(charset ? { charset } : {}), ...(collation ? { collation } : {}) };
-  return { name, type, nullable, default: def, autoIncrement, generated, invisible, primaryKey, unique };
+  if (charset !== undefined || collation !== undefined) type = { ...type, ...(charset !== undefined ? { charset } : {}), ...(collation ? { collation } : {}) };
+  return {
+    name: head.value,
+    type,
+    nullable,
+    default: def,
+    autoIncrement,
+    generated,
+    invisible,
+    primaryKey,
+    unique,
+    ...(collationRule ? { collationRule } : {}),
+    ...(rowPeriod ? { rowPeriod } : {}),
+    ...(systemVersioning !== undefined ? { systemVersioning } : {}),
+  };
+}
+
+/** SIGNED / UNSIGNED / ZEROFILL after a numeric type (ZEROFILL implies UNSIGNED; its padding is display only). */
+function numericOptions(r: Reader): boolean {
+  let unsigned = false;
+  for (;;) {
+    if (r.eat('UNSIGNED') || r.eat('ZEROFILL')) unsigned = true;
+    else if (!r.eat('SIGNED')) return unsigned;
+  }
+}
+
+function dataType(r: Reader, options: ColumnOptions): ParsedType {
+  const t = r.next();
+  if (t.kind !== 'word') throw new UnsupportedTypeError(`a column type that is ${describe(t)}`);
+  const word = t.upper;
+  const integer = INTEGERS[word];
+  if (integer) {
+    r.numbers(); // display width
+    return { type: { base: integer, unsigned: numericOptions(r) } };
+  }
+  if (DECIMALS.has(word)) {
+    const [precision, scale] = r.numbers() ?? [];
+    return { type: { base: 'decimal', precision, scale, unsigned: numericOptions(r) } };
+  }
+  const plain = PLAIN[word];
+  if (plain) {
+    // MariaDB's grammar takes `(M[,D])` after a plugin type (`GEOMETRY(9,4)`); it changes nothing stored.
+    if (GEOMETRIES.has(plain)) r.numbers();
+    return { type: { base: plain }, ...(plain.endsWith('text') ? { textual: true } : {}) };
+  }
+  switch (word) {
+    case 'BOOL':
+    case 'BOOLEAN':
+      return { type: { base: 'tinyint' } };
+    case 'BIT':
+      return { type: { base: 'bit', length: r.numbers()?.[0] ?? 1 } };
+    case 'FLOAT':
+    case 'FLOAT4': {
+      const [precision, scale] = r.numbers() ?? [];
+      const unsigned = numericOptions(r);
+      // FLOAT(p): p ≤ 24 is single precision, 25..53 double; FLOAT(M,D) stays single.
+      if (scale !== undefined) return { type: { base: 'float', unsigned, precision, scale } };
+      return { type: { base: precision !== undefined && precision > 24 ? 'double' : 'float', unsigned } };
+    }
+    case 'DOUBLE':
+    case 'FLOAT8':
+    case 'REAL': {
+      if (word === 'DOUBLE') r.eat('PRECISION');
+      const [precision, scale] = r.numbers() ?? [];
+      const base = word === 'REAL' && options.realAsFloat ? 'float' : 'double';
+      // DOUBLE(M,D) rounds stored values to D decimals: kept so a default is not taken as exact.
+      return { type: { base, unsigned: numericOptions(r), ...(scale !== undefined ? { precision, scale } : {}) } };
+    }
+    case 'DATETIME':
+    case 'TIMESTAMP':
+    case 'TIME':
+      return { type: { base: word.toLowerCase(), fsp: r.numbers()?.[0] ?? 0 } };
+    case 'YEAR':
+    case 'SQL_TSI_YEAR': {
+      // YEAR(2) (MariaDB keeps it, deprecated) is YEAR to the binlog and to information_schema's type; its values are read as four digits.
+      const [digits] = r.numbers() ?? [];
+      numericOptions(r);
+      if (digits !== undefined && digits !== 4 && digits !== 2) throw new UnsupportedTypeError(`YEAR(${digits})`);
+      return { type: { base: 'year' } };
+    }
+    case 'CHAR':
+    case 'CHARACTER':
+      if (r.eat('VARYING')) return varchar(r);
+      return { type: { base: 'char', length: r.numbers()?.[0] ?? 1 }, textual: true };
+    case 'VARCHAR':
+    case 'VARCHARACTER':
+      return varchar(r);
+    case 'NATIONAL':
+      if (r.eat('VARCHAR') || r.eat('VARCHARACTER')) return national(varchar(r));
+      if (!r.eat('CHAR') && !r.eat('CHARACTER')) throw new UnsupportedTypeError(`NATIONAL ${describe(r.peek())}`);
+      if (r.eat('VARYING')) return national(varchar(r));
+      return national({ type: { base: 'char', length: r.numbers()?.[0] ?? 1 } });
+    case 'NCHAR':
+      if (r.eat('VARCHAR') || r.eat('VARCHARACTER') || r.eat('VARYING')) return national(varchar(r));
+      return national({ type: { base: 'char', length: r.numbers()?.[0] ?? 1 } });
+    case 'NVARCHAR':
+      return national(varchar(r));
+    case 'BINARY':
+      return { type: { base: 'binary', length: r.numbers()?.[0] ?? 1 } };
+    case 'VARBINARY': {
+      const length = r.numbers()?.[0];
+      if (length === undefined) throw new UnsupportedTypeError('VARBINARY without a length');
+      return { type: { base: 'varbinary', length } };
+    }
+    case 'BLOB': {
+      const bytes = r.numbers()?.[0];
+      return { type: { base: bytes === undefined ? 'blob' : lobForBytes(bytes, false) } };
+    }
+    case 'TEXT': {
+      // TEXT(n) holds n characters: its type depends on the charset's size, decided with the charset (lib/schema/version.ts).
+      const chars = r.numbers()?.[0];
+      return { type: { base: 'text', ...(chars !== undefined ? { length: chars } : {}) }, textual: true };
+    }
+    case 'LONG':
+      // MariaDB and MySQL: LONG VARBINARY is MEDIUMBLOB; LONG, LONG VARCHAR, LONG CHAR VARYING are MEDIUMTEXT.
+      if (r.eat('VARBINARY')) return { type: { base: 'mediumblob' } };
+      if (!r.eat('VARCHAR') && !r.eat('VARCHARACTER') && !r.eat('CHAR', 'VARYING')) r.eat('CHARACTER', 'VARYING');
+      return { type: { base: 'mediumtext' }, textual: true };
+    case 'ENUM':
+    case 'SET':
+      return { type: { base: word.toLowerCase(), values: stringList(r.parenthesized()) }, textual: true };
+    case 'SERIAL':
+      return { type: { base: 'bigint', unsigned: true }, serial: true };
+    case 'VECTOR': {
+      // MySQL 9.0+ VECTOR(n) (n float32 values, 2048 when not given) and MariaDB 11.7+ VECTOR(n).
+      const [n] = r.numbers() ?? [];
+      return { type: { base: 'vector', length: n ?? 2048 } };
+    }
+    default:
+      throw new UnsupportedTypeError(`data type ${word}`);
+  }
+}
+
+function varchar(r: Reader): ParsedType {
+  return { type: { base: 'varchar', length: r.numbers()?.[0] }, textual: true };
+}
+
+/** NATIONAL/NCHAR types: the predefined utf8 charset, utf8mb3 on MariaDB 10.6+ and MySQL 8 (they take BINARY, not a charset). */
+function national(parsed: ParsedType): ParsedType {
+  return { type: { ...parsed.type, charset: 'utf8mb3' }, textual: true };
+}
+
+/** ENUM/SET members: string literals, adjacent ones joined as the server joins them. */
+function stringList(tokens: Token[]): string[] {
+  const values: string[] = [];
+  let current: string | undefined;
+  for (const t of tokens) {
+    if (t.kind === 'string') current = (current ?? '') + t.value;
+    else if (t.kind === 'punct' && t.value === ',' && current !== undefined) {
+      values.push(current);
+      current = undefined;
+    } else throw new UnsupportedTypeError(`an ENUM or SET member that is ${describe(t)}`);
+  }
+  if (current === undefined) throw new UnsupportedTypeError('an empty ENUM or SET member');
+  values.push(current);
+  return values;
+}
+
+/** `REFERENCES t [(cols)] [MATCH …] [ON DELETE|UPDATE action]…`: a foreign key, nothing sluice records. */
+function references(r: Reader): void {
+  r.qualifiedName();
+  if (r.isPunct('(')) r.parenthesized();
+  if (r.eat('MATCH')) r.name('MATCH');
+  while (r.eat('ON')) {
+    if (!r.eat('DELETE') && !r.eat('UPDATE')) throw new UnsupportedTypeError(`ON ${describe(r.peek())} in REFERENCES`);
+    const action = REFERENCE_ACTIONS.find((a) => r.eat(...a.split(' ')));
+    if (!action) throw new UnsupportedTypeError(`a REFERENCES action ${describe(r.peek())}`);
+  }
+}
+
+/**
+ * A DEFAULT's value: a literal (what `fill` may derive rows' values from), NULL, or anything else
+ * as an expression. Without parentheses both grammars take only a literal or a simple expression
+ * (a function call, `NEXT VALUE FOR s`, `CURRENT_TIMESTAMP`, an introduced string); operators
+ * need parentheses, so a term ends where the next attribute starts.
+ */
+function defaultValue(r: Reader, escaped: boolean): DefaultValue {
+  const literal = literalValue(r, escaped);
+  if (literal === 'null') return { kind: 'null' };
+  if (literal) return { kind: 'literal', literal };
+  expressionTerm(r);
+  return { kind: 'expression' };
+}
+
+/** A literal at the cursor (consumed), `'null'`, or undefined (nothing consumed) when the default is not one. */
+function literalValue(r: Reader, escaped: boolean): Literal | 'null' | undefined {
+  const t = r.peek();
+  if (!t) throw new UnsupportedTypeError('DEFAULT without a value');
+  if (t.kind === 'punct' && (t.value === '-' || t.value === '+') && r.peek(1)?.kind === 'number') {
+    r.i += 2;
+    const text = (r.tokens[r.i - 1] as Token).value;
+    return { kind: 'number', text: t.value === '-' ? `-${text}` : text };
+  }
+  switch (t.kind) {
+    case 'number':
+      r.i++;
+      return { kind: 'number', text: t.value };
+    case 'hex':
+      r.i++;
+      return { kind: 'hex', digits: t.value };
+    case 'bits':
+      r.i++;
+      return { kind: 'bits', digits: t.value };
+    case 'string': {
+      let value = '';
+      while (r.peek()?.kind === 'string') value += r.next().value;
+      return { kind: 'string', value, escaped };
+    }
+    case 'word':
+      if (t.upper === 'NULL') {
+        r.i++;
+        return 'null';
+      }
+      if (t.upper === 'TRUE' || t.upper === 'FALSE') {
+        r.i++;
+        return { kind: 'boolean', value: t.upper === 'TRUE' };
+      }
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** Skips one non-parenthesized default expression: `(…)`, `f(…)`, `NEXT VALUE FOR s`, `_cs'x'`, `DATE 'x'`, `CASE … END`, a keyword or a name. */
+function expressionTerm(r: Reader): void {
+  const t = r.next();
+  if (t.kind === 'punct') {
+    if (t.value === '(') {
+      r.i--;
+      r.parenthesized();
+      return;
+    }
+    if (t.value === '-' || t.value === '+' || t.value === '!' || t.value === '~') {
+      expressionTerm(r);
+      return;
+    }
+    if (t.value === '{') {
+      // An ODBC escape, `{d '2024-01-01'}`.
+      while (!r.eatPunct('}')) r.next();
+      return;
+    }
+    throw new UnsupportedTypeError(`a DEFAULT that starts with ${t.value}`);
+  }
+  if (t.kind !== 'word' && t.kind !== 'ident') throw new UnsupportedTypeError(`a DEFAULT that is ${describe(t)}`);
+  if (t.kind === 'word' && (t.upper === 'NEXT' || t.upper === 'PREVIOUS') && r.eat('VALUE', 'FOR')) {
+    r.qualifiedName();
+    return;
+  }
+  if (t.kind === 'word' && t.upper === 'CASE') {
+    for (let depth = 1; depth > 0; ) {
+      const u = r.next();
+      if (u.kind === 'word' && u.upper === 'CASE') depth++;
+      else if (u.kind === 'word' && u.upper === 'END') depth--;
+    }
+    return;
+  }
+  // An introduced literal (`_latin1'x'`, `N'x'`, `DATE '2024-01-01'`, `BINARY 'x'`), or a unary keyword.
+  const next = r.peek();
+  if (next && (next.kind === 'string' || next.kind === 'hex' || next.kind === 'bits')) {
+    while (r.peek()?.kind === 'string' || r.peek()?.kind === 'hex' || r.peek()?.kind === 'bits') r.next();
+    return;
+  }
+  if (t.kind === 'word' && t.upper === 'BINARY') {
+    expressionTerm(r);
+    return;
+  }
+  while (r.eatPunct('.')) r.name('a name');
+  if (r.isPunct('(')) r.parenthesized();
 }

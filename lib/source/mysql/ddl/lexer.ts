@@ -259,3 +259,14 @@ export function render(tokens: readonly Token[]): string {
 export function quoteName(name: string): string {
   return `\`${name.replaceAll('`', '``')}\``;
 }
+
+/**
+ * A token for a message (a reason a statement is not understood, which capture may log): words,
+ * names and punctuation as written, a literal by its kind only — a string or a number in a DDL
+ * statement may be a secret (a password option, a default value).
+ */
+export function describeToken(t: Token | undefined): string {
+  if (!t) return 'the end of the statement';
+  if (t.kind === 'word' || t.kind === 'punct') return t.raw;
+  return t.kind === 'ident' ? quoteName(t.value) : `a ${t.kind} literal`;
+}
