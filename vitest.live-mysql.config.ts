@@ -14,7 +14,7 @@ const MARIADB_ONLY = [
   // Its workloads and replication are MariaDB's (seq tables, CHANGE MASTER … MASTER_USE_GTID); the
   // history checks themselves run on MySQL in history.test.ts.
   'test/integration/history-epoch.test.ts',
-  // The same (following a failover: a MariaDB replica promoted, its domains' order); MySQL's side of it is tested against the fake.
+  // The same (a MariaDB replica promoted, its GTID domains' order); MySQL's is test/live-mysql/history-follow.test.ts.
   'test/integration/history-follow.test.ts',
 ];
 

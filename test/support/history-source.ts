@@ -84,9 +84,9 @@ export async function sourceOn(url: string, db = 'shop', settings: Record<string
     },
     clients,
     recorded,
-    /** Points the source at another server, as a moved endpoint would. */
-    moveTo(next: string) {
-      env = { ...env, SLUICE_MYSQL_URL: next };
+    /** Points the source at another server, as a moved endpoint would (`settings`: how to reach it, e.g. its TLS CA). */
+    moveTo(next: string, settings: Record<string, string> = {}) {
+      env = { ...env, ...settings, SLUICE_MYSQL_URL: next };
     },
     async cli(args: string[]) {
       const out: string[] = [];
