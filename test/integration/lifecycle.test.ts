@@ -196,6 +196,9 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
     await start(source);
     await play(source, ['CREATE TABLE b AS SELECT id, v FROM a WHERE id < 3', "INSERT INTO b VALUES (9, 'nine')"], lagging);
     await expectEqual(source, ['a', 'b']);
+    // docs/FORMAT.md: `t create`, then the rows as `c` events (MySQL 8.0.21+ logs them in the DDL's transaction).
+    const { events } = await compare(source, 'b');
+    expect(events.map((e) => (e.op === 't' ? `t ${e.ddl?.kind}` : e.op))).toEqual(['t create', 'c', 'c', 'c']);
   });
 
   it('a change the binlog cannot carry (narrowing, charset) resets the table and copies it again', async () => {

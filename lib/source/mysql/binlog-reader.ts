@@ -20,6 +20,7 @@ import { profiling, timed } from '../../profile.ts';
 import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
+import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
 import { type BinlogHistories, unreadablePositionReason } from './history.ts';
 import { logicalTypes } from './schema.ts';
@@ -37,7 +38,8 @@ export type BinlogItem =
   | { kind: 'rows'; op: 'update'; shape: EncodedShape; map: TableMapStructure; rows: { before: Row; after: Row }[]; pos: number; tsMs: number }
   /**
    * A statement logged as text, inside the current transaction group: `ddl` when the group is a DDL
-   * statement's (MariaDB flags it in the GTID event; on MySQL a statement outside BEGIN…COMMIT), else
+   * statement's (MariaDB flags it in the GTID event; on MySQL a statement outside BEGIN…COMMIT, or
+   * the `CREATE TABLE … START TRANSACTION` that opens an atomic CREATE TABLE … SELECT's rows), else
    * DML written by a session in STATEMENT or MIXED format. Never logged: it may hold secrets.
    */
   | { kind: 'query'; ddl: boolean; db: string; query: string; sqlMode: SqlModeFlags; position: BinlogPosition; tsMs: number }
@@ -498,6 +500,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.group = 'standalone';
       this.ddlGroup = true;
     }
+    // MySQL's atomic CREATE TABLE … SELECT: BEGIN, this DDL, its rows, COMMIT (MariaDB flags the group in its GTID).
+    if (!this.ddlGroup && isAtomicCreateSelect(query)) this.ddlGroup = true;
     this.push({
       kind: 'query',
       ddl: this.ddlGroup,
