@@ -253,7 +253,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * statement (a DDL), `open` until its first event says (a MySQL GTID: BEGIN follows, or a DDL).
    */
   private group: 'open' | 'transaction' | 'standalone' = 'transaction';
-  /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement on MySQL). */
+  /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement or an atomic CREATE TABLE … SELECT on MySQL). */
   private ddlGroup = false;
   /**
    * The current transaction ended inside a compressed transaction (MySQL TRANSACTION_PAYLOAD), whose

@@ -49,7 +49,7 @@ interface Group {
   /** Where the group starts: the boundary before its first event, where the stored position stays. */
   start: BinlogPosition;
   gtid?: string;
-  /** A DDL statement's group (MariaDB's GTID flag); undefined until a MySQL group's first statement tells. */
+  /** A DDL statement's group (MariaDB's GTID flag); undefined until a MySQL group's first statement tells (or its second: an atomic CREATE TABLE … SELECT). */
   ddl: boolean | undefined;
   /** MariaDB GTID flag PREPARED_XA, or (MySQL) an `XA START` statement. */
   xa: boolean;
