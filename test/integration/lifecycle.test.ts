@@ -196,6 +196,25 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
     await start(source);
     await play(source, ['CREATE TABLE b AS SELECT id, v FROM a WHERE id < 3', "INSERT INTO b VALUES (9, 'nine')"], lagging);
     await expectEqual(source, ['a', 'b']);
+    // docs/FORMAT.md: `t create`, then the rows as `c` events (MySQL 8.0.21+ logs them in the DDL's transaction).
+    const { events } = await compare(source, 'b');
+    expect(events.map((e) => (e.op === 't' ? `t ${e.ddl?.kind}` : e.op))).toEqual(['t create', 'c', 'c', 'c']);
+  });
+
+  it('CREATE TABLE … SELECT of a table the filters leave out: the captured tables stream on', async () => {
+    await using source = await testSource('ctas-out', { SLUICE_STARTUP: 'initial' });
+    const config = source.configWith({ SLUICE_INCLUDE: `${source.db}\\.a` });
+    await source.sql(SETUP);
+    await start(source, config);
+    for (const step of ['CREATE TABLE b AS SELECT id, v FROM a', "INSERT INTO a VALUES (7,'sev',7)"]) {
+      await source.sql(step);
+      if (!lagging) await source.capture({ config });
+    }
+    await source.capture({ config });
+    const { output, mysql, events } = await compare(source, 'a');
+    expect(output).toEqual(mysql);
+    expect(events.some((e) => e.op === 'c')).toBe(true);
+    expect((await compare(source, 'b')).events).toEqual([]);
   });
 
   it('a change the binlog cannot carry (narrowing, charset) resets the table and copies it again', async () => {
