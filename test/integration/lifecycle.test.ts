@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config/config.ts';
-import { comparePositions, parsePosition } from '../../lib/core/position.ts';
-import { ErrorCode, SluiceError } from '../../lib/errors.ts';
+import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
 import { materialize } from '../../lib/materialize/write.ts';
 import { requestSnapshot } from '../../lib/snapshot/plan.ts';
@@ -274,30 +273,6 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
 });
 
 describe('DDL sluice cannot classify, and DML logged as a statement (real stack)', () => {
-  it('with SLUICE_DDL_UNKNOWN=stop, stops before an unclassifiable DDL on a captured table, keeps the position, and continues as the operator decides', async () => {
-    await using source = await testSource('unknown', { SLUICE_STARTUP: 'initial', SLUICE_DDL_UNKNOWN: 'stop' });
-    await source.sql(SETUP);
-    await start(source);
-    const before = (await source.state())?.position;
-    // Column types of sql_mode ORACLE, which sluice does not read (test/integration/unclassified-ddl.test.ts has the default, a re-copy).
-    await source.sql("SET SESSION sql_mode = 'ORACLE'; ALTER TABLE a ADD COLUMN note VARCHAR2(20); SET SESSION sql_mode = DEFAULT");
-    const error = await source.capture().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SluiceError);
-    expect((error as SluiceError).code).toBe(ErrorCode.DDL_UNKNOWN);
-    const position = /at (\S+:\d+)/.exec((error as Error).message)?.[1];
-    // The run may have moved its position over other databases' events (a heartbeat), but never onto the DDL.
-    const stored = (await source.state())?.position;
-    expect(stored && before && comparePositions(stored, before)).toBeGreaterThanOrEqual(0);
-    expect(stored && comparePositions(stored, parsePosition(position ?? ''))).toBeLessThanOrEqual(0);
-    expect((await source.state())?.error?.code).toBe(ErrorCode.DDL_UNKNOWN);
-    // The operator says: copy it again.
-    const config = source.configWith({ SLUICE_DDL_OVERRIDES: `${position}=resnapshot` });
-    await source.capture({ config });
-    const job = await source.clients.snapshots.latestJob(source.config.sourceId);
-    if (job && job.status !== 'done') await source.snapshot({ config });
-    await expectEqual(source, ['a']);
-  });
-
   it('stops before DML logged as a statement on a captured table; ignores it on other tables', async () => {
     await using source = await testSource('stmt', { SLUICE_STARTUP: 'initial' });
     await source.sql(`${SETUP}; CREATE TABLE other (id INT PRIMARY KEY)`);
