@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config/config.ts';
-import { comparePositions, parsePosition } from '../../lib/core/position.ts';
-import { ErrorCode, SluiceError } from '../../lib/errors.ts';
+import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
 import { materialize } from '../../lib/materialize/write.ts';
 import { requestSnapshot } from '../../lib/snapshot/plan.ts';
@@ -196,6 +195,25 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
     await start(source);
     await play(source, ['CREATE TABLE b AS SELECT id, v FROM a WHERE id < 3', "INSERT INTO b VALUES (9, 'nine')"], lagging);
     await expectEqual(source, ['a', 'b']);
+    // docs/FORMAT.md: `t create`, then the rows as `c` events (MySQL 8.0.21+ logs them in the DDL's transaction).
+    const { events } = await compare(source, 'b');
+    expect(events.map((e) => (e.op === 't' ? `t ${e.ddl?.kind}` : e.op))).toEqual(['t create', 'c', 'c', 'c']);
+  });
+
+  it('CREATE TABLE … SELECT of a table the filters leave out: the captured tables stream on', async () => {
+    await using source = await testSource('ctas-out', { SLUICE_STARTUP: 'initial' });
+    const config = source.configWith({ SLUICE_INCLUDE: `${source.db}\\.a` });
+    await source.sql(SETUP);
+    await start(source, config);
+    for (const step of ['CREATE TABLE b AS SELECT id, v FROM a', "INSERT INTO a VALUES (7,'sev',7)"]) {
+      await source.sql(step);
+      if (!lagging) await source.capture({ config });
+    }
+    await source.capture({ config });
+    const { output, mysql, events } = await compare(source, 'a');
+    expect(output).toEqual(mysql);
+    expect(events.some((e) => e.op === 'c')).toBe(true);
+    expect((await compare(source, 'b')).events).toEqual([]);
   });
 
   it('a change the binlog cannot carry (narrowing, charset) resets the table and copies it again', async () => {
@@ -255,30 +273,6 @@ describe.each([false, true])('table lifecycle, lagging=%s (real stack)', (laggin
 });
 
 describe('DDL sluice cannot classify, and DML logged as a statement (real stack)', () => {
-  it('with SLUICE_DDL_UNKNOWN=stop, stops before an unclassifiable DDL on a captured table, keeps the position, and continues as the operator decides', async () => {
-    await using source = await testSource('unknown', { SLUICE_STARTUP: 'initial', SLUICE_DDL_UNKNOWN: 'stop' });
-    await source.sql(SETUP);
-    await start(source);
-    const before = (await source.state())?.position;
-    // Column types of sql_mode ORACLE, which sluice does not read (test/integration/unclassified-ddl.test.ts has the default, a re-copy).
-    await source.sql("SET SESSION sql_mode = 'ORACLE'; ALTER TABLE a ADD COLUMN note VARCHAR2(20); SET SESSION sql_mode = DEFAULT");
-    const error = await source.capture().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SluiceError);
-    expect((error as SluiceError).code).toBe(ErrorCode.DDL_UNKNOWN);
-    const position = /at (\S+:\d+)/.exec((error as Error).message)?.[1];
-    // The run may have moved its position over other databases' events (a heartbeat), but never onto the DDL.
-    const stored = (await source.state())?.position;
-    expect(stored && before && comparePositions(stored, before)).toBeGreaterThanOrEqual(0);
-    expect(stored && comparePositions(stored, parsePosition(position ?? ''))).toBeLessThanOrEqual(0);
-    expect((await source.state())?.error?.code).toBe(ErrorCode.DDL_UNKNOWN);
-    // The operator says: copy it again.
-    const config = source.configWith({ SLUICE_DDL_OVERRIDES: `${position}=resnapshot` });
-    await source.capture({ config });
-    const job = await source.clients.snapshots.latestJob(source.config.sourceId);
-    if (job && job.status !== 'done') await source.snapshot({ config });
-    await expectEqual(source, ['a']);
-  });
-
   it('stops before DML logged as a statement on a captured table; ignores it on other tables', async () => {
     await using source = await testSource('stmt', { SLUICE_STARTUP: 'initial' });
     await source.sql(`${SETUP}; CREATE TABLE other (id INT PRIMARY KEY)`);

@@ -93,6 +93,35 @@ describe('stream guards (fabricated zongji events)', () => {
     }
   });
 
+  it('reads MySQL’s atomic CREATE TABLE … SELECT (BEGIN, CREATE … START TRANSACTION, rows, COMMIT) as a DDL, in any database, and still stops on DML logged as text', async () => {
+    const ctas = (db: string, next: number): Event[] => [
+      { type: 'Gtid', gtid: `3e11fa47-71ca-11e1-9e33-c80aa9429562:${next}`, nextPosition: next },
+      { type: 'Query', query: 'BEGIN', schema: db, nextPosition: next + 80 },
+      {
+        type: 'Query',
+        query: 'CREATE TABLE `t` (\n  `id` int NOT NULL,\n  `v` varchar(10) DEFAULT NULL\n) START TRANSACTION',
+        schema: db,
+        nextPosition: next + 240,
+      },
+      { type: 'TableMap', schemaName: db, tableName: 't', nextPosition: next + 300 },
+      rows('WriteRows', 0x1f),
+      xid(next + 400),
+    ];
+    const accept = (db: string) => db === 'shop';
+    const guard = new StreamGuard({ file: FILE, pos: 1000 }, { accept });
+    expect(errorOf(await feed(guard, [...ctas('shop', 1000), ...ctas('elsewhere', 2000)]))).toBeUndefined();
+    const dml = errorOf(
+      await feed(new StreamGuard({ file: FILE, pos: 1000 }, { accept }), [
+        { type: 'Gtid', gtid: '3e11fa47-71ca-11e1-9e33-c80aa9429562:9', nextPosition: 1100 },
+        { type: 'Query', query: 'BEGIN', schema: 'shop', nextPosition: 1200 },
+        { type: 'Query', query: 'INSERT INTO t SELECT 1 /* START TRANSACTION */', schema: 'shop', nextPosition: 1300 },
+        xid(1400),
+      ]),
+    );
+    expect(dml?.code).toBe('STATEMENT_DML');
+    expect(dml?.message).toContain('shop.t');
+  });
+
   it('stops on captured rows of a two-phase XA transaction (MariaDB flag, MySQL XA START), at its XA_PREPARE', async () => {
     const mariadb = errorOf(
       await feed(new StreamGuard({ file: FILE, pos: 1000 }), [

@@ -3,7 +3,7 @@ import { Catalog } from '../../lib/schema/catalog.ts';
 import { CharsetTable } from '../../lib/schema/charsets.ts';
 import { informationSchemaType, tableMapType } from '../../lib/schema/column-type.ts';
 import { evolve, type SchemaVersion, structureFromTableMap, structureOf } from '../../lib/schema/version.ts';
-import { sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
+import { queryStatusVars, sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
 
 const ctx = { defaultDb: 'd', serverVersion: 101119 };
@@ -62,6 +62,45 @@ describe('sqlModeFlags', () => {
     // NO_ZERO_IN_DATE (0x800000) sets byte 2's high bit.
     expect(sqlModeFlags(vars(4n | 0x800000n))).toEqual({ ansiQuotes: true, realAsFloat: false, foreignTypes: false });
     expect(sqlModeFlags(undefined)).toEqual({});
+  });
+
+  // MySQL 8.0's default: ONLY_FULL_GROUP_BY, STRICT_TRANS_TABLES, NO_ZERO_IN_DATE, NO_ZERO_DATE, ERROR_FOR_DIVISION_BY_ZERO, NO_ENGINE_SUBSTITUTION.
+  const MYSQL_DEFAULT = 0x20n | 0x200000n | 0x800000n | 0x1000000n | 0x2000000n | 0x40000000n;
+  /** The same variables as the server sends them. */
+  const raw = (mode: bigint) => {
+    const out = Buffer.alloc(14);
+    out.writeUInt32LE(0, 1);
+    out[5] = 1;
+    out.writeBigUInt64LE(mode, 6);
+    return Buffer.concat([out, Buffer.from('\x06\x03std', 'latin1')]);
+  };
+
+  it('reads every flag from the bytes the server sent: MySQL’s default mode is strict though NO_ZERO_IN_DATE shares its byte', () => {
+    expect(raw(MYSQL_DEFAULT).subarray(6, 10)).toEqual(Buffer.from([0x20, 0x00, 0xa0, 0x43]));
+    expect(sqlModeFlags(raw(MYSQL_DEFAULT))).toEqual({ ansiQuotes: false, realAsFloat: false, foreignTypes: false, noBackslashEscapes: false, strict: true });
+    // zongji's UTF-8 copy of the same bytes cannot tell.
+    expect(sqlModeFlags(raw(MYSQL_DEFAULT).toString('utf8')).strict).toBeUndefined();
+    expect(sqlModeFlags(raw(0x80n | 0x800000n | 4n))).toMatchObject({ ansiQuotes: true, strict: false });
+  });
+
+  it('finds a Query event’s status variables and its log_pos in the packet the dump connection receives', () => {
+    const vars = raw(MYSQL_DEFAULT);
+    const event = Buffer.alloc(1 + 19 + 13);
+    event[5] = 2; // QUERY_EVENT
+    event.writeUInt32LE(5900, 14); // log_pos
+    event[28] = 3; // db length
+    event.writeUInt16LE(vars.length, 31);
+    const body = Buffer.concat([vars, Buffer.from('app\0ALTER TABLE t ADD PRIMARY KEY (id)')]);
+    const packet = (type: number) => {
+      const bytes = Buffer.concat([Buffer.from([9, 9, 9]), Buffer.alloc(4), event, body]);
+      bytes[3 + 4 + 5] = type;
+      return { buffer: bytes, start: 3, end: bytes.length };
+    };
+    expect(queryStatusVars(packet(2))).toEqual({ nextPosition: 5900, bytes: vars });
+    expect(sqlModeFlags(queryStatusVars(packet(2))?.bytes).strict).toBe(true);
+    expect(queryStatusVars(packet(165))?.nextPosition).toBe(5900); // MariaDB QUERY_COMPRESSED_EVENT
+    expect(queryStatusVars(packet(16))).toBeUndefined(); // XID_EVENT
+    expect(queryStatusVars({ buffer: Buffer.from([0, 0, 0, 0, 0xff, 1, 2]), start: 0, end: 7 })).toBeUndefined();
   });
 });
 

@@ -21,6 +21,7 @@ import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.t
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
 import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
+import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
 import { type BinlogHistories, unreadablePositionReason } from './history.ts';
 import { logicalTypes } from './schema.ts';
@@ -38,7 +39,8 @@ export type BinlogItem =
   | { kind: 'rows'; op: 'update'; shape: EncodedShape; map: TableMapStructure; rows: { before: Row; after: Row }[]; pos: number; tsMs: number }
   /**
    * A statement logged as text, inside the current transaction group: `ddl` when the group is a DDL
-   * statement's (MariaDB flags it in the GTID event; on MySQL a statement outside BEGIN…COMMIT), else
+   * statement's (MariaDB flags it in the GTID event; on MySQL a statement outside BEGIN…COMMIT, or
+   * the `CREATE TABLE … START TRANSACTION` that opens an atomic CREATE TABLE … SELECT's rows), else
    * DML written by a session in STATEMENT or MIXED format. Never logged: it may hold secrets.
    */
   | { kind: 'query'; ddl: boolean; db: string; query: string; sqlMode: SqlModeFlags; position: BinlogPosition; tsMs: number }
@@ -78,27 +80,57 @@ export interface SqlModeFlags {
  * 0x1000, bits MySQL 8 no longer has), right after Q_FLAGS2_CODE = 0 and its
  * 4 bytes, which servers write first (`Query_log_event::write`; both checked against what
  * `mariadb-binlog` prints of events written under each mode).
- * zongji decodes the variables as UTF-8, so a byte above 0x7f is lost, and with it the position
- * of every byte after it: the flags those would hold are then unknown.
+ * The reader passes the bytes as the server sent them (`queryStatusVars`). zongji's own copy is
+ * decoded as UTF-8, so there a byte above 0x7f is lost, and with it the position of every byte
+ * after it: the flags those would hold are then unknown (MySQL's default mode sets NO_ZERO_IN_DATE,
+ * 0x800000, in STRICT_TRANS_TABLES' byte).
  */
-export function sqlModeFlags(statusVars: string | undefined): SqlModeFlags {
+export function sqlModeFlags(statusVars: Uint8Array | string | undefined): SqlModeFlags {
   if (statusVars === undefined) return {};
-  const plain = (i: number) => statusVars.charCodeAt(i) <= 0x7f;
-  let at = 0;
-  if (statusVars.charCodeAt(0) === 0) {
-    if (![1, 2, 3, 4].every(plain)) return {};
-    at = 5;
-  }
-  if (statusVars.charCodeAt(at) !== 1) return {};
-  const byte = (i: number) => ([...Array(i + 1).keys()].every((k) => plain(at + 1 + k)) ? statusVars.charCodeAt(at + 1 + i) : undefined);
-  const b0 = byte(0);
-  const b1 = byte(1);
-  const b2 = byte(2);
+  const decoded = typeof statusVars === 'string';
+  // Of a decoded string, the bytes before the first one above 0x7f are known.
+  let known = 0;
+  while (known < statusVars.length && !(decoded && statusVars.charCodeAt(known) > 0x7f)) known++;
+  const byte = (i: number) => (i >= known ? undefined : decoded ? statusVars.charCodeAt(i) : statusVars[i]);
+  const at = byte(0) === 0 ? 5 : 0;
+  if (byte(at) !== 1) return {};
+  const b0 = byte(at + 1);
+  const b1 = byte(at + 2);
+  const b2 = byte(at + 3);
   return {
     ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0, realAsFloat: (b0 & 0x1) !== 0 }),
     foreignTypes: b1 === undefined || (b1 & 0x12) !== 0,
     ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x10) !== 0, strict: (b2 & 0x60) !== 0 }),
   };
+}
+
+/** A Query event's status variables as the server sent them, and the event's end (log_pos) to match it with zongji's event. */
+export interface QueryStatusVars {
+  readonly nextPosition: number;
+  readonly bytes: Buffer;
+}
+
+const QUERY_EVENT = 2;
+const QUERY_COMPRESSED_EVENT = 165; // MariaDB log_bin_compress: the same header and status variables
+/** The OK marker, then the event header: timestamp 4, type 1, server id 4, length 4, log_pos 4, flags 2. */
+const EVENT_HEADER = 1 + 19;
+/** Query post-header: thread id 4, exec time 4, db length 1, error code 2, status variables length 2. */
+const QUERY_POST_HEADER = 13;
+
+/**
+ * The status variables of a binlog packet holding a Query event (as mysql2 hands the dump
+ * connection's packets over: a 4-byte packet header at `start`, then the event), undefined for
+ * any other packet. Read here because zongji keeps them only decoded as UTF-8 (`sqlModeFlags`).
+ */
+export function queryStatusVars(packet: { readonly buffer: Buffer; readonly start: number; readonly end: number }): QueryStatusVars | undefined {
+  const event = packet.start + 4;
+  const vars = event + EVENT_HEADER + QUERY_POST_HEADER;
+  if (vars > packet.end || packet.buffer[event] !== 0) return undefined;
+  const type = packet.buffer[event + 5];
+  if (type !== QUERY_EVENT && type !== QUERY_COMPRESSED_EVENT) return undefined;
+  const length = packet.buffer.readUInt16LE(vars - 2);
+  if (vars + length > packet.end) return undefined;
+  return { nextPosition: packet.buffer.readUInt32LE(event + 14), bytes: Buffer.from(packet.buffer.subarray(vars, vars + length)) };
 }
 
 export interface BinlogReaderOptions {
@@ -257,13 +289,15 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * statement (a DDL), `open` until its first event says (a MySQL GTID: BEGIN follows, or a DDL).
    */
   private group: 'open' | 'transaction' | 'standalone' = 'transaction';
-  /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement on MySQL). */
+  /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement or an atomic CREATE TABLE … SELECT on MySQL). */
   private ddlGroup = false;
   /**
    * The current transaction ended inside a compressed transaction (MySQL TRANSACTION_PAYLOAD), whose
    * events carry log_pos 0: its end is the payload event's, which zongji delivers after them.
    */
   private endsWithPayload = false;
+  /** The status variables of the last Query event the connection received (`keepQueryStatusVars`). */
+  private queryStatus: QueryStatusVars | undefined;
   private readonly highWater: number;
   /** When (epoch ms) the consumer wants an `idle` item at the latest if nothing arrives (see wakeWithin). */
   private wakeBy: number | undefined;
@@ -337,6 +371,30 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       if (profiling) this.profileDecoding();
     });
     this.zongji.start({ serverId, filename: plan.file, position: plan.pos });
+    this.keepQueryStatusVars();
+  }
+
+  /**
+   * Reads each Query event's status variables from its packet before zongji decodes them as UTF-8
+   * (`sqlModeFlags`). The dump connection hands each packet to zongji synchronously, and again
+   * when it replays the packets it queued while paused, so the last one read is the event's
+   * being delivered; `statusVarsOf` still checks that by its log_pos and length.
+   */
+  private keepQueryStatusVars(): void {
+    const connection = this.zongji.connection as unknown as { handlePacket: (packet: Parameters<typeof queryStatusVars>[0] | null) => void } | null;
+    if (!connection) return;
+    const handle = connection.handlePacket.bind(connection);
+    connection.handlePacket = (packet) => {
+      if (packet) this.queryStatus = queryStatusVars(packet) ?? this.queryStatus;
+      handle(packet);
+    };
+  }
+
+  /** A Query event's status variables: as the server sent them, or zongji's decoded copy (inside a compressed transaction, log_pos 0). */
+  private statusVarsOf(ev: Ev): Uint8Array | string | undefined {
+    const raw = this.queryStatus;
+    if (raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition && raw.bytes.length === ev.statusVarsLength) return raw.bytes;
+    return ev.statusVars;
   }
 
   /** The binlog file the stream is in. */
@@ -626,12 +684,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.group = 'standalone';
       this.ddlGroup = true;
     }
+    // MySQL's atomic CREATE TABLE … SELECT: BEGIN, this DDL, its rows, COMMIT (MariaDB flags the group in its GTID).
+    if (!this.ddlGroup && isAtomicCreateSelect(query)) this.ddlGroup = true;
     this.push({
       kind: 'query',
       ddl: this.ddlGroup,
       db: ev.schema ?? '',
       query,
-      sqlMode: sqlModeFlags(ev.statusVars),
+      sqlMode: sqlModeFlags(this.statusVarsOf(ev)),
       position: { file: this.file, pos: end ?? this.offsets.pos },
       tsMs: ev.timestamp,
     });

@@ -1,6 +1,7 @@
 import { type BinlogPosition, formatPosition } from '../../core/position.ts';
 import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
+import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { writtenTables } from './ddl/written-tables.ts';
 import type { BinlogHistories } from './history.ts';
 import type { SqlConnection } from './server.ts';
@@ -19,7 +20,9 @@ import type { SqlConnection } from './server.ts';
  *     JSON updates, PARTIAL_UPDATE_ROWS, arrive as updates with the diff applied to the before image)
  *   - no change to a captured table is logged as a statement (a session with binlog_format STATEMENT
  *     or MIXED writes DML as text, without its rows): the tables a statement writes are read from it
- *     (ddl/written-tables.ts), and one that cannot be read counts as writing every captured table;
+ *     (ddl/written-tables.ts), and one that cannot be read counts as writing every captured table
+ *     (MySQL's atomic CREATE TABLE … SELECT, a DDL inside BEGIN … COMMIT, is no such statement:
+ *     ddl/atomic-create-select.ts);
  *   - the stream reads the binlog history the stored position belongs to (lib/source/mysql/history.ts).
  *
  * A violation stops the stream with a fatal error before the transaction's commit item is
@@ -46,7 +49,7 @@ interface Group {
   /** Where the group starts: the boundary before its first event, where the stored position stays. */
   start: BinlogPosition;
   gtid?: string;
-  /** A DDL statement's group (MariaDB's GTID flag); undefined until a MySQL group's first statement tells. */
+  /** A DDL statement's group (MariaDB's GTID flag); undefined until a MySQL group's first statement tells (or its second: an atomic CREATE TABLE … SELECT). */
   ddl: boolean | undefined;
   /** MariaDB GTID flag PREPARED_XA, or (MySQL) an `XA START` statement. */
   xa: boolean;
@@ -174,6 +177,11 @@ export class StreamGuard {
       return undefined;
     }
     if (this.group.ddl) return undefined;
+    // MySQL's atomic CREATE TABLE … SELECT: the group is the DDL's, its rows follow (checked as any).
+    if (isAtomicCreateSelect(query)) {
+      this.group.ddl = true;
+      return undefined;
+    }
     const accept = this.options.accept;
     if (!accept) return undefined;
     const written = writtenTables(query, ev.schema ?? '', STATEMENT_VERSION);
