@@ -219,6 +219,17 @@ export class PositionLostError extends SluiceError {
   }
 }
 
+/** The stored position belongs to another binlog history; `evidence` says what differs, as a sentence part. */
+export class PositionForeignError extends SluiceError {
+  override readonly name = 'PositionForeignError';
+  constructor(
+    message: string,
+    readonly evidence: string,
+  ) {
+    super(ErrorCode.POSITION_FOREIGN, message);
+  }
+}
+
 /** Another run holds the lease, or ours expired: this run must not write state. */
 export class LeaseLostError extends SluiceError {
   override readonly name = 'LeaseLostError';

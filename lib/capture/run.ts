@@ -21,6 +21,7 @@ import { StagingSweep } from '../sink/s3/staging-sweep.ts';
 import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { startupPosition } from '../source/mysql/binlog-scan.ts';
+import { dialectOf } from '../source/mysql/dialect.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables, showInvisiblePrimaryKeys } from '../source/mysql/schema.ts';
 import { createdSince, databaseCollations, readCharsets, readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
@@ -29,6 +30,7 @@ import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts';
 import { currentRows } from './current-rows.ts';
+import { followHistory, isForeign } from './follow.ts';
 import { boundaryAction, type Deadlines, deadlines, latencyWait, shouldStop } from './policy.ts';
 import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
@@ -107,7 +109,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
       const opened = await openCatalog(deps, conn, state, state.position, traits);
       if (opened.catalog.useCharsets(charsets) && state.catalog !== undefined)
         log.info("the server's character sets differ from the catalog's; DDL from here on is read with the server's");
-      return { start: state.position, target, traits, ...opened };
+      return { start: await withDomainGtids(conn, state.position), target, traits, ...opened };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
     // are read there, with no DDL between them and the position, so the catalog is exact from the start.
@@ -126,6 +128,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
         await deps.onSnapshotRequested?.(requested);
       }
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
+    start = await withDomainGtids(conn, start);
     const at = { epoch: state.epoch, commitSeq: state.commitSeq + 1 };
     const catalog = fresh ? catalogOf(config, fresh.versions, fresh.databases, start, at) : await initialCatalog(conn, deps, start, at, traits);
     catalog.useCharsets(charsets);
@@ -133,6 +136,17 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
   } finally {
     await conn.end();
   }
+}
+
+/**
+ * MariaDB: a start position that lacks every domain's last GTID (a first run, a position stored
+ * before they were recorded) gets them from the server, once (BINLOG_GTID_POS reads the file up to
+ * it); the stream carries them on, so every position the run stores has them.
+ */
+async function withDomainGtids(conn: SqlConnection, position: BinlogPosition): Promise<BinlogPosition> {
+  if (position.gtidPos !== undefined) return position;
+  const gtids = await (await dialectOf(conn)).gtidsAt(conn, position);
+  return gtids ? { ...position, gtidPos: gtids } : position;
 }
 
 /** The filters as the catalog records them. */
@@ -361,7 +375,8 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   // Recovery deletes a crashed run's staging at once; this run's commits leave theirs to the sweep.
   const sweep = new StagingSweep(deps.s3, config.bucket, log);
   const snapshots = deps.snapshots;
-  const history = new BinlogHistories(state);
+  // Replaced when the run follows its transactions to another history (followHistory).
+  let history = new BinlogHistories(state);
   const ledger = sourceLedger(
     store,
     runId,
@@ -371,17 +386,49 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
         const job = await requestJob({ ...deps, snapshots }, request);
         if (job) await deps.onSnapshotRequested?.(job);
       }),
-    history.of,
+    (position) => history.of(position),
   );
 
   let stream: CaptureStream | undefined;
   try {
     state = await recover(ctx, ledger, state, binlogStaging(config.prefix, config.sourceId));
+    for (let followed = false; ; followed = true) {
+      try {
+        stream = await openStream(state);
+        if (!stream) return result;
+        await stream.run();
+        return result;
+      } catch (error) {
+        // Another history, found before anything read from it was committed: follow the
+        // transactions by GTID when the server proves it carries them (lib/capture/follow.ts), once.
+        if (followed || !isForeign(error) || stream?.moved) throw error;
+        const failed = stream;
+        stream = undefined;
+        await failed?.abort();
+        await failed?.stop();
+        state = await followHistory(deps, failed?.current ?? state, runId, error);
+        history = new BinlogHistories(state);
+      }
+    }
+  } catch (error) {
+    await stream?.abort();
+    if (isFatal(error)) await store.recordError(config.sourceId, { code: error.code, message: error.message }, clock()).catch(() => {});
+    throw error;
+  } finally {
+    clearInterval(renewal);
+    await stream?.stop();
+    await sweep.flush();
+    await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
+  }
+
+  /** Where to start and what the tables are there; the stream, having committed what it decided before reading (undefined: initial-only). */
+  async function openStream(current: SourceState): Promise<CaptureStream | undefined> {
+    state = current;
     const { start, target, requested, traits, catalog, opening } = await startPosition(deps, state, history);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {
       log.info('initial-only: the snapshot copies the tables; the poller does not stream');
-      return result;
+      return undefined;
     }
     if (!state.position) state = await advance(ledger, state, { position: start });
     const target$ = await mysqlTarget(config);
@@ -403,7 +450,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       },
       log,
     });
-    stream = new CaptureStream(
+    const opened = new CaptureStream(
       deps,
       { ...ctx, sweep },
       ledger,
@@ -412,18 +459,9 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       result,
       tracker,
     );
-    await stream.open(opening);
-    await stream.run();
-    return result;
-  } catch (error) {
-    await stream?.abort();
-    if (isFatal(error)) await store.recordError(config.sourceId, { code: error.code, message: error.message }, clock()).catch(() => {});
-    throw error;
-  } finally {
-    clearInterval(renewal);
-    await stream?.stop();
-    await sweep.flush();
-    await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
+    stream = opened;
+    await opened.open(opening);
+    return opened;
   }
 }
 
@@ -475,6 +513,18 @@ class CaptureStream {
   }
 
   private readonly caughtUp = () => comparePositions(this.position, this.spec.target) >= 0;
+
+  private readCommitted = false;
+
+  /** Whether a commit or heartbeat of this stream moved the stored position past where it started: something read was committed. */
+  get moved(): boolean {
+    return this.readCommitted;
+  }
+
+  /** The source's state as this stream's last write left it. */
+  get current(): SourceState {
+    return this.state;
+  }
 
   /**
    * Commits what the run decided before reading — the catalog a source starts with, tables that
@@ -712,6 +762,7 @@ class CaptureStream {
     this.result.events += batch.events;
     this.result.transactions += batch.transactions;
     this.batch = undefined;
+    this.readCommitted ||= to !== this.spec.start;
     this.committed = to;
     this.lastCommitAt = this.clock();
   }
@@ -719,6 +770,7 @@ class CaptureStream {
   /** Moves the position with no data, so a quiet or filtered source never parks on an old binlog. */
   private async heartbeat(now: number): Promise<void> {
     this.state = await advance(this.ledger, this.state, { position: this.position });
+    this.readCommitted ||= this.position !== this.spec.start;
     this.committed = this.position;
     this.lastCommitAt = now;
     this.result.heartbeats++;

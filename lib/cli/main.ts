@@ -9,6 +9,7 @@ import { formatPosition } from '../core/position.ts';
 import { formatTableRef, parseTableRef, parseTableRefs } from '../core/table-ref.ts';
 import { ConfigError, ErrorCode, SluiceError } from '../errors.ts';
 import type { LocalServer } from '../local/stack.ts';
+import type { SourceStatus } from '../ops/status.ts';
 import { profilePhase, reportProfileAtExit } from '../profile.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
 
@@ -46,6 +47,13 @@ async function localDefaults(env: Env, server?: LocalServer): Promise<Record<str
   const stack = await readStack(home);
   // A stack that only partly started (see `local up`) is no default to use.
   return complete(stack) ? stackEnv(stack) : {};
+}
+
+/** `sluice status`'s line for the last automatic move to another binlog history. */
+function repositionText(r: NonNullable<SourceStatus['lastReposition']>): string {
+  const server = (end: { serverId?: number; serverUuid?: string }) =>
+    end.serverId === undefined ? '' : ` (server_id ${end.serverId}${end.serverUuid ? `, ${end.serverUuid}` : ''})`;
+  return `${r.at}: the binlog history changed (${r.evidence}); followed the transactions by GTID ${r.gtid} from ${formatPosition(r.from.position)}${server(r.from)} to ${formatPosition(r.to.position)}${server(r.to)}, history epoch ${r.epoch}, nothing copied again`;
 }
 
 /** `--server`: which server the local stack runs as the source. */
@@ -399,6 +407,7 @@ function commands(cli: Cli): Command {
           'binlog history',
           `history epoch ${status.epoch}${status.epoch ? '' : ' (never changed)'}${status.resync ? `; the next run resets and copies every table again (${status.resync.reason}, ${status.resync.at})` : ''}`,
         ],
+        ...(status.lastReposition ? [['followed', repositionText(status.lastReposition)] as [string, string]] : []),
         ['server position', status.master ? formatPosition(status.master) : `unknown (${status.mysqlError})`],
         ['lag', status.lagBytes === undefined ? '-' : `${status.lagBytes} bytes of binlog`],
         ['commits', `${status.commitSeq}${status.lastCommitAt ? `, last at ${status.lastCommitAt}` : ''}`],

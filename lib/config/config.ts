@@ -212,6 +212,13 @@ const schema = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
+  /**
+   * When the stored position's binlog history is another one (POSITION_FOREIGN) and the server's
+   * GTIDs prove it carries every transaction read and every one after them (a promoted replica, a
+   * Blue/Green target): `follow` moves the position by GTID and goes on; `stop` stops and asks, as
+   * when nothing proves it (docs/RUNBOOK.md, "Automatic decision: following a failover").
+   */
+  SLUICE_ON_HISTORY_CHANGE: z.enum(['follow', 'stop']).default('follow'),
   /** The snapshot Lambda the poller starts for `initial` and restarts when stalled (serverless.yml sets it). */
   SLUICE_SNAPSHOT_FUNCTION: z.string().min(1).optional(),
   /**
@@ -338,6 +345,8 @@ export type Config = Readonly<{
   leaseMs: number;
   s3ForcePathStyle: boolean;
   stopWhenCaughtUp: boolean;
+  /** SLUICE_ON_HISTORY_CHANGE: whether a capture run follows the transactions to another binlog history by itself. */
+  onHistoryChange: 'follow' | 'stop';
   snapshotFunction: string | undefined;
   ddlOverrides: ReadonlyMap<string, 'resnapshot' | 'noop'>;
   /** A DDL statement sluice cannot classify: re-copy the tables it touches, or stop (SLUICE_DDL_UNKNOWN). */
@@ -422,6 +431,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     leaseMs: e.SLUICE_LEASE_SECONDS * 1000,
     s3ForcePathStyle: e.SLUICE_S3_FORCE_PATH_STYLE,
     stopWhenCaughtUp: e.SLUICE_STOP_WHEN_CAUGHT_UP,
+    onHistoryChange: e.SLUICE_ON_HISTORY_CHANGE,
     snapshotFunction: e.SLUICE_SNAPSHOT_FUNCTION,
     ddlOverrides: e.SLUICE_DDL_OVERRIDES,
     ddlUnknown: e.SLUICE_DDL_UNKNOWN,

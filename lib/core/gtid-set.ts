@@ -1,8 +1,8 @@
 import { ConfigError } from '../errors.ts';
 
 /*
- * MySQL GTID sets as immutable values (MariaDB's `d-s-n` positions are another shape, see
- * isMariadbGtidPosition).
+ * MySQL GTID sets as immutable values (MariaDB's `d-s-n` positions are another shape: GtidPosition
+ * below).
  *
  * A set lists, per source, the transactions executed: `3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:11-18,
  * 2C256447-3F0D-431B-9A25-BDDF1F1F6EF6:1-27`; since MySQL 8.3 a transaction may carry a tag, which
@@ -227,4 +227,104 @@ export class GtidSet {
 /** Whether `text` is a MariaDB GTID position: `d-s-n` per domain, comma-separated. */
 export function isMariadbGtidPosition(text: string): boolean {
   return /^\d+-\d+-\d+(,\d+-\d+-\d+)*$/.test(text);
+}
+
+/** One MariaDB GTID `domain-server-sequence`, as its parts and its text. */
+export interface MariadbGtid {
+  readonly domain: number;
+  readonly server: number;
+  readonly seq: bigint;
+  readonly text: string;
+}
+
+const MARIADB_GTID = /^(\d{1,10})-(\d{1,10})-(\d{1,20})$/;
+
+/** A MariaDB GTID `d-s-n` as its parts; undefined for other shapes (a MySQL `uuid:n`, nothing). */
+export function parseMariadbGtid(text: string | null | undefined): MariadbGtid | undefined {
+  const match = MARIADB_GTID.exec((text ?? '').trim());
+  if (!match?.[1] || !match[2] || !match[3]) return undefined;
+  const [domain, server, seq] = [Number(match[1]), Number(match[2]), BigInt(match[3])];
+  return { domain, server, seq, text: `${domain}-${server}-${seq}` };
+}
+
+/**
+ * A MariaDB GTID position: per replication domain, the last transaction (`d-s-n`), as
+ * @@gtid_binlog_pos and BINLOG_GTID_POS write it. Within a domain the binlog order is total, so one
+ * GTID stands for everything of its domain logged before it; a MariaDB replica resumes from such a
+ * position (its `gtid_slave_pos`) by skipping each listed domain's transactions up to and including
+ * its GTID. There are no intervals as in MySQL's sets, and sequence numbers alone do not order a
+ * domain's transactions (a replica's own writes, another server's after a failover). Immutable.
+ */
+export class GtidPosition {
+  static readonly EMPTY = new GtidPosition(new Map());
+
+  private constructor(private readonly domains: ReadonlyMap<number, MariadbGtid>) {}
+
+  /** Parses '' or `d-s-n[,d-s-n…]` (whitespace tolerated); a domain named twice is refused, as the server refuses it. */
+  static parse(text: string): GtidPosition {
+    const domains = new Map<number, MariadbGtid>();
+    for (const part of text.split(',')) {
+      if (!part.trim()) continue;
+      const gtid = parseMariadbGtid(part);
+      if (!gtid) throw new ConfigError(`"${text}" is not a MariaDB GTID position: "${part.trim()}" is not domain-server-sequence (e.g. 0-1-1234)`);
+      if (domains.has(gtid.domain)) throw new ConfigError(`"${text}" is not a MariaDB GTID position: it names domain ${gtid.domain} twice`);
+      domains.set(gtid.domain, gtid);
+    }
+    return domains.size ? new GtidPosition(domains) : GtidPosition.EMPTY;
+  }
+
+  /**
+   * The position a binlog state implies (a Gtid_list event, @@gtid_binlog_state): its entries,
+   * one per domain and server, list each domain's latest last, so the last entry of a domain wins.
+   */
+  static ofState(gtids: Iterable<string>): GtidPosition {
+    let position = GtidPosition.EMPTY;
+    for (const text of gtids) {
+      const gtid = parseMariadbGtid(text);
+      if (gtid) position = position.with(gtid);
+    }
+    return position;
+  }
+
+  get isEmpty(): boolean {
+    return this.domains.size === 0;
+  }
+
+  /** The domain's last transaction in this position. */
+  get(domain: number): MariadbGtid | undefined {
+    return this.domains.get(domain);
+  }
+
+  /** Whether `gtid` is, exactly, its domain's last transaction here. */
+  holds(gtid: MariadbGtid): boolean {
+    return this.domains.get(gtid.domain)?.text === gtid.text;
+  }
+
+  /** Every domain's last transaction, by domain. */
+  gtids(): MariadbGtid[] {
+    return [...this.domains.values()].sort((a, b) => a.domain - b.domain);
+  }
+
+  /** The position with `gtid` as its domain's last transaction. */
+  with(gtid: MariadbGtid): GtidPosition {
+    if (this.holds(gtid)) return this;
+    const domains = new Map(this.domains);
+    domains.set(gtid.domain, gtid);
+    return new GtidPosition(domains);
+  }
+
+  /** The position without `domain`. */
+  without(domain: number): GtidPosition {
+    if (!this.domains.has(domain)) return this;
+    const domains = new Map(this.domains);
+    domains.delete(domain);
+    return domains.size ? new GtidPosition(domains) : GtidPosition.EMPTY;
+  }
+
+  /** `d-s-n,…` by domain, as the server writes it. */
+  toString(): string {
+    return this.gtids()
+      .map((g) => g.text)
+      .join(',');
+  }
 }

@@ -16,6 +16,27 @@ export interface BinlogPosition {
    * checks compare it with the server's (lib/source/mysql/history.ts); absent with gtid_mode OFF.
    */
   readonly gtidSet?: string;
+  /**
+   * MariaDB: every domain's last transaction read at this point (`d-s-n,…`, as @@gtid_binlog_pos
+   * writes it), when the stream knows it: from the stored position's, a file's Gtid_list, or
+   * BINLOG_GTID_POS at the run's start, plus each GTID since. What a server must hold for the
+   * position to be resumed there by GTID (lib/source/mysql/history.ts); absent on positions stored
+   * before it was recorded.
+   */
+  readonly gtidPos?: string;
+  /**
+   * MariaDB, after a move by GTID to a server that logged the domains' transactions in another
+   * order: the domains whose last transaction read (in `gtidPos`) lies after this point in this
+   * server's binlog, each with that GTID. The stream skips a listed domain's transactions up to
+   * and including its GTID, as a MariaDB replica does; absent when there is none.
+   */
+  readonly gtidSkip?: string;
+  /**
+   * When the transaction `gtid` was written (ms since the epoch, second precision): its GTID event's
+   * timestamp, which a replica logs as the primary did. With `gtid` it identifies the transaction
+   * across servers, where a GTID alone does not (sequence numbers restart after RESET MASTER).
+   */
+  readonly gtidTime?: number;
 }
 
 const fileNumbers = new Map<string, number>();

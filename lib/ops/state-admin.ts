@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { type Config, type Startup, tableFilter } from '../config/config.ts';
-import { GtidSet } from '../core/gtid-set.ts';
+import { GtidSet, isMariadbGtidPosition } from '../core/gtid-set.ts';
 import type { BinlogHistory } from '../core/history.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../core/position.ts';
 import type { TableRef } from '../core/table-ref.ts';
@@ -39,6 +39,9 @@ const stateFileSchema = z.object({
       pos: z.number().int().min(4, 'a binlog position is at least 4'),
       gtid: z.string().min(1).optional(),
       gtidSet: z.string().refine(GtidSet.is, 'expected a MySQL GTID set such as 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5').optional(),
+      gtidPos: z.string().refine(isMariadbGtidPosition, 'expected a MariaDB GTID position such as 0-1-1234,2-1-7').optional(),
+      gtidSkip: z.string().refine(isMariadbGtidPosition, 'expected a MariaDB GTID position such as 2-1-7').optional(),
+      gtidTime: z.number().int().positive().optional(),
     })
     .nullable(),
   history: z
@@ -234,13 +237,14 @@ type Skipped = 'nothing' | 'all' | TableRef[];
 async function whatResetSkips(config: Config, conn: SqlConnection, state: SourceState | undefined, position: BinlogPosition, to: Startup): Promise<Skipped> {
   if (to.mode === 'gtid' || !state?.position) return 'nothing';
   const stored = state.position;
-  if (state.history === undefined && stored.gtid === undefined && stored.gtidSet === undefined) return 'all';
+  if (state.history === undefined && stored.gtid === undefined && stored.gtidSet === undefined && stored.gtidPos === undefined) return 'all';
   const forward = comparePositions(position, stored) > 0;
   let written: Awaited<ReturnType<typeof tablesWritten>>;
   try {
     await new BinlogHistories(state).checkStored(conn);
     // The GTID checks too, which a recorded history stands in for at a run's start.
-    if (state.history && (stored.gtid !== undefined || stored.gtidSet !== undefined)) await new BinlogHistories({ position: stored }).checkStored(conn);
+    if (state.history && (stored.gtid !== undefined || stored.gtidSet !== undefined || stored.gtidPos !== undefined))
+      await new BinlogHistories({ position: stored }).checkStored(conn);
     const traits = await serverTraits(conn);
     const context = { serverVersion: traits.serverVersion, serverKind: traits.serverKind, lowerCaseTableNames: traits.lowerCaseTableNames };
     const range = { from: stored, to: forward ? position : stored };

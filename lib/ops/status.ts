@@ -12,7 +12,7 @@ import { filterWarnings } from '../source/mysql/filter-check.ts';
 import { rdsBinlogRetention, retentionWarning } from '../source/mysql/rds.ts';
 import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';
 import { type MysqlTarget, mysqlTarget } from '../source/mysql/target.ts';
-import type { SourceState, StateStore } from '../state/store.ts';
+import type { Reposition, SourceState, StateStore } from '../state/store.ts';
 
 export interface SourceStatus {
   source: string;
@@ -25,6 +25,8 @@ export interface SourceStatus {
   epoch: number;
   /** A change of history the next run still has to act on: it resets and re-copies every captured table. */
   resync?: { reason: string; at: string };
+  /** The last time a capture run followed the transactions to another binlog history by itself (lib/capture/follow.ts). */
+  lastReposition?: Omit<Reposition, 'at'> & { at: string };
   lastCommitAt?: string;
   /** Seconds since the stored position last moved (data commit or heartbeat); with lag, it tells catching up from stuck. */
   positionAgeSeconds?: number;
@@ -148,6 +150,7 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     commitSeq: state?.commitSeq ?? 0,
     epoch: state?.epoch ?? 0,
     resync: state?.resync ? { reason: state.resync.reason, at: new Date(state.resync.at).toISOString() } : undefined,
+    lastReposition: state?.lastReposition ? { ...state.lastReposition, at: new Date(state.lastReposition.at).toISOString() } : undefined,
     lastCommitAt: state?.lastCommitAt ? new Date(state.lastCommitAt).toISOString() : undefined,
     positionAgeSeconds: state?.positionAt ? Math.max(0, Math.round((now - state.positionAt) / 1000)) : undefined,
     lease: state?.lease ? { owner: state.lease.owner, expiresAt: new Date(state.lease.expiresAt).toISOString(), live: state.lease.expiresAt > now } : undefined,

@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.ts';
-import type { Fence, PendingCommit, PositionOverwrite, Resync, SourceChange, SourceState, StateStore } from './store.ts';
+import type { Fence, PendingCommit, PositionOverwrite, Reposition, Resync, SourceChange, SourceState, StateStore } from './store.ts';
 
 const key = (sourceId: string) => `source#${sourceId}`;
 
@@ -22,6 +22,7 @@ function toState(sourceId: string, item: Item): SourceState {
     history: item.history as SourceState['history'],
     epoch: (item.epoch as number | undefined) ?? 0,
     ...(item.resync ? { resync: item.resync as Resync } : {}),
+    ...(item.last_reposition ? { lastReposition: item.last_reposition as Reposition } : {}),
     commitSeq: (item.commit_seq as number | undefined) ?? 0,
     pending: item.pending as PendingCommit | undefined,
     catalog: item.catalog as number | undefined,
@@ -82,7 +83,7 @@ export class DynamoDbStateStore implements StateStore {
   }
 
   async overwrite(fence: Fence, change: PositionOverwrite): Promise<SourceState> {
-    const { history, resync } = change;
+    const { history, resync, reposition } = change;
     const item = await fencedUpdate(this.client, this.table, key(fence.sourceId), `source ${fence.sourceId}`, fence, {
       set: [
         '#position = :position',
@@ -91,6 +92,7 @@ export class DynamoDbStateStore implements StateStore {
         '#epoch = :epoch',
         ...(history ? ['#history = :history'] : []),
         ...(resync ? ['#resync = :resync'] : []),
+        ...(reposition ? ['#reposition = :reposition'] : []),
       ],
       remove: ['#error', ...(history ? [] : ['#history']), ...(resync ? [] : ['#resync'])],
       condition: 'attribute_not_exists(#pending)',
@@ -103,6 +105,7 @@ export class DynamoDbStateStore implements StateStore {
         '#resync': 'resync',
         '#error': 'error',
         '#pending': 'pending',
+        ...(reposition ? { '#reposition': 'last_reposition' } : {}),
       },
       values: {
         ':position': change.position,
@@ -110,6 +113,7 @@ export class DynamoDbStateStore implements StateStore {
         ':epoch': change.epoch,
         ...(history ? { ':history': history } : {}),
         ...(resync ? { ':resync': resync } : {}),
+        ...(reposition ? { ':reposition': reposition } : {}),
       },
     });
     return toState(fence.sourceId, item);

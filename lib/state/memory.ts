@@ -50,11 +50,13 @@ export class InMemoryStateStore implements StateStore {
 
   async overwrite(fence: Fence, change: PositionOverwrite): Promise<SourceState> {
     const item = this.fenced(fence, { noPending: true });
+    const { reposition, ...moved } = change;
     return this.write(fence.sourceId, {
       ...item,
       history: undefined,
       resync: undefined,
-      ...change,
+      ...moved,
+      ...(reposition ? { lastReposition: reposition } : {}),
       positionAt: fence.now,
       error: undefined,
       version: item.version + 1,

@@ -21,6 +21,8 @@ export interface SourceState {
   readonly epoch: number;
   /** Set by a change of position that skipped transactions: the next run resets and re-copies the tables they wrote (or every table). */
   readonly resync?: Resync;
+  /** The last time a capture run followed the transactions to another binlog history by itself (kept until the next one). */
+  readonly lastReposition?: Reposition;
   /** How many data commits the source has made; final object keys are derived from it. */
   readonly commitSeq: number;
   readonly pending?: PendingCommit;
@@ -41,6 +43,31 @@ export interface Resync {
   readonly at: number;
   /** The tables the skipped transactions wrote; absent: every captured table (another history, a purge, DDL skipped). */
   readonly tables?: readonly TableRef[];
+}
+
+/**
+ * What a capture run did when the stored position's binlog history was another one and the
+ * server's GTID state proved that it carries every transaction read and every one after them (a
+ * promoted replica, a Blue/Green target): it moved the position by GTID, in a new history epoch,
+ * with nothing to copy again (lib/capture/follow.ts).
+ */
+export interface Reposition {
+  readonly at: number;
+  /** What showed the history had changed (the POSITION_FOREIGN evidence), as a sentence part. */
+  readonly evidence: string;
+  /** The GTID state the position moved on: MariaDB every domain's last GTID read, MySQL the set executed. */
+  readonly gtid: string;
+  /** The history epoch the position moved into. */
+  readonly epoch: number;
+  readonly from: RepositionEnd;
+  readonly to: RepositionEnd;
+}
+
+/** One side of a reposition: the position and the server it is on. */
+export interface RepositionEnd {
+  readonly position: BinlogPosition;
+  readonly serverId?: number;
+  readonly serverUuid?: string;
 }
 
 /** A fatal error as recorded for `sluice status`. */
@@ -107,6 +134,8 @@ export interface PositionOverwrite {
   readonly epoch: number;
   /** Absent: the new position continues the old one's transactions (nothing to re-copy). */
   readonly resync?: Resync;
+  /** A capture run's own move to another history (kept as `lastReposition`); absent: the one recorded stays. */
+  readonly reposition?: Reposition;
 }
 
 /**
@@ -125,7 +154,11 @@ export interface StateStore {
   commit(fence: Fence, change: SourceChange): Promise<SourceState>;
   /** Clears a pending record once its renames are done. */
   clearPending(fence: Fence): Promise<SourceState>;
-  /** Replaces position (with its history, removed when not given), commit sequence and epoch (state import / reset), refused while a commit is pending. */
+  /**
+   * Replaces position (with its history, removed when not given), commit sequence and epoch (state
+   * import / reset, and a capture run following a failover under its own lease, which records it as
+   * `lastReposition`), refused while a commit is pending.
+   */
   overwrite(fence: Fence, change: PositionOverwrite): Promise<SourceState>;
   /** Records a fatal error for `status`; cleared by the next successful commit. */
   recordError(sourceId: string, error: { code: string; message: string }, now: number): Promise<void>;

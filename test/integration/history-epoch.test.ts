@@ -1,19 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createClients, initResources } from '../../lib/aws.ts';
-import { runCapture } from '../../lib/capture/run.ts';
-import { run } from '../../lib/cli/main.ts';
-import { loadConfig } from '../../lib/config/config.ts';
-import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
-import { s3ObjectStore } from '../../lib/iceberg/store.ts';
-import { loadVersion } from '../../lib/iceberg/table.ts';
-import { silentLog } from '../../lib/log.ts';
-import { eventLines } from '../../lib/materialize/feed.ts';
-import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
-import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
-import { verify } from '../../lib/verify/verify.ts';
-import { icebergRowsAt, mysqlTextOf } from '../support/iceberg-merge.ts';
-import { type PrivateServer, privateMariaDb, stopPrivate } from '../support/private-mariadb.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { caughtUp, expectIcebergEqual, expectVerified, one, replicate, type Server, server, sourceOn, stop } from '../support/history-source.ts';
 
 /*
  * The ordering key across changes of binlog history, on private MariaDB servers (RESET MASTER and
@@ -21,85 +7,6 @@ import { type PrivateServer, privateMariaDb, stopPrivate } from '../support/priv
  * each change of history and the recovery sluice offers for it, the output — by the format's rule
  * (verify), and as Iceberg tables — equals the server, and verify compares every table (skips none).
  */
-
-type Server = PrivateServer;
-const server = privateMariaDb;
-const stop = stopPrivate;
-
-/** A source of database `db` on `url`, on the shared DynamoDB and S3; `url` can be changed, as an endpoint moved to another server. */
-async function sourceOn(url: string, db = 'shop') {
-  const sourceId = `epoch-${randomBytes(3).toString('hex')}`;
-  let env: Record<string, string> = {
-    ...inject('stackEnv'),
-    SLUICE_SOURCE_ID: sourceId,
-    SLUICE_PREFIX: `${sourceId}/`,
-    SLUICE_MYSQL_URL: url,
-    SLUICE_INCLUDE: `${db}\\..*`,
-    SLUICE_STARTUP: 'latest',
-    SLUICE_SNAPSHOT_PAGE_ROWS: '40',
-  };
-  const config = () => loadConfig(env);
-  const clients = createClients(config());
-  await initResources(config(), clients);
-  const deps = () => ({ config: config(), s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log: silentLog });
-  return {
-    get config() {
-      return config();
-    },
-    clients,
-    /** Points the source at another server, as a moved endpoint would. */
-    moveTo(next: string) {
-      env = { ...env, SLUICE_MYSQL_URL: next };
-    },
-    async cli(args: string[]) {
-      const out: string[] = [];
-      const code = await run(args, {
-        env: { ...env, SLUICE_HOME: '/nonexistent' },
-        stdout: { write: (t: string) => out.push(t) },
-        stderr: { write: (t: string) => out.push(t) },
-      });
-      return { code, out: out.join('') };
-    },
-    capture: () => runCapture(deps(), { budgetMs: 30_000, stopWhenCaughtUp: true }),
-    state: () => clients.store.get(sourceId),
-    /** Runs every unfinished snapshot job to its end. */
-    async snapshots() {
-      for (const job of await snapshotsToRun(deps(), 'pending')) await runSnapshotWorker(deps(), { budgetMs: 60_000, snapshotId: job.id, workerId: 'w' });
-    },
-    merge: (tables: string[]) =>
-      runIcebergMerge({ ...deps(), merges: clients.merges, buckets: clients.buckets }, { owner: 'epoch-test', tables: tables.map((table) => ({ db, table })) }),
-    /** Every seq the output holds, in the order the manifests list them. */
-    async seqs(): Promise<string[]> {
-      const out: string[] = [];
-      for await (const { line } of eventLines(clients.s3, config().bucket, config().prefix, sourceId)) out.push((JSON.parse(line) as { seq: string }).seq);
-      return out;
-    },
-  };
-}
-
-type Source = Awaited<ReturnType<typeof sourceOn>>;
-
-/** verify: ok, and every table of the server compared (none skipped as changing). */
-async function expectVerified(source: Source, tables: string[]): Promise<void> {
-  const verdict = await verify({ config: source.config, s3: source.clients.s3, store: source.clients.store, snapshots: source.clients.snapshots });
-  const summary = verdict.tables.map((t) => ({ table: t.table, status: t.status, missing: t.missing, extra: t.extra, differing: t.differing }));
-  expect(summary).toEqual(tables.map((table) => ({ table, status: 'compared', missing: 0, extra: 0, differing: 0 })));
-  expect(verdict.changing).toEqual([]);
-  expect(verdict.orphans).toEqual([]);
-  expect(verdict.ok).toBe(true);
-}
-
-/** The Iceberg tables, read back, equal the server's tables. */
-async function expectIcebergEqual(source: Source, s: Server, tables: string[], db = 'shop'): Promise<void> {
-  await source.merge(tables);
-  const store = s3ObjectStore(source.clients.s3, source.config.bucket);
-  const sql = async (query: string, values?: unknown[]) => (await s.admin.query(query, values))[0] as Record<string, unknown>[];
-  for (const table of tables) {
-    const ledger = await source.clients.merges.get(source.config.sourceId, { db, table });
-    const version = ledger?.metadataKey ? await loadVersion(store, ledger.metadataKey) : undefined;
-    expect({ table, rows: await icebergRowsAt(store, version?.metadata) }).toEqual({ table, rows: await mysqlTextOf(sql, db, table) });
-  }
-}
 
 /** Changes that touch rows the output already holds: updates, deletes, re-inserted keys, a keyless table's duplicates. */
 async function churn(s: Server, round: number): Promise<void> {
@@ -226,26 +133,15 @@ describe('history epochs: the ordering key across changes of binlog history (pri
     await expectIcebergEqual(source, s, ['t', 'u'], 'skip');
   });
 
-  it('a failover to a promoted replica whose binlog numbers lie below the old primary’s: `state reset --to gtid:` reads the unread tail from the replica, exactly once, in order', async () => {
+  it('SLUICE_ON_HISTORY_CHANGE=stop: a failover to a promoted replica whose binlog numbers lie below the old primary’s stops with POSITION_FOREIGN, and `state reset --to gtid:` reads the unread tail from the replica, exactly once, in order', async () => {
     // A primary of its own: the replica replays its whole binlog, which the other tests reset.
     const [primary, replica] = await Promise.all([server(), server(['--server-id=2', '--log-slave-updates=ON'])]);
     try {
-      const source = await sourceOn(primary.instance.url, 'fo');
+      const source = await sourceOn(primary.instance.url, 'fo', { SLUICE_ON_HISTORY_CHANGE: 'stop' });
       await primary.admin.query('CREATE DATABASE fo; USE fo; CREATE TABLE fo.t (id INT PRIMARY KEY, v VARCHAR(20)); CREATE TABLE fo.k (v VARCHAR(5), n INT)');
-      const port = new URL(primary.instance.adminUrl).port;
       // The replica copies everything from the primary's first GTID on (the other tests' databases too).
-      await replica.admin.query(
-        `SET GLOBAL gtid_slave_pos = ''; CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = ${port}, MASTER_USER = 'sluice_admin', MASTER_PASSWORD = 'sluice-admin', MASTER_USE_GTID = slave_pos; START SLAVE`,
-      );
-      const caughtUp = async () => {
-        const one = async (s: Server, sql: string) => ((await s.admin.query(sql)) as unknown as [{ v: string }[]])[0][0]?.v;
-        const pos = await one(primary, 'SELECT @@gtid_binlog_pos AS v');
-        for (let i = 0; i < 200; i++) {
-          if ((await one(replica, 'SELECT @@gtid_slave_pos AS v')) === pos) return;
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        throw new Error(`the replica did not catch up with ${pos}`);
-      };
+      await replica.admin.query("SET GLOBAL gtid_slave_pos = ''");
+      await replicate(replica, primary);
       await source.capture();
       await primary.admin.query("INSERT INTO fo.t SELECT seq, CONCAT('v', seq) FROM seq_1_to_100");
       for (let round = 1; round <= 3; round++) {
@@ -256,20 +152,25 @@ describe('history epochs: the ordering key across changes of binlog history (pri
       }
       // The unread tail: committed on the primary and copied by the replica, never read by sluice.
       await primary.admin.query("UPDATE fo.t SET v = 'tail' WHERE id % 5 = 0; DELETE FROM fo.t WHERE id % 13 = 0; DELETE FROM fo.k WHERE n = 1 LIMIT 1");
-      await caughtUp();
+      await caughtUp(primary, replica);
       await replica.admin.query('STOP SLAVE');
       const stored = await source.state();
       expect(stored?.position?.file).toBe('binlog.000004');
+      expect(stored?.position?.gtidPos).toBe(await one(primary, "SELECT BINLOG_GTID_POS('binlog.000004', 4) AS v"));
 
-      // The endpoint now leads to the promoted replica (its own binlog, at binlog.000001).
+      // The endpoint now leads to the promoted replica (its own binlog, at binlog.000001): the
+      // setting keeps the decision with the operator, and the message offers every domain's GTID.
       source.moveTo(replica.instance.url);
       const failure = (await source.capture().catch((error: Error & { code?: string }) => error)) as Error & { code?: string };
       expect(failure.code).toBe('POSITION_FOREIGN');
       const offered = /sluice state reset --to (gtid:[0-9,-]+)/.exec(failure.message)?.[1];
-      expect(offered).toBe(`gtid:${stored?.position?.gtid}`);
+      expect(offered).toBe(`gtid:${stored?.position?.gtidPos}`);
+      expect(await source.state()).toMatchObject({ epoch: 0, position: stored?.position });
+      expect(source.recorded.metrics.filter((m) => m.name === 'Repositions')).toEqual([]);
       expect((await source.cli(['state', 'reset', '--to', offered as string])).code).toBe(0);
       expect(await source.state()).toMatchObject({ epoch: 1 });
       expect((await source.state())?.resync).toBeUndefined();
+      expect((await source.state())?.lastReposition).toBeUndefined();
       await replica.admin.query("UPDATE fo.t SET v = 'after' WHERE id % 4 = 0; INSERT INTO fo.k VALUES ('b', 9)");
       await source.capture();
       expect((await source.state())?.position?.file).toBe('binlog.000001');

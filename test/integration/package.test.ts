@@ -289,10 +289,15 @@ describe('serverless package (osls 3, offline)', () => {
     // The binlog reader tells zongji's events apart by class name: minified, the bundle keeps names
     // (esbuild keepNames), or the deployed poller reads the binlog and captures no row.
     const code = execFileSync('unzip', ['-p', join(out, 'dev', 'poller.zip'), 'functions/poller.mjs'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-    for (const event of ['WriteRows', 'UpdateRows', 'DeleteRows', 'MariadbGtid', 'Xid'])
+    for (const event of ['WriteRows', 'UpdateRows', 'DeleteRows', 'MariadbGtid', 'MariadbGtidList', 'Xid'])
       expect(code, event).toMatch(new RegExp(`static\\{\\w+\\(this,"${event}"\\)\\}`));
     const env = (dev.Resources.PollerLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {};
-    expect(env).toMatchObject({ SLUICE_SNAPSHOT_FUNCTION: 'sluice-dev-snapshot', SLUICE_STARTUP: 'initial', SLUICE_SAFETY_MARGIN_SECONDS: '15' });
+    expect(env).toMatchObject({
+      SLUICE_SNAPSHOT_FUNCTION: 'sluice-dev-snapshot',
+      SLUICE_STARTUP: 'initial',
+      SLUICE_SAFETY_MARGIN_SECONDS: '15',
+      SLUICE_ON_HISTORY_CHANGE: 'follow',
+    });
     expect(env.SLUICE_BUCKET).toEqual({ Ref: 'OutputBucket' });
   });
 

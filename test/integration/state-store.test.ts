@@ -148,6 +148,35 @@ describe.each(stores)('StateStore contract: %s', (_name, create) => {
     expect(await store.get(id)).toMatchObject({ epoch: 2, commitSeq: 1 });
     expect((await store.get(id))?.resync).toBeUndefined();
   });
+
+  it('a capture run moves its position to another history under its own lease and records the reposition, which later writes keep', async () => {
+    const id = source();
+    let state = await store.acquireLease(id, 'run-1', 10_000, 1_000);
+    const fence = (owner: string, now: number) => ({ sourceId: id, owner, expectVersion: state.version, now });
+    const old = { file: 'binlog.000004', pos: 900, gtid: '0-1-40', gtidPos: '0-1-40,2-1-7', gtidTime: 1_796_052_560_000 };
+    state = await store.commit(fence('run-1', 1_100), { position: old, history: { file: 'binlog.000004', created: 1_796_052_000_000, serverId: 1 } });
+    const moved = { file: 'binlog.000001', pos: 5_120, gtid: '0-1-40', gtidPos: '0-1-40,2-1-7', gtidSkip: '2-1-7', gtidTime: 1_796_052_560_000 };
+    const reposition = {
+      at: 1_200,
+      evidence: 'this server’s binlog ends with binlog.000001, before binlog.000004',
+      gtid: '0-1-40,2-1-7',
+      epoch: 1,
+      from: { position: old, serverId: 1 },
+      to: { position: moved, serverId: 2 },
+    };
+    // Another owner cannot; the run holding the lease can, in one conditional write.
+    await expect(store.overwrite(fence('admin', 1_200), { position: moved, commitSeq: state.commitSeq, epoch: 1, reposition })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
+    state = await store.overwrite(fence('run-1', 1_200), { position: moved, commitSeq: state.commitSeq, epoch: 1, reposition });
+    expect(state).toMatchObject({ position: moved, epoch: 1, lastReposition: reposition, lease: { owner: 'run-1' } });
+    expect(state.history).toBeUndefined();
+    expect(state.resync).toBeUndefined();
+    state = await store.commit(fence('run-1', 1_300), { position: { ...moved, pos: 6_000 }, pending });
+    state = await store.clearPending(fence('run-1', 1_400));
+    state = await store.overwrite(fence('run-1', 1_500), { position: position(4), commitSeq: state.commitSeq, epoch: 2 });
+    expect((await store.get(id))?.lastReposition).toEqual(reposition); // a reset moves the position, not this record
+  });
 });
 
 describe('snapshot jobs (DynamoDB)', () => {

@@ -40,6 +40,8 @@ export interface FakeServerOptions {
   gtidMode?: 'ON' | 'OFF';
   gtidExecuted?: string;
   gtidPurged?: string;
+  /** MariaDB: @@gtid_binlog_state (the last GTID per domain and server). */
+  gtidBinlogState?: string;
   serverUuid?: string;
   serverId?: number;
   grants?: { backupAdmin?: boolean; reload?: boolean; lockTables?: boolean };
@@ -143,15 +145,19 @@ export class FakeServer implements SqlConnection {
         ...(mysql ? [{ Log_name: file.name, Pos: 126, Event_type: 'Previous_gtids', End_log_pos: 197, Info: file.before ?? '' }] : []),
       ]);
     }
-    if (sql === 'SELECT BINLOG_GTID_POS(?, ?) AS pos') {
+    if (sql === 'SELECT BINLOG_GTID_POS(?, ?) AS gtid') {
       if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
       // sql/item_strfunc.cc Item_func_binlog_gtid_pos: NULL for a position past UINT_MAX32.
       const file = this.options.files?.find((f) => f.name === values[0]);
-      return answer([{ pos: Number(values[1]) > 2 ** 32 - 1 ? null : (file?.gtidAt?.[Number(values[1])] ?? null) }]);
+      return answer([{ gtid: Number(values[1]) > 2 ** 32 - 1 ? null : (file?.gtidAt?.[Number(values[1])] ?? null) }]);
     }
     if (sql === 'SELECT BINLOG_GTID_POS(?, 4) AS gtid') {
       if (mysql) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION BINLOG_GTID_POS does not exist');
       return answer([{ gtid: this.options.files?.find((f) => f.name === values[0])?.before ?? '' }]);
+    }
+    if (sql === 'SELECT @@gtid_binlog_state AS state') {
+      if (mysql) throw mysqlError(1193, 'ER_UNKNOWN_SYSTEM_VARIABLE', "Unknown system variable 'gtid_binlog_state'");
+      return answer([{ state: this.options.gtidBinlogState ?? '' }]);
     }
     if (sql === 'START TRANSACTION WITH CONSISTENT SNAPSHOT') {
       this.inTransaction = true;

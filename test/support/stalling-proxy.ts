@@ -41,3 +41,41 @@ export async function stallingProxy(target: URL, stallMs: number) {
     },
   };
 }
+
+/**
+ * A TCP proxy to the server `target` names, which can be pointed at another one (`switchTo`): an
+ * endpoint that stays the same while the server behind it changes (a DNS name moved in a failover,
+ * RDS Proxy, a Blue/Green switchover). Switching drops the open connections, as such a move does.
+ */
+export async function switchingProxy(target: URL) {
+  let upstreamUrl = target;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = createConnection(Number(upstreamUrl.port), upstreamUrl.hostname);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    switchTo(next: URL) {
+      upstreamUrl = next;
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

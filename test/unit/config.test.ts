@@ -54,6 +54,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...valid, SLUICE_ICEBERG_DELETES: 'vectors' })).toThrow(/SLUICE_ICEBERG_DELETES: .*"position"\|"equality"/);
   });
 
+  it('follows a change of binlog history by default, or stops and asks; nothing else', () => {
+    expect(loadConfig(valid).onHistoryChange).toBe('follow');
+    expect(loadConfig({ ...valid, SLUICE_ON_HISTORY_CHANGE: 'stop' }).onHistoryChange).toBe('stop');
+    expect(() => loadConfig({ ...valid, SLUICE_ON_HISTORY_CHANGE: 'ask' })).toThrow(/SLUICE_ON_HISTORY_CHANGE: .*"follow"\|"stop"/);
+  });
+
   it('re-copies the tables of DDL it cannot classify by default; stops on request, nothing else (#27)', () => {
     expect(loadConfig(valid).ddlUnknown).toBe('resnapshot');
     expect(loadConfig({ ...valid, SLUICE_DDL_UNKNOWN: 'stop' }).ddlUnknown).toBe('stop');

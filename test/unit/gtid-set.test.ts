@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GtidSet, isMariadbGtidPosition, parseGtid } from '../../lib/core/gtid-set.ts';
+import { GtidPosition, GtidSet, isMariadbGtidPosition, parseGtid, parseMariadbGtid } from '../../lib/core/gtid-set.ts';
 
 const A = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
 const B = '2c256447-3f0d-431b-9a25-bddf1f1f6ef6';
@@ -65,5 +65,35 @@ describe('GtidSet', () => {
     expect(late.includes(early)).toBe(true);
     expect(early.includes(late)).toBe(false);
     expect(GtidSet.EMPTY.compare(early)).toBe(-1);
+  });
+});
+
+describe('GtidPosition (MariaDB)', () => {
+  it('parses and prints a position as the server does: one GTID per domain, by domain', () => {
+    const position = GtidPosition.parse(' 2-1-7, 0-1-1234 ');
+    expect(position.toString()).toBe('0-1-1234,2-1-7');
+    expect(position.get(2)).toEqual({ domain: 2, server: 1, seq: 7n, text: '2-1-7' });
+    expect(GtidPosition.parse('').isEmpty).toBe(true);
+    expect(GtidPosition.parse('0-1-18446744073709551615').toString()).toBe('0-1-18446744073709551615');
+    expect(() => GtidPosition.parse('0-1-5,0-2-6')).toThrow(/names domain 0 twice/);
+    expect(() => GtidPosition.parse('0-1')).toThrow(/is not domain-server-sequence/);
+    expect(() => GtidPosition.parse(`${A}:1`)).toThrow(/is not domain-server-sequence/);
+    expect(parseMariadbGtid('0-1-x')).toBeUndefined();
+  });
+
+  it('a binlog state (Gtid_list, @@gtid_binlog_state) lists each domain’s latest last: that one is the position', () => {
+    // A replica's: its own writes in domain 0 first, then the primary's, which came later.
+    expect(GtidPosition.ofState(['0-2-8', '0-1-11', '2-1-1']).toString()).toBe('0-1-11,2-1-1');
+  });
+
+  it('moves a domain to its next GTID, keeps the others, and is immutable', () => {
+    const position = GtidPosition.parse('0-1-10,2-1-7');
+    const next = position.with(parseMariadbGtid('0-2-11') as NonNullable<ReturnType<typeof parseMariadbGtid>>);
+    expect(next.toString()).toBe('0-2-11,2-1-7');
+    expect(position.toString()).toBe('0-1-10,2-1-7');
+    expect(next.holds(parseMariadbGtid('0-2-11') as NonNullable<ReturnType<typeof parseMariadbGtid>>)).toBe(true);
+    expect(next.holds(parseMariadbGtid('0-1-11') as NonNullable<ReturnType<typeof parseMariadbGtid>>)).toBe(false);
+    expect(next.without(2).toString()).toBe('0-2-11');
+    expect(next.without(0).without(2)).toBe(GtidPosition.EMPTY);
   });
 });

@@ -208,9 +208,10 @@ describe('stream guards (fabricated zongji events)', () => {
 function server(answers: { state: string; oldestStart: string }): () => Promise<SqlConnection> {
   const conn: SqlConnection = {
     async query(sql: string) {
+      if (sql === 'SELECT VERSION() AS version, @@version_comment AS comment') return [[{ version: '10.11.19-MariaDB', comment: '' }], []];
       if (sql.includes('gtid_binlog_state')) return [[{ state: answers.state }], []];
       if (sql.startsWith('SHOW BINARY LOGS')) return [[{ Log_name: 'binlog.000001', File_size: 9000 }], []];
-      if (sql.includes('BINLOG_GTID_POS')) return [[{ pos: answers.oldestStart }], []];
+      if (sql.includes('BINLOG_GTID_POS')) return [[{ gtid: answers.oldestStart }], []];
       throw new Error(`unexpected query ${sql}`);
     },
     async end() {},
@@ -282,6 +283,27 @@ describe('binlog history (fabricated events)', () => {
       'binlog.000001',
     );
     expect(ok).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  it('judges the first later transaction of every domain the position has read, but a domain it still skips to', async () => {
+    const domains = { ...position, gtidPos: '0-1-230,2-1-5' };
+    const sql = server({ state: '', oldestStart: '' });
+    const regress = errorOf(
+      await feed(
+        new StreamGuard(domains, { history: { check: new BinlogHistories({ position: domains }), sql } }),
+        [gtid(231), { type: 'MariadbGtid', gtid: '2-1-3' }],
+        'binlog.000001',
+      ),
+    );
+    expect(regress?.message).toContain("the first transaction after it is 2-1-3, which is not later than the position's 2-1-5");
+    // Moved by GTID to a server that logs domain 2's transactions up to 2-1-5 after the position: they come first, and are skipped.
+    const moved = { ...domains, gtidSkip: '2-1-5' };
+    const ok = await feed(
+      new StreamGuard(moved, { history: { check: new BinlogHistories({ position: moved }), sql } }),
+      [{ type: 'MariadbGtid', gtid: '2-1-4' }, { type: 'MariadbGtid', gtid: '2-1-5' }, gtid(231)],
+      'binlog.000001',
+    );
+    expect(ok).toEqual([undefined, undefined, undefined]);
   });
 
   it('turns the server’s errors for an unreadable position into words, never raw bytes', () => {

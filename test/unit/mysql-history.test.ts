@@ -5,7 +5,7 @@ import type { BinlogPosition } from '../../lib/core/position.ts';
 import type { SluiceError } from '../../lib/errors.ts';
 import { mysqlGtidStart } from '../../lib/source/mysql/binlog-scan.ts';
 import { dialectOf } from '../../lib/source/mysql/dialect.ts';
-import { BinlogHistories, checkStartPosition } from '../../lib/source/mysql/history.ts';
+import { BinlogHistories, checkStartPosition, gtidCoverage } from '../../lib/source/mysql/history.ts';
 import { FakeServer, type FakeServerOptions } from '../support/fake-mysql.ts';
 
 const A = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
@@ -45,7 +45,7 @@ describe('the stored position on MySQL, before reading', () => {
     const error = await failure(new BinlogHistories({ position: stored, history }).checkStored(server({ gtidExecuted: `${A}:1-3` })));
     expect(error?.code).toBe('POSITION_FOREIGN');
     expect(error?.message).toContain(`lacks ${A}:4-10, which sluice had already read`);
-    expect(error?.message).toMatch(/cannot resume from the position's GTID set .* copy the tables again/);
+    expect(error?.message).toMatch(/cannot be repositioned by GTID: this server's gtid_executed lacks .*4-10, which sluice had read .* copy the tables again/);
   });
 
   it('a failover target that never got our transactions is POSITION_FOREIGN', async () => {
@@ -206,5 +206,78 @@ describe('SLUICE_STARTUP=gtid: on MySQL', () => {
     expect(() => loadConfig({ ...base, SLUICE_STARTUP: `gtid:${A}` })).toThrow(
       /SLUICE_STARTUP: ".*" is neither a MariaDB GTID position .* nor a MySQL GTID set/,
     );
+  });
+});
+
+describe('whether a server carries the transactions a position has read (gtidCoverage: what following a failover asks first)', () => {
+  it('MySQL: gtid_executed holds the set and nothing after it is purged, whatever the server’s uuid, files and offsets', async () => {
+    expect(await gtidCoverage(server({ gtidPurged: `${A}:1-9` }), stored)).toEqual({ held: true, gtid: `${A}:1-10` });
+    // A Blue/Green target: another uuid, its own files, our transactions and its own.
+    const green = server({ serverUuid: B, gtidExecuted: `${A}:1-20,${B}:1-2`, files: [{ name: 'mysql-bin-changelog.000001', size: 700, before: '' }] });
+    expect(await gtidCoverage(green, stored)).toEqual({ held: true, gtid: `${A}:1-10` });
+  });
+
+  it('MySQL: names what is missing — transactions the old server had (the replication gap), a purge after the set, no set recorded, gtid_mode OFF', async () => {
+    expect(await gtidCoverage(server({ serverUuid: B, gtidExecuted: `${A}:1-8,${B}:1-3` }), stored)).toEqual({
+      held: false,
+      missing: `this server's gtid_executed lacks ${A}:9-10, which sluice had read (the transactions the old server had that this one never got)`,
+    });
+    expect(await gtidCoverage(server({ gtidPurged: `${A}:1-12` }), stored)).toMatchObject({
+      held: false,
+      missing: expect.stringContaining(`${A}:11-12 is in gtid_purged`),
+    });
+    expect(await gtidCoverage(server(), { file: stored.file, pos: stored.pos, gtid: `${A}:10` })).toMatchObject({
+      held: false,
+      missing: expect.stringContaining('records no GTID set'),
+    });
+    expect(await gtidCoverage(server({ gtidMode: 'OFF', gtidExecuted: '' }), stored)).toMatchObject({ held: false, missing: "this server's gtid_mode is OFF" });
+  });
+
+  const mariadb = (options: Partial<FakeServerOptions>) =>
+    new FakeServer({
+      version: '10.11.19-MariaDB',
+      files: [
+        { name: 'binlog.000001', size: 900, before: '0-2-8' },
+        { name: 'binlog.000002', size: 1500, before: '0-1-30,2-1-4' },
+      ],
+      ...options,
+    });
+  const read: BinlogPosition = { file: 'binlog.000004', pos: 900, gtid: '0-1-40', gtidPos: '0-1-40,2-1-7' };
+
+  it('MariaDB: every domain’s last GTID read is in the binlog state and not before the oldest binlog (a replica’s own writes in the domain do not matter)', async () => {
+    expect(await gtidCoverage(mariadb({ gtidBinlogState: '0-2-8,0-1-45,2-1-9' }), read)).toEqual({ held: true, gtid: '0-1-40,2-1-7' });
+    // A position stored before every domain's GTID was recorded: its last GTID alone.
+    expect(await gtidCoverage(mariadb({ gtidBinlogState: '0-1-45' }), { file: read.file, pos: read.pos, gtid: '0-1-40' })).toEqual({
+      held: true,
+      gtid: '0-1-40',
+    });
+  });
+
+  it('MariaDB: names the GTIDs a replica lacks, a purge after them, a server that never logged that domain’s server, a position without GTIDs', async () => {
+    expect(await gtidCoverage(mariadb({ gtidBinlogState: '0-2-8,0-1-37,2-1-7' }), read)).toEqual({
+      held: false,
+      missing: 'of the transactions sluice had read (0-1-40,2-1-7), it lacks 0-1-38 to 0-1-40 (its binlog state ends that domain and server at 0-1-37)',
+    });
+    expect(await gtidCoverage(mariadb({ gtidBinlogState: '0-1-40,2-1-6' }), read)).toMatchObject({ missing: expect.stringContaining('it lacks 2-1-7 (') });
+    const purged = mariadb({ gtidBinlogState: '0-1-60,2-1-9', files: [{ name: 'binlog.000009', size: 900, before: '0-1-50,2-1-7' }] });
+    expect(await gtidCoverage(purged, read)).toMatchObject({
+      missing: expect.stringContaining('its oldest binlog binlog.000009 starts after 0-1-40 (at 0-1-50): what follows 0-1-40 is purged'),
+    });
+    expect(await gtidCoverage(mariadb({ gtidBinlogState: '0-3-90,2-1-9' }), read)).toMatchObject({
+      missing: expect.stringContaining('it has no transaction of server 1 in domain 0, so none up to 0-1-40'),
+    });
+    expect(await gtidCoverage(mariadb({ gtidBinlogState: '0-1-45' }), { file: read.file, pos: read.pos })).toMatchObject({
+      held: false,
+      missing: expect.stringContaining('records no GTID'),
+    });
+  });
+
+  it('MariaDB: a position moved by GTID and stored without its history is checked at its offset for every domain but those it still skips to', async () => {
+    const moved: BinlogPosition = { file: 'binlog.000002', pos: 500, gtid: '0-1-40', gtidPos: '0-1-40,2-1-7', gtidSkip: '2-1-7' };
+    const here = (at: string) => mariadb({ files: [{ name: 'binlog.000002', size: 1500, before: '0-1-30', events: [4, 500], gtidAt: { 500: at } }] });
+    await new BinlogHistories({ position: moved }).checkStored(here('0-1-40,2-1-5'));
+    const error = await failure(new BinlogHistories({ position: moved }).checkStored(here('0-1-39,2-1-5')));
+    expect(error?.code).toBe('POSITION_FOREIGN');
+    expect(error?.message).toContain('this server\'s GTID position at binlog.000002:500 is "0-1-39,2-1-5", not 0-1-40');
   });
 });

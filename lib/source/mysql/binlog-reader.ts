@@ -1,5 +1,5 @@
 import ZongJi from '@vlasky/zongji';
-import { GtidSet } from '../../core/gtid-set.ts';
+import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
 import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
@@ -252,6 +252,24 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    */
   private resumeAt: number | undefined;
   private gtid: string | null;
+  /** When `gtid` was written (its GTID event's timestamp), for positions (`BinlogPosition.gtidTime`). */
+  private gtidTime: number | undefined;
+  /**
+   * MariaDB: every domain's last transaction at the stream's point, once known (the stored
+   * position's, or a file's Gtid_list); the open group's GTID joins it at the group's end.
+   */
+  private domains: Map<number, string> | undefined;
+  /** `domains` as a position's text, made when a boundary needs it after a change (a plain Map and one string: this runs per transaction). */
+  private domainsText: string | undefined;
+  private pendingDomainGtid: { domain: number; text: string } | undefined;
+  /**
+   * MariaDB: the domains whose last transaction read lies further on in this binlog (a position
+   * moved by GTID to a server that logged the domains in another order): their transactions are
+   * moved past without being emitted up to and including that GTID, as a replica skips them.
+   */
+  private skipTo: GtidPosition = GtidPosition.EMPTY;
+  /** A Gtid_list here is the state before the file's first transaction (the stream entered the file at its start). */
+  private atFileStart: boolean;
   /**
    * MySQL: the GTID set executed at the stream's point, once known (the stored position's, or a
    * file's Previous_gtids), with its text for positions; the open group's GTID joins it at the
@@ -287,7 +305,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   constructor(private readonly options: BinlogReaderOptions) {
     this.offsets = new EventOffsets(options.start.file, options.start.pos);
     this.gtid = options.start.gtid ?? null;
+    this.gtidTime = options.start.gtidTime;
     if (options.start.gtidSet) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
+    if (options.start.gtidPos) this.setDomains(GtidPosition.parse(options.start.gtidPos));
+    if (options.start.gtidSkip) this.skipTo = GtidPosition.parse(options.start.gtidSkip);
+    this.atFileStart = options.start.pos <= 4;
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
     // (20,000 took a 320k-row capture's peak RSS from ~180 to ~235 MB, docs/PERFORMANCE.md).
     this.highWater = options.highWaterRows ?? 5_000;
@@ -530,11 +552,38 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return table;
   }
 
-  /** The ended (or superseded) group's GTID joins the executed set. */
+  /** The ended (or superseded) group's GTID joins the executed set (MySQL), or becomes its domain's last (MariaDB). */
   private foldGtid(): void {
+    const domainGtid = this.pendingDomainGtid;
+    if (domainGtid) {
+      this.pendingDomainGtid = undefined;
+      if (this.domains && this.domains.get(domainGtid.domain) !== domainGtid.text) {
+        this.domains.set(domainGtid.domain, domainGtid.text);
+        this.domainsText = undefined;
+      }
+    }
     if (this.pendingGtid === undefined) return;
     if (this.executed) this.executed = knownSet(() => this.executed?.set.add(this.pendingGtid as string));
     this.pendingGtid = undefined;
+  }
+
+  private setDomains(position: GtidPosition): void {
+    this.domains = new Map(position.gtids().map((g) => [g.domain, g.text]));
+    this.domainsText = undefined;
+  }
+
+  /** Every domain's last GTID as a position's text (by domain), when known. */
+  private gtidPos(): string | undefined {
+    const domains = this.domains;
+    if (!domains?.size) return undefined;
+    this.domainsText ??=
+      domains.size === 1
+        ? (domains.values().next().value as string)
+        : [...domains]
+            .sort(([a], [b]) => a - b)
+            .map(([, text]) => text)
+            .join(',');
+    return this.domainsText;
   }
 
   /** A transaction boundary at `pos`; a commit without one is inside a compressed transaction, which ends with its payload event. */
@@ -548,7 +597,15 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.foldGtid();
     const skipped = this.skipping;
     this.skipping = undefined;
-    const position = { file: this.file, pos, gtid: this.gtid ?? undefined, ...(this.executed?.text ? { gtidSet: this.executed.text } : {}) };
+    const position: BinlogPosition = {
+      file: this.file,
+      pos,
+      gtid: this.gtid ?? undefined,
+      ...(this.gtid && this.gtidTime !== undefined ? { gtidTime: this.gtidTime } : {}),
+      ...(this.executed?.text ? { gtidSet: this.executed.text } : {}),
+      ...(this.domains?.size ? { gtidPos: this.gtidPos() } : {}),
+      ...(this.skipTo.isEmpty ? {} : { gtidSkip: this.skipTo.toString() }),
+    };
     if (skipped) this.push({ kind: 'progress', position, tsMs: skipped.tsMs });
     else this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
   }
@@ -568,8 +625,37 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.group = group;
     this.ddlGroup = ddl;
     this.skipping = undefined;
-    if (gtid) this.gtid = gtid;
+    this.atFileStart = false;
+    if (gtid) {
+      this.gtid = gtid;
+      this.gtidTime = ev.timestamp;
+    }
     this.push({ kind: 'begin', file: this.file, pos: end ?? this.offsets.pos, gtid, serverId, tsMs: ev.timestamp });
+  }
+
+  /**
+   * A MariaDB group starts. A domain still to be skipped (`skipTo`) has its transactions moved past
+   * up to and including the GTID read before; its end is a `progress`. The group's GTID becomes
+   * its domain's last at the group's end.
+   */
+  private onMariadbGtid(ev: Ev, end: number | undefined): void {
+    this.foldGtid();
+    const text = String(ev.gtid);
+    const domain = Number(ev.domainId);
+    const until = this.skipTo.isEmpty ? undefined : this.skipTo.get(domain);
+    if (until) {
+      if (until.text === text) this.skipTo = this.skipTo.without(domain);
+      this.inTxn = true;
+      this.group = ev.standalone ? 'standalone' : 'transaction';
+      this.ddlGroup = false;
+      this.gtid = text;
+      this.gtidTime = ev.timestamp;
+      this.atFileStart = false;
+      this.skipping = { tsMs: ev.timestamp };
+      return;
+    }
+    this.begin(ev, end, text, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
+    this.pendingDomainGtid = { domain, text };
   }
 
   /** A Query event: transaction control, or a statement (DDL, or DML logged as text) for the consumer to judge. */
@@ -636,7 +722,17 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
     switch (type) {
       case 'MariadbGtid':
-        this.begin(ev, end, ev.gtid, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
+        this.onMariadbGtid(ev, end);
+        return;
+      case 'MariadbGtidList':
+        // A file read from its start: the state before it, exact from here on. The domains still
+        // skipped keep the GTID read on the other server, which this one logs further on.
+        if (this.atFileStart) {
+          let position = GtidPosition.ofState(((ev.gtids ?? []) as { gtid: string }[]).map((g) => g.gtid));
+          for (const gtid of this.skipTo.gtids()) position = position.with(gtid);
+          this.setDomains(position);
+        }
+        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;
       case 'Gtid':
         // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
@@ -646,6 +742,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           this.inTxn = true;
           this.group = 'open';
           this.gtid = String(ev.gtid);
+          this.gtidTime = ev.timestamp;
           this.skipping = { tsMs: ev.timestamp };
           return;
         }
@@ -700,6 +797,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         // The new file starts at ev.position (taken above); the rotate's own end belongs to the old
         // file. No progress here: the new file's Format_description follows, and a position in a file
         // is exposed only once its creation time (its history, see history.ts) is known.
+        this.atFileStart = Number(ev.position) <= 4;
         return;
       case 'Heartbeat':
         // Its position is in the file its body names: one in another file than the stream's (a

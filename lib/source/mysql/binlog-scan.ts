@@ -1,5 +1,5 @@
 import type { Config } from '../../config/config.ts';
-import { GtidSet, isMariadbGtidPosition } from '../../core/gtid-set.ts';
+import { GtidPosition, GtidSet, isMariadbGtidPosition, parseMariadbGtid } from '../../core/gtid-set.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../../core/position.ts';
 import { type TableRef, tableKey } from '../../core/table-ref.ts';
 import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
@@ -14,15 +14,22 @@ import { type MysqlTarget, mysqlTarget } from './target.ts';
 /** How long a scan of the binlog up to a known end waits for the stream to go on before it gives up. */
 export const SCAN_SILENCE_MS = 30_000;
 
+/** A transaction as a scan sees it begin: its GTID (null without one) and binlog time. */
+interface ScannedTransaction {
+  readonly gtid: string | null;
+  readonly tsMs: number;
+}
+
 /**
- * Scans the binlog from `start` without decoding any rows and returns the transaction boundary just
- * before the first transaction `stop` accepts, or `end` if none does before it.
+ * Scans the binlog from `start` without decoding any rows, showing `visit` each transaction as it
+ * begins with the transaction boundary just before it, until `visit` returns true or the stream
+ * reaches `end`. Returns the last boundary read (`end` once reached).
  */
-async function boundaryBefore(
+async function scanTransactions(
   target: MysqlTarget,
   start: BinlogPosition,
   end: BinlogPosition,
-  stop: (txn: { gtid: string | null; tsMs: number }) => boolean,
+  visit: (txn: ScannedTransaction, before: BinlogPosition) => boolean,
 ): Promise<BinlogPosition> {
   if (comparePositions(start, end) >= 0) return end;
   const reader = new BinlogReader({ target, start, filter: () => false, idleMs: 200 });
@@ -43,7 +50,7 @@ async function boundaryBefore(
         );
       }
       heardAt = Date.now();
-      if (item.kind === 'begin' && stop({ gtid: item.gtid, tsMs: item.tsMs })) return boundary;
+      if (item.kind === 'begin' && visit({ gtid: item.gtid, tsMs: item.tsMs }, boundary)) return boundary;
       if (item.kind === 'commit' || item.kind === 'progress') {
         boundary = item.position;
         if (comparePositions(boundary, end) >= 0) return end;
@@ -53,6 +60,22 @@ async function boundaryBefore(
   } finally {
     await reader.stop();
   }
+}
+
+/** The transaction boundary just before the first transaction `stop` accepts, or `end` if none does before it. */
+async function boundaryBefore(
+  target: MysqlTarget,
+  start: BinlogPosition,
+  end: BinlogPosition,
+  stop: (txn: ScannedTransaction) => boolean,
+): Promise<BinlogPosition> {
+  let found: BinlogPosition | undefined;
+  const last = await scanTransactions(target, start, end, (txn, before) => {
+    if (!stop(txn)) return false;
+    found = before;
+    return true;
+  });
+  return found ?? last;
 }
 
 /** The first transaction time of a binlog file, or undefined if it holds none. */
@@ -81,37 +104,88 @@ async function positionAtTime(target: MysqlTarget, conn: SqlConnection, at: numb
   return boundaryBefore(target, { file: from.file, pos: 4 }, end, (txn) => txn.tsMs >= at);
 }
 
-/** MariaDB GTID position `d-s-n,...` → per domain, the last sequence number it covers. */
-function parseGtidPosition(text: string): Map<number, bigint> {
-  const covered = new Map<number, bigint>();
-  for (const part of text.split(',').filter(Boolean)) {
-    const [domain, , seq] = part.trim().split('-');
-    covered.set(Number(domain), BigInt(seq ?? '0'));
-  }
-  return covered;
+/** A transaction sluice has read, and when it was written: a GTID alone does not tell it from another with the same GTID (after RESET MASTER). */
+export interface GtidIdentity {
+  readonly gtid: string;
+  readonly at: number;
 }
 
-const coveredBy = (position: Map<number, bigint>, gtid: string) => {
-  const [domain, , seq] = gtid.split('-');
-  const last = position.get(Number(domain));
-  return last !== undefined && BigInt(seq ?? '0') <= last;
-};
+/** Where a GTID start ends on this server, and what the scan that found it saw. */
+export interface GtidStart {
+  /** The boundary to read from, carrying the GTID state it starts after (`gtidPos`/`gtidSkip` on MariaDB, `gtidSet` on MySQL). */
+  readonly position: BinlogPosition;
+  /** MariaDB: the domains' last GTIDs the server's binlog does not hold (the scan reached its end without them). */
+  readonly missing?: GtidPosition;
+  /** MariaDB: the GTID state before the file the scan began with, when that is the oldest binlog and holds domains the start did not name. */
+  readonly unnamed?: GtidPosition;
+  /** When `identity`'s transaction was written on this server, if the scan passed it. */
+  readonly identityAt?: number;
+}
 
-/** `gtid:<d-s-n,...>` (MariaDB): the boundary before the first transaction the set does not cover. */
-async function positionAfterMariadbGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, gtid: string): Promise<BinlogPosition> {
-  const covered = parseGtidPosition(gtid);
+/** Whether a file's starting GTID state (a domain's last GTID before it) lies at or before the domain's last GTID wanted: the same one, or an earlier one of its server. */
+function startsBefore(state: GtidPosition, wanted: GtidPosition): boolean {
+  return state.gtids().every((g) => {
+    const w = wanted.get(g.domain);
+    return w !== undefined && (w.text === g.text || (w.server === g.server && g.seq < w.seq));
+  });
+}
+
+/**
+ * `gtid:<d-s-n,...>` (MariaDB), as a replica resumes from its gtid_slave_pos: every listed domain's
+ * transactions up to and including its GTID were read, in this server's binlog order (which is
+ * the domain's order; sequence numbers alone do not order it), and a domain not listed is read from
+ * the oldest binlog on. The scan starts in the newest file that begins before every listed GTID
+ * (and before `identity`'s transaction, to see it), and the position is the boundary before the
+ * first transaction not read; a domain whose GTID this server logs after that boundary (another
+ * order of the domains than the old server's) is skipped up to it by the stream (`gtidSkip`).
+ */
+export async function mariadbGtidStart(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string, identity?: GtidIdentity): Promise<GtidStart> {
+  const wanted = GtidPosition.parse(text);
+  const known = identity && parseMariadbGtid(identity.gtid);
   const end = await dialect.binlogEnd(conn);
   const logs = await binaryLogs(conn);
-  let from = logs[0];
+  let from: { file: string; before: GtidPosition } | undefined;
   for (const log of [...logs].reverse()) {
-    const state = await dialect.gtidsBefore(conn, log.file);
-    if ([...parseGtidPosition(state)].every(([domain, seq]) => coveredBy(covered, `${domain}-0-${seq}`))) {
-      from = log;
-      break;
-    }
+    const before = GtidPosition.ofState((await dialect.gtidsBefore(conn, log.file)).split(','));
+    from = { file: log.file, before };
+    if (startsBefore(before, wanted) && !(known && before.holds(known))) break;
   }
-  if (!from) return end;
-  return boundaryBefore(target, { file: from.file, pos: 4 }, end, (txn) => txn.gtid !== null && !coveredBy(covered, txn.gtid));
+  if (!from) return { position: end, missing: wanted };
+  let pending = wanted;
+  for (const gtid of from.before.gtids()) if (wanted.holds(gtid)) pending = pending.without(gtid.domain);
+  let start: { before: BinlogPosition; skip: GtidPosition } | undefined;
+  let identityAt: number | undefined;
+  const last = await scanTransactions(target, { file: from.file, pos: 4 }, end, (txn, before) => {
+    const gtid = parseMariadbGtid(txn.gtid);
+    const until = gtid && pending.get(gtid.domain);
+    if (gtid && until) {
+      // A transaction of a domain before its last GTID read: read already.
+      if (until.text === gtid.text) {
+        pending = pending.without(gtid.domain);
+        if (known?.text === gtid.text) identityAt = txn.tsMs;
+      }
+    } else start ??= { before, skip: pending };
+    return start !== undefined && pending.isEmpty && (!known || identityAt !== undefined);
+  });
+  const at = start ?? { before: last, skip: pending };
+  const unnamed = from.before.gtids().filter((g) => !wanted.get(g.domain));
+  return {
+    position: { ...at.before, gtidPos: wanted.toString(), ...(at.skip.isEmpty ? {} : { gtidSkip: at.skip.toString() }) },
+    ...(pending.isEmpty ? {} : { missing: pending }),
+    ...(unnamed.length ? { unnamed: GtidPosition.ofState(unnamed.map((g) => g.text)) } : {}),
+    ...(identityAt === undefined ? {} : { identityAt }),
+  };
+}
+
+/** `gtid:<d-s-n,...>` (MariaDB): the boundary before the first transaction the position has not read. */
+async function positionAfterMariadbGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, gtid: string): Promise<BinlogPosition> {
+  const { position, missing } = await mariadbGtidStart(target, conn, dialect, gtid);
+  if (missing)
+    throw new SluiceError(
+      ErrorCode.POSITION_FOREIGN,
+      `gtid:${gtid} names transactions this server's binlog does not hold (${missing}); nothing was stored. Take the GTIDs from this server's history (@@gtid_binlog_pos at the point wanted, or BINLOG_GTID_POS).`,
+    );
+  return position;
 }
 
 /**
@@ -120,7 +194,12 @@ async function positionAfterMariadbGtid(target: MysqlTarget, conn: SqlConnection
  * the first transaction the set lacks. The server must hold every transaction of the set and still
  * have those after it (not in gtid_purged); else nothing is stored and the error says what differs.
  */
-export async function mysqlGtidStart(conn: SqlConnection, dialect: Dialect, text: string): Promise<{ from: string | undefined; covered: GtidSet }> {
+export async function mysqlGtidStart(
+  conn: SqlConnection,
+  dialect: Dialect,
+  text: string,
+  identity?: GtidIdentity,
+): Promise<{ from: string | undefined; covered: GtidSet }> {
   const covered = GtidSet.parse(text);
   const state = await dialect.gtidState(conn);
   if (state && !state.executed.includes(covered)) {
@@ -137,7 +216,9 @@ export async function mysqlGtidStart(conn: SqlConnection, dialect: Dialect, text
   }
   const logs = await binaryLogs(conn);
   for (const log of [...logs].reverse()) {
-    if (covered.includes(GtidSet.parse(await dialect.gtidsBefore(conn, log.file)))) return { from: log.file, covered };
+    const before = GtidSet.parse(await dialect.gtidsBefore(conn, log.file));
+    // With `identity`, a file that starts before its transaction, so that the scan passes it.
+    if (covered.includes(before) && !(identity && before.contains(identity.gtid))) return { from: log.file, covered };
   }
   return { from: logs[0]?.file, covered };
 }
@@ -147,13 +228,26 @@ export async function mysqlGtidStart(conn: SqlConnection, dialect: Dialect, text
  * carrying the set itself (with what the scan found before it) as executed there. A set with a gap
  * holds transactions after that boundary; the stream skips them, as a replica does (BinlogReader).
  */
-async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string): Promise<BinlogPosition> {
+export async function mysqlGtidPosition(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string, identity?: GtidIdentity): Promise<GtidStart> {
   const end = await dialect.binlogEnd(conn);
-  const { from, covered } = await mysqlGtidStart(conn, dialect, text);
-  const start = from ? await boundaryBefore(target, { file: from, pos: 4 }, end, (txn) => txn.gtid !== null && !covered.contains(txn.gtid)) : end;
+  const { from, covered } = await mysqlGtidStart(conn, dialect, text, identity);
+  let found: BinlogPosition | undefined;
+  let identityAt: number | undefined;
+  const last = from
+    ? await scanTransactions(target, { file: from, pos: 4 }, end, (txn, before) => {
+        if (txn.gtid !== null && !covered.contains(txn.gtid)) found ??= before;
+        else if (identity && txn.gtid === identity.gtid) identityAt = txn.tsMs;
+        return found !== undefined && (!identity || identityAt !== undefined);
+      })
+    : end;
+  const start = found ?? last;
   const scanned = start.gtidSet && GtidSet.is(start.gtidSet) ? GtidSet.parse(start.gtidSet) : GtidSet.EMPTY;
   const executed = covered.union(scanned);
-  return executed.isEmpty ? start : { ...start, gtidSet: executed.toString() };
+  return { position: executed.isEmpty ? start : { ...start, gtidSet: executed.toString() }, ...(identityAt === undefined ? {} : { identityAt }) };
+}
+
+async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string): Promise<BinlogPosition> {
+  return (await mysqlGtidPosition(target, conn, dialect, text)).position;
 }
 
 /** Where a source with no stored position starts, per SLUICE_STARTUP (`initial*` are handled by the caller). */

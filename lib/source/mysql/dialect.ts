@@ -14,6 +14,7 @@ import type { SqlConnection } from './server.ts';
  * |-------------------------------|----------------------------------------------|--------------------------|------------------------------------------|
  * | binlog end (`binlogStatus`)   | SHOW MASTER STATUS (SHOW BINLOG STATUS 10.5.2+) | SHOW MASTER STATUS    | SHOW BINARY LOG STATUS (SHOW MASTER STATUS removed in 8.4: 1064) |
  * | GTIDs before a file           | BINLOG_GTID_POS(file, 4)                     | its Previous_gtids event (SHOW BINLOG EVENTS) | same                 |
+ * | GTIDs at a position           | BINLOG_GTID_POS(file, pos)                   | not asked (the stream adds each file's Previous_gtids) | same      |
  * | executed / purged GTIDs       | @@gtid_binlog_state (no purged set)          | @@gtid_executed, @@gtid_purged, @@gtid_mode | same                  |
  * | consistent snapshot's point   | SHOW STATUS LIKE 'binlog_snapshot_%'         | FTWRL (RELOAD), else LOCK TABLES … READ (LOCK TABLES) | same |
  * | binlog retention              | @@expire_logs_days, @@binlog_expire_logs_seconds (10.6+) | both (expire_logs_days deprecated) | @@binlog_expire_logs_seconds (expire_logs_days removed in 8.4) |
@@ -50,6 +51,12 @@ export interface Dialect {
   binlogEnd(conn: SqlConnection): Promise<BinlogPosition>;
   /** GTIDs executed before `file` starts: MariaDB's `d-s-n` position or MySQL's Previous_gtids set text ('' if none). */
   gtidsBefore(conn: SqlConnection, file: string): Promise<string>;
+  /**
+   * MariaDB: every domain's last GTID at `position` (`d-s-n,…`; the server reads the file up to
+   * it, once per position that lacks it). Undefined on MySQL, whose positions learn their set from
+   * the stream (a file's Previous_gtids).
+   */
+  gtidsAt(conn: SqlConnection, position: BinlogPosition): Promise<string | undefined>;
   /** The MySQL GTID state; undefined on MariaDB, whose GTIDs history.ts checks in its own way. */
   gtidState(conn: SqlConnection): Promise<MysqlGtidState | undefined>;
   /** Binlog retention in seconds (0: none configured). */
@@ -189,6 +196,10 @@ function mariadbDialect(flavor: ServerFlavor): Dialect {
       const [row] = await rows<{ gtid: string | null }>(conn, 'SELECT BINLOG_GTID_POS(?, 4) AS gtid', [file]);
       return String(row?.gtid ?? '');
     },
+    async gtidsAt(conn, position) {
+      const [row] = await rows<{ gtid: string | null }>(conn, 'SELECT BINLOG_GTID_POS(?, ?) AS gtid', [position.file, position.pos]);
+      return row?.gtid ?? undefined;
+    },
     gtidState: async () => undefined,
     async retentionSeconds(conn) {
       // binlog_expire_logs_seconds exists from 10.6.1; expire_logs_days everywhere.
@@ -230,6 +241,7 @@ function mysqlDialect(flavor: ServerFlavor): Dialect {
       const events = await rows<{ Event_type: string; Info: string | null }>(conn, 'SHOW BINLOG EVENTS IN ? LIMIT 3', [file]);
       return String(events.find((e) => e.Event_type === 'Previous_gtids')?.Info ?? '').trim();
     },
+    gtidsAt: async () => undefined,
     async gtidState(conn) {
       const [row] = await rows<{ mode: string | null; executed: string | null; purged: string | null }>(
         conn,

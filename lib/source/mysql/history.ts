@@ -1,7 +1,7 @@
-import { GtidSet, parseGtid } from '../../core/gtid-set.ts';
+import { GtidPosition, GtidSet, type MariadbGtid, parseGtid, parseMariadbGtid } from '../../core/gtid-set.ts';
 import type { BinlogHistory } from '../../core/history.ts';
 import { type BinlogPosition, fileNumber, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
-import { ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
+import { ErrorCode, PositionForeignError, PositionLostError, SluiceError } from '../../errors.ts';
 import { type Dialect, dialectOf } from './dialect.ts';
 import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.ts';
 
@@ -19,13 +19,15 @@ import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.
  *     stream start before anything else, also when starting mid-file and before its own error for
  *     a bad offset. Stored with every commit and heartbeat (`BinlogHistory`), compared with the
  *     stream's first Format_description;
- *   - the position's last GTID (`position.gtid`, MariaDB `d-s-n`): the first later GTID of the
- *     same domain and server must have a higher sequence number (sequence numbers restart at 1
- *     after RESET MASTER and on a fresh server);
+ *   - the position's GTIDs (MariaDB `d-s-n`, every domain's last in `position.gtidPos`, else the
+ *     last GTID alone): the first later GTID of each domain from the same server must have a
+ *     higher sequence number (sequence numbers restart at 1 after RESET MASTER and on a fresh
+ *     server);
  *   - the offset itself: it must be an event boundary (`SHOW BINLOG EVENTS … FROM pos`, one seek).
  *
- * Items written before the history was stored have none: they are checked once by GTID
- * (`BINLOG_GTID_POS(file, pos)`, which reads the file up to `pos`) and get it at the next commit.
+ * Items written before the history was stored, and positions moved by GTID, have none: they are
+ * checked once by GTID (`BINLOG_GTID_POS(file, pos)`, which reads the file up to `pos`, must name
+ * each domain's last GTID read there) and get it at the next commit.
  *
  * On MySQL with GTIDs a position also carries the set executed at it (`position.gtidSet`), which
  * the server's own sets are asked about before reading (`@@gtid_executed`, `@@gtid_purged`):
@@ -47,17 +49,33 @@ import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.
  * last GTID alone (it must be in gtid_executed) and by the file timestamps, as on MariaDB.
  */
 
-const MARIADB_GTID = /^(\d+)-(\d+)-(\d+)$/;
+/**
+ * MariaDB: every domain's last transaction a position has read — its `gtidPos`, else its last GTID
+ * alone (positions stored before every domain's was recorded); undefined without either.
+ */
+export function readPosition(position: BinlogPosition): GtidPosition | undefined {
+  try {
+    if (position.gtidPos) return GtidPosition.parse(position.gtidPos);
+    const last = parseMariadbGtid(position.gtid);
+    return last ? GtidPosition.EMPTY.with(last) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
-/** A MariaDB GTID `d-s-n` as its parts; undefined for other shapes (MySQL `uuid:n`). */
-function mariadbGtid(gtid: string | undefined): { domain: string; server: string; seq: bigint } | undefined {
-  const match = MARIADB_GTID.exec(gtid ?? '');
-  return match?.[1] && match[2] && match[3] ? { domain: match[1], server: match[2], seq: BigInt(match[3]) } : undefined;
+/** MariaDB: the domains a position still skips further on in its binlog (`gtidSkip`). */
+function skipped(position: BinlogPosition): GtidPosition {
+  try {
+    return GtidPosition.parse(position.gtidSkip ?? '');
+  } catch {
+    return GtidPosition.EMPTY;
+  }
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
-interface ServerIdentity {
+/** Who a server is, for histories and messages: `@@server_id`, and `@@server_uuid` on MySQL. */
+export interface ServerIdentity {
   serverId?: number;
   serverUuid?: string;
 }
@@ -78,11 +96,20 @@ export class BinlogHistories {
   private readonly created = new Map<string, number>();
   private server: ServerIdentity = {};
   private gtidChecked = false;
+  /** MariaDB: the domains whose first later transaction has been judged. */
+  private readonly domainsChecked = new Set<number>();
+  /** MariaDB: the stored position's GTIDs the stream judges (every domain's last read, but those it skips to). */
+  private readonly storedDomains: GtidPosition | undefined;
 
   constructor(
     /** The stored state: the position to resume from and its history, if recorded. */
     private readonly stored: { readonly position?: BinlogPosition; readonly history?: BinlogHistory } = {},
-  ) {}
+  ) {
+    const position = stored.position;
+    let domains = position ? readPosition(position) : undefined;
+    if (position && domains) for (const gtid of skipped(position).gtids()) domains = domains.without(gtid.domain);
+    this.storedDomains = domains;
+  }
 
   /** The history to store with `position`: known once the stream has entered its file. */
   readonly of = (position: BinlogPosition): BinlogHistory | undefined => {
@@ -118,17 +145,17 @@ export class BinlogHistories {
     }
     const dialect = await dialectOf(conn);
     if (dialect.flavor.kind === 'mysql') return this.checkMysql(conn, dialect, position, history);
-    const gtid = mariadbGtid(position.gtid);
+    const expected = this.storedDomains;
     // BINLOG_GTID_POS answers NULL past 4 GiB (sql/item_strfunc.cc: pos > UINT_MAX32): such a
-    // position is checked by the stream's first GTID alone (onEvent).
-    if (history || !gtid || position.pos >= LOG_POS_MODULUS) return;
-    const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, ?) AS pos', [position.file, position.pos]);
-    const here = String((rows as { pos: string | null }[])[0]?.pos ?? '');
-    const same = here.split(',').some((part) => part.trim() === position.gtid);
-    if (!same) {
+    // position is checked by the stream's first GTIDs alone (onEvent).
+    if (history || !expected || expected.isEmpty || position.pos >= LOG_POS_MODULUS) return;
+    const here = (await dialect.gtidsAt(conn, position)) ?? '';
+    const at = GtidPosition.ofState(here.split(','));
+    const differing = expected.gtids().filter((gtid) => !at.holds(gtid));
+    if (differing.length) {
       throw await foreignError(async () => conn, {
         position,
-        evidence: `this server's GTID position at ${formatPosition({ ...position, gtid: undefined })} is ${here ? `"${here}"` : 'empty'}, not ${position.gtid}`,
+        evidence: `this server's GTID position at ${formatPosition({ ...position, gtid: undefined })} is ${here ? `"${here}"` : 'empty'}, not ${differing.map((g) => g.text).join(',')}`,
       });
     }
   }
@@ -197,17 +224,17 @@ export class BinlogHistories {
         return { position, evidence: `the first transaction after it, ${seen}, is one the position had already read` };
       return undefined;
     }
-    if (type !== 'MariadbGtid' || this.gtidChecked || !position) return undefined;
-    const stored = mariadbGtid(position.gtid);
-    const seen = mariadbGtid(ev.gtid);
-    if (!stored || !seen) {
-      this.gtidChecked = !stored;
-      return undefined;
-    }
-    if (seen.domain !== stored.domain || seen.server !== stored.server) return undefined;
-    this.gtidChecked = true;
+    if (type !== 'MariadbGtid' || !position || !this.storedDomains) return undefined;
+    // MariaDB: the first later transaction of each domain the position has read, from the same
+    // server, must have a higher sequence number. Another server's proves nothing either way (a
+    // replica's own writes, a domain's earlier primary); a domain the position skips to comes later.
+    const seen = parseMariadbGtid(typeof ev.gtid === 'string' ? ev.gtid : undefined);
+    if (!seen || this.domainsChecked.has(seen.domain)) return undefined;
+    const stored = this.storedDomains.get(seen.domain);
+    if (!stored || stored.server !== seen.server) return undefined;
+    this.domainsChecked.add(seen.domain);
     if (seen.seq > stored.seq) return undefined;
-    return { position, evidence: `the first transaction after it is ${ev.gtid}, which is not later than the position's ${position.gtid}` };
+    return { position, evidence: `the first transaction after it is ${seen.text}, which is not later than the position's ${stored.text}` };
   }
 
   /** The POSITION_FOREIGN error for a mismatch the stream found, with the recovery the server allows. */
@@ -216,7 +243,8 @@ export class BinlogHistories {
   }
 }
 
-async function serverIdentity(conn: SqlConnection): Promise<ServerIdentity> {
+/** The server's id (and uuid, on MySQL). */
+export async function serverIdentity(conn: SqlConnection): Promise<ServerIdentity> {
   const [rows] = await conn.query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('server_id', 'server_uuid')");
   const vars = Object.fromEntries((rows as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name, r.Value]));
   return { ...(vars.server_id ? { serverId: Number(vars.server_id) } : {}), ...(vars.server_uuid ? { serverUuid: vars.server_uuid } : {}) };
@@ -281,36 +309,78 @@ export async function checkStartPosition(conn: SqlConnection, position: BinlogPo
 }
 
 /**
- * POSITION_FOREIGN with its recovery. MariaDB can reposition by GTID when this server's binlogs
- * still hold the position's last GTID (a promoted replica, a Blue/Green target, a restore that kept
- * its binlogs carry the same transactions); otherwise the tables must be copied again.
+ * Whether the server holds every transaction a position has read and still has every one after it,
+ * by its GTID state alone (no binlog is read): `gtid` is what to reposition by, `missing` says
+ * what is not there. MySQL: `@@gtid_executed` must include the position's set and nothing after
+ * the set may be in `@@gtid_purged`, whatever the server's uuid, file names and offsets. MariaDB:
+ * for every domain the position has read, the server's binlog state must reach that domain's last
+ * GTID read (its server's sequence number at least as high), and its oldest binlog must not start
+ * after it. That the very transaction is in the binlog, and is the one read (not another one of
+ * the same GTID, after RESET MASTER), only a scan tells (lib/source/mysql/binlog-scan.ts).
+ */
+export async function gtidCoverage(conn: SqlConnection, position: BinlogPosition): Promise<{ held: true; gtid: string } | { held: false; missing: string }> {
+  const dialect = await dialectOf(conn);
+  if (dialect.flavor.kind === 'mysql') {
+    const read = position.gtidSet ? readSet(position) : undefined;
+    if (!read || read.isEmpty)
+      return { held: false, missing: 'the stored position records no GTID set (gtid_mode OFF, or stored by a sluice that did not record sets)' };
+    const state = await dialect.gtidState(conn);
+    if (!state?.on && state?.executed.isEmpty) return { held: false, missing: "this server's gtid_mode is OFF" };
+    const lacking = state ? read.subtract(state.executed) : read;
+    if (!lacking.isEmpty)
+      return {
+        held: false,
+        missing: `this server's gtid_executed lacks ${lacking}, which sluice had read (the transactions the old server had that this one never got)`,
+      };
+    const lost = state ? state.executed.subtract(read).intersect(state.purged) : GtidSet.EMPTY;
+    if (!lost.isEmpty)
+      return { held: false, missing: `the transactions after the position are partly purged from this server's binlog (${lost} is in gtid_purged)` };
+    return { held: true, gtid: read.toString() };
+  }
+  const read = readPosition(position);
+  if (!read || read.isEmpty) return { held: false, missing: 'the stored position records no GTID (it was stored before GTIDs were, or the server logs none)' };
+  const [state] = await conn.query('SELECT @@gtid_binlog_state AS state');
+  const logged = String((state as { state: string | null }[])[0]?.state ?? '')
+    .split(',')
+    .map((part) => parseMariadbGtid(part))
+    .filter((g): g is MariadbGtid => g !== undefined);
+  const [oldest] = await binaryLogs(conn);
+  const before = oldest ? GtidPosition.ofState(((await dialect.gtidsBefore(conn, oldest.file)) || '').split(',')) : GtidPosition.EMPTY;
+  const problems: string[] = [];
+  for (const gtid of read.gtids()) {
+    const last = logged.find((g) => g.domain === gtid.domain && g.server === gtid.server);
+    if (!last) problems.push(`it has no transaction of server ${gtid.server} in domain ${gtid.domain}, so none up to ${gtid.text}`);
+    else if (last.seq < gtid.seq)
+      problems.push(
+        `it lacks ${last.seq + 1n === gtid.seq ? gtid.text : `${gtid.domain}-${gtid.server}-${last.seq + 1n} to ${gtid.text}`} (its binlog state ends that domain and server at ${last.text})`,
+      );
+    else {
+      const first = before.get(gtid.domain);
+      if (first && first.text !== gtid.text && first.seq >= gtid.seq)
+        problems.push(`its oldest binlog ${oldest?.file} starts after ${gtid.text} (at ${first.text}): what follows ${gtid.text} is purged`);
+    }
+  }
+  if (problems.length) return { held: false, missing: `of the transactions sluice had read (${read}), ${problems.join('; ')}` };
+  return { held: true, gtid: read.toString() };
+}
+
+/**
+ * POSITION_FOREIGN with its recovery: by GTID when the server's GTID state holds every transaction
+ * read and what follows (a promoted replica, a Blue/Green target, a restore that kept its binlogs),
+ * else a copy of the tables, naming what the server lacks.
  */
 async function foreignError(sql: () => Promise<SqlConnection>, mismatch: Mismatch): Promise<SluiceError> {
   const { position, evidence } = mismatch;
-  const gtid = mariadbGtid(position.gtid);
   const snapshot = 'copy the tables again: `sluice state reset --to latest` (the next run resets every table and copies it again)';
-  let recovery = `Recover: ${snapshot}.`;
-  const read = position.gtidSet ? readSet(position) : undefined;
-  if (read && !read.isEmpty) {
-    // MySQL: the server can resume from the set when it holds all of it and still has what follows.
-    const state = await sql()
-      .then(async (conn) => (await dialectOf(conn)).gtidState(conn))
-      .catch(() => undefined);
-    const resumable = state?.executed.includes(read) && state.executed.subtract(read).intersect(state.purged).isEmpty;
-    recovery = resumable
-      ? `If this server carries the old one's transactions (a promoted replica, a Blue/Green target, a restore with its binlogs), reposition by GTID: \`sluice state reset --to gtid:${position.gtidSet}\` (this server's gtid_executed holds that set and its binlog still has every later transaction). If its binlog was reset or it is another server, ${snapshot}.`
-      : `This server cannot resume from the position's GTID set (it lacks some of it, or purged what follows): ${snapshot}.`;
-  } else if (gtid) {
-    const held = await sql()
-      .then((conn) => holdsGtid(conn, gtid))
-      .catch(() => false);
-    recovery = held
-      ? `If this server carries the old one's transactions (a promoted replica, a Blue/Green target, a restore with its binlogs), reposition by GTID: \`sluice state reset --to gtid:${position.gtid}\` (this server's binlogs hold ${position.gtid}). If its binlog was reset or it is another server, ${snapshot}.`
-      : `This server's binlogs do not hold the position's last GTID ${position.gtid}, so it cannot be repositioned by GTID: ${snapshot}.`;
-  }
-  return new SluiceError(
-    ErrorCode.POSITION_FOREIGN,
+  const coverage = await sql()
+    .then((conn) => gtidCoverage(conn, position))
+    .catch((error: Error) => ({ held: false as const, missing: `its GTID state could not be read (${error.message})` }));
+  const recovery = coverage.held
+    ? `If this server carries the old one's transactions (a promoted replica, a Blue/Green target, a restore with its binlogs), reposition by GTID: \`sluice state reset --to gtid:${coverage.gtid}\` (this server's GTID state holds every transaction sluice read and what follows). If its binlog was reset or it is another server, ${snapshot}.`
+    : `This server cannot be repositioned by GTID: ${coverage.missing}. Recover: ${snapshot}.`;
+  return new PositionForeignError(
     `the stored position ${formatPosition(position)} belongs to another binlog history: ${evidence}. The binlog was reset (RESET MASTER, RESET BINARY LOGS AND GTIDS), restored, or this is another server (failover, Blue/Green); nothing was read. ${recovery} (docs/RUNBOOK.md, POSITION_FOREIGN)`,
+    evidence,
   );
 }
 
@@ -333,24 +403,6 @@ function afterLast(gtid: string, last: string | undefined): boolean {
   } catch {
     return false;
   }
-}
-
-/** Whether one of the server's binlog files holds the transaction `gtid` (MariaDB). */
-async function holdsGtid(conn: SqlConnection, gtid: { domain: string; server: string; seq: bigint }): Promise<boolean> {
-  const [state] = await conn.query('SELECT @@gtid_binlog_state AS state');
-  const last = String((state as { state: string | null }[])[0]?.state ?? '')
-    .split(',')
-    .map((part) => mariadbGtid(part.trim()))
-    .find((g) => g?.domain === gtid.domain && g.server === gtid.server);
-  if (!last || last.seq < gtid.seq) return false;
-  const [oldest] = await binaryLogs(conn);
-  if (!oldest) return false;
-  const [rows] = await conn.query('SELECT BINLOG_GTID_POS(?, 4) AS pos', [oldest.file]);
-  const before = String((rows as { pos: string | null }[])[0]?.pos ?? '')
-    .split(',')
-    .map((part) => mariadbGtid(part.trim()))
-    .find((g) => g?.domain === gtid.domain);
-  return !before || before.seq < gtid.seq;
 }
 
 /**
