@@ -1,6 +1,6 @@
 /** npm run chaos — the long chaos run: prints rounds, faults per kind, events checked and differences (must be 0). */
 import { join } from 'node:path';
-import { runStack, env as stackEnv } from '../../lib/local/stack.ts';
+import { localServer, runStack, env as stackEnv } from '../../lib/local/stack.ts';
 import { runChaos } from './harness.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'; // read when the first client is made
@@ -8,10 +8,12 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'; // read
 const rounds = Number(process.env.CHAOS_ROUNDS ?? 50);
 const perRound = Number(process.env.CHAOS_MUTATIONS ?? 1100);
 const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000);
-await using stack = await runStack({ home: join(process.cwd(), '.sluice', 'chaos'), log: (line) => console.error(`[stack] ${line}`) });
+// SLUICE_LOCAL_SERVER=mysql: the workload runs on a private live MySQL 8.0.31 instead of MariaDB.
+const server = localServer();
+await using stack = await runStack({ home: join(process.cwd(), '.sluice', `chaos-${server}`), server, log: (line) => console.error(`[stack] ${line}`) });
 Object.assign(process.env, stackEnv(stack));
-console.log(`chaos: ${rounds} rounds × ${perRound} mutations, seed ${seed} (replay with CHAOS_SEED=${seed})`);
-const report = await runChaos({ rounds, mutationsPerRound: perRound, seed, env: stackEnv(stack), log: (line) => console.log(line) });
+console.log(`chaos on ${server}: ${rounds} rounds × ${perRound} mutations, seed ${seed} (replay with CHAOS_SEED=${seed})`);
+const report = await runChaos({ rounds, mutationsPerRound: perRound, seed, server, env: stackEnv(stack), log: (line) => console.log(line) });
 const injected = Object.entries(report.faults).filter(([kind]) => !kind.startsWith('failed run'));
 console.log(
   `\nchaos passed in ${report.seconds} s: ${report.rounds} rounds, ${report.mutations} row changes, ${report.eventsChecked} events checked, ${report.differences} differences`,
