@@ -213,7 +213,7 @@ export async function resetState(config: Config, store: StateStore, to: Startup,
     await conn.end();
   }
   return underLease(config, store, (state, now, owner) => {
-    if (state.epoch !== before?.epoch || JSON.stringify(state.position) !== JSON.stringify(before?.position))
+    if (state.epoch !== (before?.epoch ?? 0) || !samePosition(state.position, before?.position))
       throw new SluiceError(ErrorCode.STATE_BUSY, `source ${config.sourceId} moved while the reset looked at the binlog; nothing was stored, retry`);
     const resync =
       skipped === 'nothing' ? undefined : { reason: `sluice state reset --to ${startupText(to)}`, at: now, ...(skipped === 'all' ? {} : { tables: skipped }) };
@@ -226,6 +226,10 @@ export async function resetState(config: Config, store: StateStore, to: Startup,
 }
 
 type Skipped = 'nothing' | 'all' | TableRef[];
+
+/** The same stored position (its fields compared, not their order, which DynamoDB does not keep). */
+const samePosition = (a: BinlogPosition | undefined, b: BinlogPosition | undefined): boolean =>
+  a === b || (a !== undefined && b !== undefined && a.file === b.file && a.pos === b.pos && a.gtid === b.gtid && a.gtidSet === b.gtidSet);
 
 /**
  * What a reset from the stored state to `position` skips (see resetState). The stored position is
