@@ -90,16 +90,21 @@ def value(v, kind):
 
 out = {"engine": "trino", "version": "", "tables": {}}
 try:
+    # Ready means a query runs: /v1/info stops "starting" before the coordinator has registered itself
+    # as a worker, and a query sent in between fails with "No nodes available to run query".
     deadline = time.time() + 300
     while True:
         try:
             info = request(f"http://127.0.0.1:{port}/v1/info")
             if not info["starting"]:
+                query("SELECT 1")
                 break
-        except OSError:
-            pass
+        except (OSError, RuntimeError) as e:
+            last = error_text(e)
+        else:
+            last = "still starting"
         if server.poll() is not None or time.time() > deadline:
-            raise RuntimeError(f"Trino did not start; see {scratch}/launcher.log and {scratch}/data/var/log/server.log")
+            raise RuntimeError(f"Trino did not start ({last}); see {scratch}/launcher.log and {scratch}/data/var/log/server.log")
         time.sleep(1)
     out["version"] = f"Trino {info['nodeVersion']['version']}"
     query(f"CREATE SCHEMA ice.s WITH (location = 'local:///s')")
