@@ -29,10 +29,11 @@ describe('caching_sha2_password and sha256_password: the password goes only wher
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'sluice-sha2-'));
-    for (const name of ['localhost', 'elsewhere.invalid']) {
+    for (const name of ['localhost', 'elsewhere.invalid', '127.0.0.1']) {
+      const san = name === '127.0.0.1' ? `IP:${name}` : `DNS:${name}`;
       execFileSync(
         'openssl',
-        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${name}`, '-addext', `subjectAltName=DNS:${name}`].concat([
+        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${name}`, '-addext', `subjectAltName=${san}`].concat([
           '-keyout',
           `${name}-key.pem`,
           '-out',
@@ -131,6 +132,21 @@ describe('caching_sha2_password and sha256_password: the password goes only wher
     );
     expect(error).toMatchObject({ code: 'MYSQL_CONNECT' });
     expect((error as Error).message).toMatch(/localhost.*(not in the cert's altnames|does not match)/i);
+    await expect.poll(() => impostor.sessions[0]?.steps).toEqual(['tls']);
+    expect(leaked(impostor.bytes(0))).toBe(false);
+  });
+
+  it('SLUICE_MYSQL_TLS=verify by IP address checks the IP against the certificate’s IP names, not the name "localhost"', async () => {
+    const server = await start({ plugin: 'caching_sha2_password', tls: cert('127.0.0.1') });
+    await connectWith(server.port, { SLUICE_MYSQL_TLS: 'verify', SLUICE_MYSQL_CA: join(dir, '127.0.0.1.pem') }, '127.0.0.1');
+    expect(server.sessions[0]?.steps).toEqual(['tls', 'switch', 'token', 'full-auth', 'clear-password', 'ok']);
+    // A certificate for localhost does not vouch for an address, even a loopback one.
+    const impostor = await start({ plugin: 'caching_sha2_password', tls: cert('localhost') });
+    const error = await connectWith(impostor.port, { SLUICE_MYSQL_TLS: 'verify', SLUICE_MYSQL_CA: join(dir, 'localhost.pem') }, '127.0.0.1').catch(
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'MYSQL_CONNECT' });
+    expect((error as Error).message).toMatch(/IP: 127\.0\.0\.1 is not in the cert's list/i);
     await expect.poll(() => impostor.sessions[0]?.steps).toEqual(['tls']);
     expect(leaked(impostor.bytes(0))).toBe(false);
   });

@@ -6,7 +6,7 @@ import { ConfigError } from '../../errors.ts';
 export interface TlsOptions {
   readonly ca?: string;
   readonly rejectUnauthorized: boolean;
-  /** Check the certificate names the host asked for (mysql2 checks only the chain without it). */
+  /** Check the certificate names the host asked for, a DNS name or an IP address (patches/mysql2+*.patch); without it only the chain is checked. */
   readonly verifyIdentity?: boolean;
 }
 
@@ -42,7 +42,7 @@ export function resolveCa(value: string): string {
  * TLS for a SLUICE_MYSQL_TLS mode. `required` encrypts but accepts any certificate, so it does not
  * stop a man in the middle; only `verify` checks the server's certificate chain and host name. The
  * name check matters: every RDS instance in the world holds a certificate the `rds` bundle vouches
- * for. mysql2 checks a name only when the URL gives one (not an IP address).
+ * for. An IP address in the URL is checked against the certificate's IP addresses.
  */
 export function tlsOptions(mode: 'off' | 'required' | 'verify', ca: string | undefined): TlsOptions | undefined {
   switch (mode) {
