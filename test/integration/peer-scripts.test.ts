@@ -3,10 +3,8 @@ import { join, resolve } from 'node:path';
 import mysql from 'mysql2/promise';
 import { describe, expect, inject, it } from 'vitest';
 import { fromTableKey, tableKey } from '../../lib/core/table-ref.ts';
-import { pagingConnection } from '../../lib/source/mysql/snapshot-reader.ts';
-import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { tableFails, verify } from '../../lib/verify/verify.ts';
-import { fold, loadHistory, mysqlRowsOn } from '../support/fold.ts';
+import { fold, loadHistory } from '../support/fold.ts';
 import { type ChangeEvent, quoted, type TestSource, testSource } from '../support/source.ts';
 import { splitStatements } from '../support/sql-script.ts';
 
@@ -19,10 +17,13 @@ import { splitStatements } from '../support/sql-script.ts';
  *   binlog    capture runs from before the script loads: its rows arrive as change events;
  *   snapshot  the script is loaded first, `sluice snapshot` copies its tables, capture follows.
  *
- * Both paths are judged twice: by `sluice verify` (lib/verify) and by the reference fold of
+ * Both paths are judged twice: by `sluice verify` (lib/verify: sluice's materialization against the
+ * server read through sluice's snapshot reader and encoder), and by the reference fold of
  * test/support/fold.ts (the materialization rule written from docs/FORMAT.md, independent of lib/)
- * against the server's rows. All scripts of a server share two sources (one per path), so the run
- * takes a few captures and one snapshot.
+ * against the server's own rendering of every cell (`truthSql`: CAST … AS CHAR, HEX, ST_AsWKB),
+ * turned into the documented JSON here, so that neither side's values come from sluice's encoder.
+ * All scripts of a server share two sources (one per path), so the run takes a few captures and one
+ * snapshot.
  *
  * The scripts are read where they are, never copied: SLUICE_DEBEZIUM_SCRIPTS, by default
  * ../shared/peer-data/debezium from the repository root. MariaDB loads the adapted copies (sql/);
@@ -257,6 +258,70 @@ interface PathResult {
   problems: string[];
 }
 
+const INTEGER = /^(tinyint|smallint|mediumint|int|bigint|bit)$/;
+const TEXT = /^(char|varchar|tinytext|text|mediumtext|longtext|enum|set|json)$/;
+const BINARY = /^(binary|varbinary|tinyblob|blob|mediumblob|longblob)$/;
+const GEOMETRY = /^(geometry|point|linestring|polygon|multipoint|multilinestring|multipolygon|geometrycollection|geomcollection)$/;
+
+/**
+ * The server's rendering of column `c` (an SQL expression), independent of sluice's reader and
+ * encoder: its own text (CAST … AS CHAR, HEX, ST_SRID/ST_AsWKB), as type-differential.test.ts reads it.
+ */
+function truthSql(dataType: string, c: string): string {
+  if (dataType === 'bit') return `CAST(CAST(${c} AS UNSIGNED) AS CHAR)`;
+  if (dataType === 'float') return `CAST(CAST(${c} AS DOUBLE) AS CHAR)`;
+  // MySQL's YEAR() takes a date only; MariaDB's YEAR() reads the zero year as 1900.
+  if (dataType === 'year') return inject('stackServer') === 'mysql' ? `CAST(${c} + 0 AS CHAR)` : `CAST(YEAR(${c}) AS CHAR)`;
+  if (TEXT.test(dataType)) return `HEX(CONVERT(${c} USING utf8mb4))`;
+  if (BINARY.test(dataType)) return `HEX(${c})`;
+  // MySQL writes a geographic SRID's WKB latitude first unless told to keep the stored order.
+  if (GEOMETRY.test(dataType)) return `CONCAT(ST_SRID(${c}), ':', HEX(ST_AsWKB(${c}${inject('stackServer') === 'mysql' ? ", 'axis-order=long-lat'" : ''})))`;
+  return `CAST(${c} AS CHAR)`;
+}
+
+/** The shortest decimal that reads back as the float32 `value` (FORMAT.md's FLOAT rule). */
+function shortestFloat32(value: number): number {
+  for (let digits = 1; digits <= 9; digits++) {
+    const candidate = Number(value.toPrecision(digits));
+    if (Math.fround(candidate) === value) return candidate;
+  }
+  throw new Error(`no float32 text for ${value}`);
+}
+
+/** The server's text as the value docs/FORMAT.md documents (after JSON.parse, as the fold holds it). */
+function documented(dataType: string, text: string | null): unknown {
+  if (text === null) return null;
+  if (INTEGER.test(dataType) || dataType === 'double') return Number(text);
+  if (dataType === 'year') return text === '1900' ? 0 : Number(text);
+  if (dataType === 'float') return shortestFloat32(Number(text));
+  if (dataType === 'decimal') return text.replace(/^(-?)0+(?=\d)/, '$1'); // ZEROFILL's padding is display only
+  if (dataType === 'timestamp') return text.startsWith('0000-00-00') ? text : `${text.replace(' ', 'T')}Z`;
+  if (TEXT.test(dataType)) return Buffer.from(text, 'hex').toString('utf8');
+  if (BINARY.test(dataType)) return Buffer.from(text, 'hex').toString('base64');
+  if (GEOMETRY.test(dataType)) {
+    const [srid, wkb] = text.split(':') as [string, string];
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32LE(Number(srid));
+    return Buffer.concat([prefix, Buffer.from(wkb, 'hex')]).toString('base64');
+  }
+  return text;
+}
+
+/** The table's rows as the server renders them, each as the JSON text of its documented values, sorted (a multiset). */
+async function serverRows(conn: mysql.Connection, db: string, table: string): Promise<string[]> {
+  const [columns] = await conn.query<mysql.RowDataPacket[]>(
+    'SELECT COLUMN_NAME AS name, DATA_TYPE AS dataType FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
+    [db, table],
+  );
+  if (!columns.length) return [];
+  const types = columns.map((c) => String(c.dataType).toLowerCase());
+  const [rows] = await conn.query<mysql.RowDataPacket[]>({
+    sql: `SELECT ${columns.map((c, i) => truthSql(types[i] as string, quoted(c.name))).join(', ')} FROM ${quoted(db)}.${quoted(table)}`,
+    rowsAsArray: true,
+  });
+  return rows.map((row) => JSON.stringify(Object.fromEntries(columns.map((c, i) => [c.name, documented(types[i] as string, row[i] as string | null)])))).sort();
+}
+
 /** Judges every script's databases in `source` (its own, and regression_test's side one) by verify and by the reference fold. */
 async function judge(source: TestSource, path: PathResult['path'], loaded: readonly string[], dbOf: (script: string) => string): Promise<PathResult[]> {
   // A table capture asked to copy again (a change it could not follow) is a path that is not exact;
@@ -267,8 +332,8 @@ async function judge(source: TestSource, path: PathResult['path'], loaded: reado
   const verdict = await verify({ config: source.config, s3: source.clients.s3, store: source.clients.store, snapshots: source.clients.snapshots });
   const byTable = new Map<string, ChangeEvent[]>();
   for (const e of await source.events()) byTable.set(tableKey(e), [...(byTable.get(tableKey(e)) ?? []), e]);
-  const reader = pagingConnection(await mysqlTarget(source.config));
-  await reader.init();
+  const truth = await mysql.createConnection({ uri: inject('stackEnv').SLUICE_LOCAL_ADMIN_URL as string });
+  await truth.query("SET time_zone = '+00:00'");
   try {
     const results: PathResult[] = [];
     for (const script of loaded) {
@@ -304,7 +369,7 @@ async function judge(source: TestSource, path: PathResult['path'], loaded: reado
           continue;
         }
         const folded = fold(events, history);
-        const server = await mysqlRowsOn(reader, db, table);
+        const server = await serverRows(truth, db, table);
         if (JSON.stringify(folded) !== JSON.stringify(server)) {
           const extra = folded.filter((r) => !server.includes(r)).slice(0, 2);
           const missing = server.filter((r) => !folded.includes(r)).slice(0, 2);
@@ -317,7 +382,7 @@ async function judge(source: TestSource, path: PathResult['path'], loaded: reado
     }
     return results;
   } finally {
-    await reader.end();
+    await truth.end();
   }
 }
 

@@ -131,19 +131,14 @@ export async function mysqlRows(target: MysqlTarget, db: string, table: string):
   const reader = pagingConnection(target);
   await reader.init();
   try {
-    return await mysqlRowsOn(reader, db, table);
+    const info = await tableInfo(reader.sql, db, table).catch(() => undefined);
+    if (!info) return [];
+    const shape = encodeShape({ db, table, columns: info.columns, key: null });
+    const out: string[] = [];
+    for await (const rows of reader.page({ ...info, key: [], keyParams: [] }, null, null, 0))
+      for (const row of rows) out.push(JSON.stringify(JSON.parse(encodeRow(shape, row))));
+    return out.sort();
   } finally {
     await reader.end();
   }
-}
-
-/** `mysqlRows` on an open paging connection, for checks that read many tables. */
-export async function mysqlRowsOn(reader: ReturnType<typeof pagingConnection>, db: string, table: string): Promise<string[]> {
-  const info = await tableInfo(reader.sql, db, table).catch(() => undefined);
-  if (!info) return [];
-  const shape = encodeShape({ db, table, columns: info.columns, key: null });
-  const out: string[] = [];
-  for await (const rows of reader.page({ ...info, key: [], keyParams: [] }, null, null, 0))
-    for (const row of rows) out.push(JSON.stringify(JSON.parse(encodeRow(shape, row))));
-  return out.sort();
 }
