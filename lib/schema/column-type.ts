@@ -49,7 +49,18 @@ export class UnsupportedTypeError extends Error {
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
 const TEXTS = new Set(['tinytext', 'text', 'mediumtext', 'longtext']);
 const BLOBS = new Set(['tinyblob', 'blob', 'mediumblob', 'longblob']);
-const GEOMETRIES = new Set(['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geometrycollection']);
+// MySQL 8's information_schema names GEOMETRYCOLLECTION `geomcollection` (its COLUMN_TYPE), MariaDB's and the DDL `geometrycollection`.
+const GEOMETRIES = new Set([
+  'geometry',
+  'point',
+  'linestring',
+  'polygon',
+  'multipoint',
+  'multilinestring',
+  'multipolygon',
+  'geometrycollection',
+  'geomcollection',
+]);
 const TEXT_FOR_BLOB: Record<string, string> = { tinyblob: 'tinytext', blob: 'text', mediumblob: 'mediumtext', longblob: 'longtext' };
 const BLOB_FOR_TEXT: Record<string, string> = { tinytext: 'tinyblob', text: 'blob', mediumtext: 'mediumblob', longtext: 'longblob' };
 

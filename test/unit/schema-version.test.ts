@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Catalog } from '../../lib/schema/catalog.ts';
 import { CharsetTable } from '../../lib/schema/charsets.ts';
-import { informationSchemaType, tableMapType } from '../../lib/schema/column-type.ts';
+import { informationSchemaType, normalizeType, tableMapType } from '../../lib/schema/column-type.ts';
 import { evolve, type SchemaVersion, structureFromTableMap, structureOf } from '../../lib/schema/version.ts';
 import { queryStatusVars, sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
@@ -306,6 +306,12 @@ describe('information_schema column types', () => {
       charset: 'latin1',
     });
     expect(tableMapType({ name: 'e', type: 141, metadata: { max_length: 11 }, charset: null })).toEqual({ base: 'varbinary', length: 10 });
+  });
+
+  it("reads MySQL 8's `geomcollection` as the GEOMETRYCOLLECTION its DDL and MariaDB name (#30)", () => {
+    const type = (COLUMN_TYPE: string) => normalizeType(informationSchemaType({ COLUMN_NAME: 'c', DATA_TYPE: COLUMN_TYPE, COLUMN_TYPE, IS_NULLABLE: 'YES' }));
+    expect(type('geomcollection')).toEqual({ type: 'geomcollection', kind: 'binary' });
+    expect(type('geomcollection')).toEqual(type('geometrycollection'));
   });
 });
 
