@@ -16,10 +16,10 @@ export function appTable(table: string, collation = 'utf8mb4_general_ci'): strin
   return `CREATE TABLE ${table} (name VARCHAR(20) CHARACTER SET utf8mb4 COLLATE ${collation}, n INT, v INT, w VARCHAR(20), PRIMARY KEY (name, n))`;
 }
 
-/** Its first rows, spelled three ways: `k1` with n = 1, `K1` with n = 2, `k1 ` with n = 3. */
-export function appSeed(table: string): string {
+/** Its first rows, spelled three ways: `k1` with n = 1, `K1` with n = 2, `k1 ` with n = 3, for `names` names. */
+export function appSeed(table: string, names = APP_NAMES): string {
   const rows: string[] = [];
-  for (let i = 1; i <= APP_NAMES; i++) rows.push(`('k${i}', 1, ${i}, 'seed')`, `('K${i}', 2, ${i}, 'seed')`, `('k${i} ', 3, ${i}, 'seed')`);
+  for (let i = 1; i <= names; i++) rows.push(`('k${i}', 1, ${i}, 'seed')`, `('K${i}', 2, ${i}, 'seed')`, `('k${i} ', 3, ${i}, 'seed')`);
   return `INSERT INTO ${table} VALUES ${rows.join(', ')}`;
 }
 
