@@ -262,6 +262,23 @@ async function mysqlSettledEnd(conn: SqlConnection, binlogStatus: string, tables
   );
 }
 
+/** MariaDB's consistent-snapshot point: the transaction's own binlog_snapshot_file/position. */
+async function mariadbSnapshotPoint(conn: SqlConnection): Promise<SnapshotPoint> {
+  // https://mariadb.com/kb/en/enhancements-for-start-transaction-with-consistent-snapshot/
+  await conn.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+  const status = await rows<{ Variable_name: string; Value: string }>(conn, "SHOW STATUS LIKE 'binlog_snapshot_%'");
+  const vars = Object.fromEntries(status.map((r) => [r.Variable_name.toLowerCase(), r.Value]));
+  if (!vars.binlog_snapshot_file) {
+    await conn.query('ROLLBACK');
+    return { refused: 'the server does not report binlog_snapshot_file (binary logging is off?)' };
+  }
+  return {
+    position: { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) },
+    how: 'binlog_snapshot_file',
+    end: async () => void (await conn.query('COMMIT')),
+  };
+}
+
 function mariadbDialect(flavor: ServerFlavor): Dialect {
   const binlogStatus = 'SHOW MASTER STATUS';
   return {
@@ -272,7 +289,7 @@ function mariadbDialect(flavor: ServerFlavor): Dialect {
     async settledEnd(conn) {
       // The binlog position of a consistent snapshot is exact (taken with the engine's commit
       // order); SHOW MASTER STATUS is not: a group's binlog write precedes its engine commit.
-      const point = await this.snapshotPoint(conn, []);
+      const point = await mariadbSnapshotPoint(conn);
       if ('refused' in point) return statusPosition(conn, binlogStatus);
       await point.end();
       return point.position;
@@ -295,21 +312,7 @@ function mariadbDialect(flavor: ServerFlavor): Dialect {
       const row = (result as { days: number | string | null; seconds: number | string | null }[])[0];
       return Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
     },
-    async snapshotPoint(conn) {
-      // https://mariadb.com/kb/en/enhancements-for-start-transaction-with-consistent-snapshot/
-      await conn.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
-      const status = await rows<{ Variable_name: string; Value: string }>(conn, "SHOW STATUS LIKE 'binlog_snapshot_%'");
-      const vars = Object.fromEntries(status.map((r) => [r.Variable_name.toLowerCase(), r.Value]));
-      if (!vars.binlog_snapshot_file) {
-        await conn.query('ROLLBACK');
-        return { refused: 'the server does not report binlog_snapshot_file (binary logging is off?)' };
-      }
-      return {
-        position: { file: vars.binlog_snapshot_file, pos: Number(vars.binlog_snapshot_position) },
-        how: 'binlog_snapshot_file',
-        end: async () => void (await conn.query('COMMIT')),
-      };
-    },
+    snapshotPoint: (conn) => mariadbSnapshotPoint(conn),
   };
 }
 
