@@ -103,6 +103,8 @@ export const ErrorCode = {
   SNAPSHOT_NONE: 'SNAPSHOT_NONE',
   /** A table without a key on a server that cannot pin where a consistent snapshot reads (MySQL without RELOAD or LOCK TABLES): it cannot be read whole at a known point. */
   SNAPSHOT_NO_KEY: 'SNAPSHOT_NO_KEY',
+  /** MySQL with gtid_mode not ON where the user may run neither LOCK TABLES nor FLUSH TABLES WITH READ LOCK: a snapshot page cannot know that the transactions before its binlog position have committed. */
+  SNAPSHOT_NO_POINT: 'SNAPSHOT_NO_POINT',
   /** A table's structure changed during every read of it the worker tried. Retriable. */
   SNAPSHOT_TABLE_CHANGING: 'SNAPSHOT_TABLE_CHANGING',
   /** A table's key cannot be paged exactly (YEAR(2) or spatial key columns compare differently from how they sort). */
@@ -162,7 +164,7 @@ export const ErrorCode = {
    * mysql_native_password token, was: see lib/source/mysql/auth.ts). Fatal.
    */
   MYSQL_AUTH_INSECURE: 'MYSQL_AUTH_INSECURE',
-  /** MySQL: the lock that pins a consistent read's binlog point (a global read lock or LOCK TABLES … READ) waited out lock_wait_timeout. Retriable. */
+  /** MySQL: the lock that pins a consistent read's binlog point (a global read lock or LOCK TABLES … READ) waited out lock_wait_timeout, or the commits in flight at a snapshot page's position did not finish within 5 s. Retriable. */
   SNAPSHOT_BUSY: 'SNAPSHOT_BUSY',
   /** The Iceberg REST catalog refused a request or did not answer (unreachable, credentials, a bad request). Retriable when the catalog may recover (no answer, 5xx, 429). */
   ICEBERG_CATALOG_REQUEST: 'ICEBERG_CATALOG_REQUEST',

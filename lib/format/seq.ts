@@ -21,9 +21,10 @@ import { type BinlogPosition, fileNumber } from '../core/position.ts';
  *   - Transactions are written to the binlog whole, in commit order, each at its own offset, so
  *     (F, P) orders transactions and I orders changes inside one.
  *   - Every numeric field is zero-padded to a fixed width, so string order is numeric order.
- *   - A watermark L is a transaction boundary. A transaction committed before L has its first event
- *     ending at or before P(L) in F(L) (or in an earlier file); one committed after L has it ending
- *     after P(L). So no binlog event has the prefix F(L).P(L).: binlog events before L sort below
+ *   - A watermark L is a transaction boundary, and a settled one: every transaction before it has
+ *     committed in the engine when the page is read (dialect.ts `settledEnd`), so the page sees
+ *     them. A transaction before L has its first event ending at or before P(L) in F(L) (or in an
+ *     earlier file); one after L has it ending after P(L). So no binlog event has the prefix F(L).P(L).: binlog events before L sort below
  *     the page's rows, events after L above them, and "greatest seq per key wins" merges both.
  *   - A run's start position is a transaction boundary too, so no binlog event has its prefix
  *     either; the commit number keeps two runs starting at one position apart.

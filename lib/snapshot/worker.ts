@@ -13,7 +13,6 @@ import { Batch } from '../sink/s3/batch.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
 import { dialectOf } from '../source/mysql/dialect.ts';
 import type { TableInfo } from '../source/mysql/schema.ts';
-import { masterPosition } from '../source/mysql/server.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import { type ChunkState, chunkId, type PlannedTable, type SnapshotJob } from '../state/snapshot-store.ts';
@@ -28,16 +27,21 @@ import { allChunksDone } from './progress.ts';
  * chunk's cursor and recording the renames → copy, the whole commit of page N overlapping the read
  * of N+1 (N+1 is read after N's last key, which is known once N is read; it commits after N).
  *
- * Ordering contract. Before each page we read the binlog end L (the low watermark), then SELECT
- * the page. Its rows get seq prefix F(L).P(L) (lib/format/seq.ts). Every transaction committed
- * before L has its first event ending before P(L) in F(L) (or in an earlier file), every transaction
- * committed after L has it ending after P(L) (transactions are written whole), so no binlog event
- * shares the prefix:
- *   - a change committed before L sorts before the snapshot row, which reflects it (or a later state);
- *   - a change committed after L sorts after it and is captured by the poller, whose position is ≤ L.
+ * Ordering contract. Before each page we read a settled binlog end L (the low watermark: every
+ * transaction before L has committed in the engine, dialect.ts `settledEnd`), then SELECT the page,
+ * which therefore sees every transaction before L. Not the plain binlog end: a group commit writes
+ * the binlog before it commits in the engine, and a page read in between kept the older row under a
+ * seq above the change (issue #30; compressed transactions on MySQL widen that window). Its rows get
+ * seq prefix F(L).P(L) (lib/format/seq.ts). Every transaction before L has its first event ending
+ * before P(L) in F(L) (or in an earlier file), every transaction after L has it ending after P(L)
+ * (transactions are written whole, a compressed one as its GTID event and one payload event), so
+ * no binlog event shares the prefix:
+ *   - a change before L sorts before the snapshot row, which reflects it (or a later state);
+ *   - a change after L sorts after it and is captured by the poller, whose position is ≤ L.
  * So "greatest seq per key wins" yields the table's current state. Rows inserted after planning
  * beyond the last chunk's upper bound (the max key at plan time) were inserted after the poller's
- * start, so the binlog carries them.
+ * start, so the binlog carries them (that start is a settled end too, so the plan saw every row
+ * inserted before it).
  */
 
 export interface WorkerResult {
@@ -257,7 +261,7 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       }
       const whole = !sameNames(info.key, planned.key);
       const stored = await schema.epoch();
-      const at = schema.place(stored, await masterPosition(reader.sql));
+      const at = schema.place(stored, await (await dialectOf(reader.sql)).settledEnd(reader.sql, [info]));
       const { epoch, watermark } = at;
       const shape = shapeOf(info, await schema.versionAt(info, before, at));
       const prefix = snapshotPagePrefix(epoch, watermark, job.id, claimed.table, claimed.n, page);

@@ -17,7 +17,9 @@ import type { SqlConnection } from '../../lib/source/mysql/server.ts';
  *   - performance_schema=OFF: its tables exist and are empty (log_status has no row).
  *   - SHOW STATUS LIKE 'binlog_snapshot_%': MariaDB only (MySQL returns no rows).
  *   - BINLOG_GTID_POS, @@gtid_binlog_state: MariaDB only (MySQL: 1305 / 1193).
- *   - @@gtid_executed, @@gtid_purged, @@gtid_mode, @@server_uuid: MySQL only.
+ *   - @@gtid_executed, @@gtid_purged, @@gtid_mode, @@gtid_owned, @@server_uuid: MySQL only.
+ *   - WAIT_FOR_EXECUTED_GTID_SET(set, timeout): 0 once the set is executed, 1 after the timeout
+ *     (MySQL "Functions Used with Global Transaction Identifiers").
  */
 
 export interface FakeFile {
@@ -40,6 +42,10 @@ export interface FakeServerOptions {
   gtidMode?: 'ON' | 'OFF';
   gtidExecuted?: string;
   gtidPurged?: string;
+  /** MySQL: @@GLOBAL.gtid_owned, as the server prints it (`uuid:gno#thread`…). */
+  gtidOwned?: string;
+  /** MySQL: the owned transactions do not commit within WAIT_FOR_EXECUTED_GTID_SET's timeout. */
+  commitsStuck?: boolean;
   /** MariaDB: @@gtid_binlog_state (the last GTID per domain and server). */
   gtidBinlogState?: string;
   serverUuid?: string;
@@ -122,7 +128,18 @@ export class FakeServer implements SqlConnection {
       ]);
     if (sql.startsWith('SELECT @@GLOBAL.gtid_mode')) {
       if (this.mariadb) throw mysqlError(1193, 'ER_UNKNOWN_SYSTEM_VARIABLE', "Unknown system variable 'gtid_mode'");
-      return answer([{ mode: this.options.gtidMode ?? 'ON', executed: this.options.gtidExecuted ?? '', purged: this.options.gtidPurged ?? '' }]);
+      return answer([
+        {
+          mode: this.options.gtidMode ?? 'ON',
+          executed: this.options.gtidExecuted ?? '',
+          purged: this.options.gtidPurged ?? '',
+          owned: this.options.gtidOwned ?? '',
+        },
+      ]);
+    }
+    if (/^SELECT WAIT_FOR_EXECUTED_GTID_SET\(\?, \d+\) AS timedOut$/.test(sql)) {
+      if (this.mariadb) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION WAIT_FOR_EXECUTED_GTID_SET does not exist');
+      return answer([{ timedOut: this.options.commitsStuck ? 1 : 0 }]);
     }
     const events = /^SHOW BINLOG EVENTS IN '([^']+)' FROM (\d+) LIMIT 1$/.exec(sql);
     if (events) {

@@ -188,3 +188,58 @@ describe('the consistent snapshot point', () => {
     expect(server.statements.some((s) => s.startsWith('LOCK TABLES'))).toBe(false);
   });
 });
+
+describe("the settled binlog end (a snapshot page's watermark: every transaction before it committed, issue #30)", () => {
+  const tables = [{ db: 'shop', table: 'log' }];
+  const uuid = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
+
+  it('MariaDB: the binlog position of a consistent snapshot, not SHOW MASTER STATUS', async () => {
+    const server = new FakeServer({ version: '10.11.19-MariaDB', ends: [{ file: 'binlog.000003', pos: 777 }] });
+    expect(await (await dialectOf(server)).settledEnd(server, tables)).toEqual({ file: 'binlog.000003', pos: 777 });
+    expect(server.statements.slice(1)).toEqual(['START TRANSACTION WITH CONSISTENT SNAPSHOT', "SHOW STATUS LIKE 'binlog_snapshot_%'", 'COMMIT']);
+  });
+
+  it('MySQL, gtid_mode ON: the end, then a wait for the GTIDs owned after it; none owned, no wait; no lock either way', async () => {
+    const busy = new FakeServer({ version: '8.0.46', gtidOwned: `${uuid}:14444#73:14445#74`, ends: [{ file: 'binlog.000009', pos: 123 }] });
+    expect(await (await dialectOf(busy)).settledEnd(busy, tables)).toEqual({ file: 'binlog.000009', pos: 123 });
+    expect(busy.statements.slice(1)).toEqual([
+      'SHOW MASTER STATUS',
+      'SELECT @@GLOBAL.gtid_mode AS mode, @@GLOBAL.gtid_owned AS owned',
+      'SELECT WAIT_FOR_EXECUTED_GTID_SET(?, 5) AS timedOut',
+    ]);
+    const idle = new FakeServer({ version: '8.4.7', ends: [{ file: 'binlog.000009', pos: 123 }] });
+    expect(await (await dialectOf(idle)).settledEnd(idle, tables)).toEqual({ file: 'binlog.000009', pos: 123 });
+    expect(idle.statements.slice(1)).toEqual(['SHOW BINARY LOG STATUS', 'SELECT @@GLOBAL.gtid_mode AS mode, @@GLOBAL.gtid_owned AS owned']);
+  });
+
+  it('MySQL, gtid_mode ON: commits that do not finish within 5 s are SNAPSHOT_BUSY (retriable)', async () => {
+    const server = new FakeServer({ version: '8.0.46', gtidOwned: `${uuid}:7#12`, commitsStuck: true });
+    await expect((await dialectOf(server)).settledEnd(server, tables)).rejects.toMatchObject({ code: 'SNAPSHOT_BUSY', retriable: true });
+  });
+
+  it('MySQL, gtid_mode OFF: the end read under LOCK TABLES … READ, else under a global read lock, released at once; else SNAPSHOT_NO_POINT', async () => {
+    const locks = new FakeServer({
+      version: '8.0.46',
+      gtidMode: 'OFF',
+      grants: { lockTables: true },
+      ends: [
+        { file: 'b.1', pos: 4 },
+        { file: 'b.1', pos: 99 },
+      ],
+    });
+    expect(await (await dialectOf(locks)).settledEnd(locks, tables)).toEqual({ file: 'b.1', pos: 99 });
+    expect(locks.statements.slice(-3)).toEqual(['LOCK TABLES `shop`.`log` READ', 'SHOW MASTER STATUS', 'UNLOCK TABLES']);
+    expect(locks.tableLocks).toBeUndefined();
+    const reload = new FakeServer({ version: '8.0.46', gtidMode: 'OFF', grants: { reload: true } });
+    await (await dialectOf(reload)).settledEnd(reload, tables);
+    expect(reload.statements.slice(-3)).toEqual(['FLUSH TABLES WITH READ LOCK', 'SHOW MASTER STATUS', 'UNLOCK TABLES']);
+    expect(reload.locked).toBe(false);
+    const none = new FakeServer({ version: '8.0.46', gtidMode: 'OFF' });
+    await expect((await dialectOf(none)).settledEnd(none, tables)).rejects.toMatchObject({ code: 'SNAPSHOT_NO_POINT', retriable: false });
+    const busy = new FakeServer({ version: '8.0.46', gtidMode: 'OFF', grants: { lockTables: true }, busy: 'tables' });
+    await expect((await dialectOf(busy)).settledEnd(busy, tables)).rejects.toMatchObject({ code: 'SNAPSHOT_BUSY' });
+    // Nothing to read (a stream's start): the end as it is.
+    const start = new FakeServer({ version: '8.0.46', gtidMode: 'OFF' });
+    expect(await (await dialectOf(start)).settledEnd(start, [])).toEqual({ file: 'binlog.000001', pos: 4 });
+  });
+});

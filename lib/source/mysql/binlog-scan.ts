@@ -256,9 +256,13 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
   let start: BinlogPosition;
   switch (startup.mode) {
     case 'latest':
+      start = await masterPosition(conn);
+      break;
     case 'initial':
     case 'initial-only':
-      start = await masterPosition(conn);
+      // The snapshot's plan reads after this start and must see every transaction before it (rows
+      // inserted past its last key later are the stream's): a settled end (dialect.ts).
+      start = await (await dialectOf(conn)).settledEnd(conn, []);
       break;
     case 'earliest': {
       const [first] = await binaryLogs(conn);
