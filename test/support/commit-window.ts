@@ -45,7 +45,7 @@ COMMIT`;
  * engine commit while pages are read, then capture; the output must equal the table, every cell,
  * and `sluice verify` must agree.
  */
-export async function expectHeldCommitCaptured(kind: LocalServer, args: string[] = []): Promise<void> {
+export async function expectHeldCommitCaptured(kind: LocalServer, args: string[] = [], options: { grants?: string } = {}): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-window-'));
   const server = await startPrivateServer(join(dir, 'db'), kind, args);
   const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
@@ -54,8 +54,22 @@ export async function expectHeldCommitCaptured(kind: LocalServer, args: string[]
     await admin.query(`CREATE DATABASE hw; USE hw; ${appTable('a')}; ${appSeed('a', 120)}`);
     writer = await mysql.createConnection({ uri: server.adminUrl, database: 'hw', multipleStatements: true });
     if (kind === 'mysql') await writer.query('SET SESSION binlog_transaction_compression = ON');
+    // sluice's account, or one holding only `grants` (and its replication grants).
+    const url = new URL(server.url);
+    if (options.grants) {
+      url.username = 'limited';
+      url.password = 'limited-pw';
+      await admin.query(
+        `CREATE USER 'limited'@'%' IDENTIFIED BY 'limited-pw'; GRANT REPLICATION SLAVE, REPLICATION CLIENT, ${options.grants} ON *.* TO 'limited'@'%'`,
+      );
+    }
     // 360 rows in pages of 5: the snapshot reads pages for seconds.
-    const src = await sourceOn(server.url, 'hw', { ...server.env, SLUICE_STARTUP: 'initial', SLUICE_SNAPSHOT_PAGE_ROWS: '5' });
+    const src = await sourceOn(url.toString(), 'hw', {
+      ...server.env,
+      SLUICE_MYSQL_URL: url.toString(),
+      SLUICE_STARTUP: 'initial',
+      SLUICE_SNAPSHOT_PAGE_ROWS: '5',
+    });
     await src.capture();
     await admin.query(HOLD[kind]);
     let copied = false;
