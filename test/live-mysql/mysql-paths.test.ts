@@ -7,6 +7,7 @@ import { dialectOf } from '../../lib/source/mysql/dialect.ts';
 import { connect } from '../../lib/source/mysql/server.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { verify } from '../../lib/verify/verify.ts';
+import { cliEnv, sluice } from '../support/cli.ts';
 import { type TestSource, testSource } from '../support/source.ts';
 
 /*
@@ -110,10 +111,14 @@ describe('MySQL paths on the live server', () => {
     expect(verdict.ok).toBe(true);
   });
 
-  it('an account with neither RELOAD nor LOCK TABLES: verify refuses by name, naming both grants', async () => {
+  it('an account with neither RELOAD nor LOCK TABLES: doctor warns, verify refuses by name, naming both grants', async () => {
     await using source = await testSource('lock_none');
     await source.sql('CREATE TABLE t (id INT PRIMARY KEY)');
-    const config = source.configWith({ SLUICE_MYSQL_URL: await account(source, '') });
+    const url = await account(source, '');
+    const doctor = await sluice(['doctor'], cliEnv(source, { SLUICE_MYSQL_URL: url }));
+    expect(doctor.code, doctor.stdout).toBe(0);
+    expect(doctor.stdout).toMatch(/WARN {2}the MySQL user holds neither RELOAD nor LOCK TABLES on \*\.\*: keyless tables cannot be snapshotted/);
+    const config = source.configWith({ SLUICE_MYSQL_URL: url });
     await source.capture({ config });
     const refusal = await verify({ config, s3: source.clients.s3, store: source.clients.store }).catch((error: unknown) => error);
     expect(refusal).toMatchObject({ code: 'VERIFY_UNSUPPORTED' });

@@ -119,3 +119,24 @@ export async function checkGrants(conn: SqlConnection, flavor: ServerFlavor): Pr
   const via = grants.activeRoles.length ? ` (with its active role${grants.activeRoles.length > 1 ? 's' : ''} ${grants.activeRoles.join(', ')})` : '';
   throw new PreflightError(ErrorCode.PREFLIGHT_GRANTS, `the MySQL user lacks ${missing.join(', ')}${via}. Fix: ${fix}`);
 }
+
+/**
+ * MySQL: what the account cannot do for lack of a lock to pin a binlog point with (dialect.ts
+ * `snapshotPoint`, `settledEnd`): neither RELOAD (FLUSH TABLES WITH READ LOCK) nor LOCK TABLES
+ * granted globally. With gtid_mode ON only keyless tables and `verify` need one; otherwise every
+ * snapshot page does. A warning, not a failure: LOCK TABLES may be granted on the captured
+ * databases alone, and capture itself needs neither. Undefined when nothing is lacking, and on
+ * MariaDB, which reports a consistent snapshot's binlog position itself.
+ */
+export async function lockWarning(conn: SqlConnection, flavor: ServerFlavor): Promise<string | undefined> {
+  if (flavor.kind === 'mariadb') return undefined;
+  const { privileges } = await sessionGrants(conn, flavor);
+  if (['ALL PRIVILEGES', 'RELOAD', 'LOCK TABLES'].some((p) => privileges.has(p))) return undefined;
+  const [rows] = await conn.query('SELECT @@GLOBAL.gtid_mode AS mode');
+  const mode = String((rows as { mode: string | null }[])[0]?.mode ?? 'OFF');
+  const fix = "GRANT LOCK TABLES ON *.* TO '<user>'@'%'; (RDS and Aurora) or GRANT RELOAD ON *.* TO '<user>'@'%'; (docs/RUNBOOK.md \"MySQL versions\")";
+  const keyless = 'keyless tables cannot be snapshotted (SNAPSHOT_NO_KEY) and `sluice verify` refuses (VERIFY_UNSUPPORTED)';
+  return mode.toUpperCase() === 'ON'
+    ? `the MySQL user holds neither RELOAD nor LOCK TABLES on *.*: ${keyless}, unless LOCK TABLES is granted on their databases. Fix: ${fix}`
+    : `the MySQL user holds neither RELOAD nor LOCK TABLES on *.*, and gtid_mode is ${mode}: every snapshot stops (SNAPSHOT_NO_POINT) and ${keyless}, unless LOCK TABLES is granted on the captured databases. Fix: ${fix}, or gtid_mode=ON`;
+}
