@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
+import type { BinlogPosition } from '../../lib/core/position.ts';
 import { type MySqlInstance, startMySql } from '../../lib/local/mysql.ts';
 import { stopProcess } from '../../lib/local/process.ts';
+import { mysqlExecutedAt } from '../../lib/source/mysql/dialect.ts';
 import { expectIcebergEqual, expectVerified, type Server, type Source, sourceOn } from '../support/history-source.ts';
 
 /*
@@ -93,6 +95,42 @@ describe('following the transactions to another binlog history (private MySQL 8.
       expect(inserts.sort()).toEqual([1, 2, 3, 4, 5]);
 
       await replica.admin.query("INSERT INTO mf.t VALUES (6, 'after')");
+      await src.capture();
+      await expectVerified(src, ['mf.t']);
+      await expectIcebergEqual(src, replica, ['t'], 'mf');
+    } finally {
+      await Promise.all([stop(replica), stop(primary)]);
+    }
+  });
+
+  it('a source started mid-file, with no rotation before the failover: its first position carries the exact set executed there, so the run follows to a promoted replica and reads the tail exactly once', async () => {
+    const [primary, replica] = await pair();
+    try {
+      await primary.admin.query("CREATE DATABASE mf; CREATE TABLE mf.t (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO mf.t VALUES (1, 'before')");
+      const src = await source(primary);
+      await src.capture(); // starts at the server's end, in the middle of binlog.000001
+      const first = await src.state();
+      expect(first?.position?.file).toBe('binlog.000001');
+      expect(first?.position?.gtidSet).toBe(await executed(primary));
+      await primary.admin.query("INSERT INTO mf.t VALUES (2, 'a'), (3, 'a'); UPDATE mf.t SET v = 'b' WHERE id = 1");
+      await src.capture();
+      // The unread tail.
+      await primary.admin.query("UPDATE mf.t SET v = 'tail' WHERE id = 2; DELETE FROM mf.t WHERE id = 3; INSERT INTO mf.t VALUES (4, 'tail')");
+      await caughtUp(primary, replica);
+      await replica.admin.query('STOP REPLICA');
+      const stored = await src.state();
+      expect(stored?.position?.file).toBe('binlog.000001'); // no rotation was read
+      // The set the stream carried on equals the one read from the binlog at that position, a few events a page.
+      expect(stored?.position?.gtidSet).toBe(await mysqlExecutedAt(primary.admin, stored?.position as BinlogPosition, 2));
+      expect(stored?.position?.gtidSet).not.toBe(first?.position?.gtidSet);
+
+      src.moveTo(replica.instance.url, replica.env);
+      expect((await src.capture()).status).toBe('captured');
+      expect(await src.state()).toMatchObject({ epoch: 1, lastReposition: { gtid: stored?.position?.gtidSet } });
+      expect(await src.clients.snapshots.activeJobs(src.config.sourceId)).toEqual([]);
+      const inserts = (await src.events()).filter((e) => e.op === 'c' && e.table === 't').map((e) => Number(e.key.id));
+      expect(inserts.sort()).toEqual([2, 3, 4]);
+      await replica.admin.query("INSERT INTO mf.t VALUES (5, 'after')");
       await src.capture();
       await expectVerified(src, ['mf.t']);
       await expectIcebergEqual(src, replica, ['t'], 'mf');

@@ -1,5 +1,5 @@
 import { GtidSet } from '../../core/gtid-set.ts';
-import type { BinlogPosition } from '../../core/position.ts';
+import { type BinlogPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import type { TableRef } from '../../core/table-ref.ts';
 import { ErrorCode, PreflightError, SluiceError } from '../../errors.ts';
 import { type ServerFlavor, serverFlavor } from './flavor.ts';
@@ -14,7 +14,7 @@ import type { SqlConnection } from './server.ts';
  * |-------------------------------|----------------------------------------------|--------------------------|------------------------------------------|
  * | binlog end (`binlogStatus`)   | SHOW MASTER STATUS (SHOW BINLOG STATUS 10.5.2+) | SHOW MASTER STATUS    | SHOW BINARY LOG STATUS (SHOW MASTER STATUS removed in 8.4: 1064) |
  * | GTIDs before a file           | BINLOG_GTID_POS(file, 4)                     | its Previous_gtids event (SHOW BINLOG EVENTS) | same                 |
- * | GTIDs at a position           | BINLOG_GTID_POS(file, pos)                   | not asked (the stream adds each file's Previous_gtids) | same      |
+ * | GTIDs at a position           | BINLOG_GTID_POS(file, pos)                   | the file's Previous_gtids and its Gtid events before pos (SHOW BINLOG EVENTS) | same |
  * | executed / purged GTIDs       | @@gtid_binlog_state (no purged set)          | @@gtid_executed, @@gtid_purged, @@gtid_mode | same                  |
  * | consistent snapshot's point   | SHOW STATUS LIKE 'binlog_snapshot_%'         | FTWRL (RELOAD), else LOCK TABLES … READ (LOCK TABLES) | same |
  * | binlog retention              | @@expire_logs_days, @@binlog_expire_logs_seconds (10.6+) | both (expire_logs_days deprecated) | @@binlog_expire_logs_seconds (expire_logs_days removed in 8.4) |
@@ -52,11 +52,16 @@ export interface Dialect {
   /** GTIDs executed before `file` starts: MariaDB's `d-s-n` position or MySQL's Previous_gtids set text ('' if none). */
   gtidsBefore(conn: SqlConnection, file: string): Promise<string>;
   /**
-   * MariaDB: every domain's last GTID at `position` (`d-s-n,…`; the server reads the file up to
-   * it, once per position that lacks it). Undefined on MySQL, whose positions learn their set from
-   * the stream (a file's Previous_gtids).
+   * The GTIDs executed at `position`, read from the binlog itself: MariaDB every domain's last
+   * (`d-s-n,…`), MySQL the set (`uuid:1-5,…`); undefined where the server cannot say.
    */
   gtidsAt(conn: SqlConnection, position: BinlogPosition): Promise<string | undefined>;
+  /**
+   * `position` with the GTIDs executed at it in the field its flavor keeps them in (MariaDB
+   * `gtidPos`, MySQL `gtidSet`), asked of the server once, for a position that lacks them (a first
+   * run's, a reset's); the stream carries them on, so every position a run stores has them.
+   */
+  withGtids(conn: SqlConnection, position: BinlogPosition): Promise<BinlogPosition>;
   /** The MySQL GTID state; undefined on MariaDB, whose GTIDs history.ts checks in its own way. */
   gtidState(conn: SqlConnection): Promise<MysqlGtidState | undefined>;
   /** Binlog retention in seconds (0: none configured). */
@@ -200,6 +205,11 @@ function mariadbDialect(flavor: ServerFlavor): Dialect {
       const [row] = await rows<{ gtid: string | null }>(conn, 'SELECT BINLOG_GTID_POS(?, ?) AS gtid', [position.file, position.pos]);
       return row?.gtid ?? undefined;
     },
+    async withGtids(conn, position) {
+      if (position.gtidPos !== undefined) return position;
+      const [row] = await rows<{ gtid: string | null }>(conn, 'SELECT BINLOG_GTID_POS(?, ?) AS gtid', [position.file, position.pos]);
+      return row?.gtid ? { ...position, gtidPos: row.gtid } : position;
+    },
     gtidState: async () => undefined,
     async retentionSeconds(conn) {
       // binlog_expire_logs_seconds exists from 10.6.1; expire_logs_days everywhere.
@@ -227,6 +237,48 @@ function mariadbDialect(flavor: ServerFlavor): Dialect {
   };
 }
 
+/**
+ * MySQL: the set executed before `file`. Every binlog file starts with Format_desc, then
+ * Previous_gtids (SHOW BINLOG EVENTS shows it as the event's Info; empty with no GTIDs).
+ */
+async function mysqlPreviousGtids(conn: SqlConnection, file: string): Promise<string> {
+  const events = await rows<{ Event_type: string; Info: string | null }>(conn, 'SHOW BINLOG EVENTS IN ? LIMIT 3', [file]);
+  return String(events.find((e) => e.Event_type === 'Previous_gtids')?.Info ?? '').trim();
+}
+
+/**
+ * MySQL: the GTID set executed at `position` (a transaction end), exact, from the binlog alone:
+ * the set executed before the file (its Previous_gtids) and every GTID logged in it before the
+ * position (a transaction end, so each of them committed). SHOW BINLOG EVENTS pages `page` events at a time.
+ * Not SHOW MASTER STATUS's Executed_Gtid_Set: it is not read atomically with File/Position (a
+ * transaction is in the binlog before it is in gtid_executed), and a set off by one either way
+ * makes the stream skip a transaction it should read, or read one twice (BinlogReader skips
+ * what its set holds). Not a stream from the file's start either: this reads the same bytes
+ * once, on the server, once per position that lacks a set (a first run, a reset), with no
+ * second path through the reader. SHOW BINLOG EVENTS counts offsets in 32 bits, so positions
+ * past 4 GiB are left to the stream, which re-reads such a file from its start (binlog-dump.ts).
+ */
+export async function mysqlExecutedAt(conn: SqlConnection, position: BinlogPosition, page = 5_000): Promise<string | undefined> {
+  if (position.pos >= LOG_POS_MODULUS) return undefined;
+  let set = GtidSet.parse(await mysqlPreviousGtids(conn, position.file));
+  for (let from = 4; from < position.pos; ) {
+    const events = await rows<{ Pos: number | string; End_log_pos: number | string; Event_type: string; Info: string | null }>(
+      conn,
+      `SHOW BINLOG EVENTS IN ? FROM ${from} LIMIT ${page}`,
+      [position.file],
+    );
+    for (const event of events) {
+      if (Number(event.Pos) >= position.pos) return set.toString();
+      const gtid = event.Event_type === 'Gtid' ? /GTID_NEXT\s*=\s*'([^']+)'/i.exec(event.Info ?? '')?.[1] : undefined;
+      if (gtid) set = set.add(gtid);
+    }
+    const last = events.at(-1);
+    if (events.length < page || !last) break;
+    from = Number(last.End_log_pos);
+  }
+  return set.toString();
+}
+
 function mysqlDialect(flavor: ServerFlavor): Dialect {
   // SHOW BINARY LOG STATUS from 8.2.0; SHOW MASTER STATUS deprecated there and removed in 8.4.0.
   const binlogStatus = flavor.version >= 80200 ? 'SHOW BINARY LOG STATUS' : 'SHOW MASTER STATUS';
@@ -235,13 +287,15 @@ function mysqlDialect(flavor: ServerFlavor): Dialect {
     binlogStatus,
     resetStatement: flavor.version >= 80200 ? 'RESET BINARY LOGS AND GTIDS' : 'RESET MASTER',
     binlogEnd: (conn) => statusPosition(conn, binlogStatus),
-    async gtidsBefore(conn, file) {
-      // Every binlog file starts with Format_desc, then Previous_gtids: the set executed before it
-      // (SHOW BINLOG EVENTS shows it as the event's Info; empty with no GTIDs).
-      const events = await rows<{ Event_type: string; Info: string | null }>(conn, 'SHOW BINLOG EVENTS IN ? LIMIT 3', [file]);
-      return String(events.find((e) => e.Event_type === 'Previous_gtids')?.Info ?? '').trim();
+    gtidsBefore: mysqlPreviousGtids,
+    gtidsAt: (conn, position) => mysqlExecutedAt(conn, position),
+    async withGtids(conn, position) {
+      if (position.gtidSet !== undefined) return position;
+      const [mode] = await rows<{ mode: string | null }>(conn, 'SELECT @@GLOBAL.gtid_mode AS mode');
+      if (!/^ON/i.test(String(mode?.mode ?? ''))) return position;
+      const gtids = await mysqlExecutedAt(conn, position);
+      return gtids === undefined ? position : { ...position, gtidSet: gtids };
     },
-    gtidsAt: async () => undefined,
     async gtidState(conn) {
       const [row] = await rows<{ mode: string | null; executed: string | null; purged: string | null }>(
         conn,
