@@ -279,6 +279,19 @@ export async function mysqlExecutedAt(conn: SqlConnection, position: BinlogPosit
   return set.toString();
 }
 
+/** MySQL: gtid_mode, @@gtid_executed and @@gtid_purged, read in one statement. */
+async function mysqlGtidState(conn: SqlConnection): Promise<MysqlGtidState> {
+  const [row] = await rows<{ mode: string | null; executed: string | null; purged: string | null }>(
+    conn,
+    'SELECT @@GLOBAL.gtid_mode AS mode, @@GLOBAL.gtid_executed AS executed, @@GLOBAL.gtid_purged AS purged',
+  );
+  return {
+    on: /^ON/i.test(String(row?.mode ?? '')),
+    executed: GtidSet.parse(String(row?.executed ?? '')),
+    purged: GtidSet.parse(String(row?.purged ?? '')),
+  };
+}
+
 function mysqlDialect(flavor: ServerFlavor): Dialect {
   // SHOW BINARY LOG STATUS from 8.2.0; SHOW MASTER STATUS deprecated there and removed in 8.4.0.
   const binlogStatus = flavor.version >= 80200 ? 'SHOW BINARY LOG STATUS' : 'SHOW MASTER STATUS';
@@ -291,22 +304,17 @@ function mysqlDialect(flavor: ServerFlavor): Dialect {
     gtidsAt: (conn, position) => mysqlExecutedAt(conn, position),
     async withGtids(conn, position) {
       if (position.gtidSet !== undefined) return position;
-      const [mode] = await rows<{ mode: string | null }>(conn, 'SELECT @@GLOBAL.gtid_mode AS mode');
-      if (!/^ON/i.test(String(mode?.mode ?? ''))) return position;
+      const state = await mysqlGtidState(conn);
+      if (!state.on) return position;
       const gtids = await mysqlExecutedAt(conn, position);
-      return gtids === undefined ? position : { ...position, gtidSet: gtids };
+      // With gtid_purged: GTIDs the server has executed that no binlog file holds from here on (the
+      // files before this one were purged, or SET GLOBAL gtid_purged put them there: a restore from
+      // a dump, a provisioned replica, which the next file's Previous_gtids names, this one's not).
+      // None of them can come after the position, so the set skips nothing the stream would read,
+      // and the next run's check does not take them for a purged tail (POSITION_LOST).
+      return gtids === undefined ? position : { ...position, gtidSet: GtidSet.parse(gtids).union(state.purged).toString() };
     },
-    async gtidState(conn) {
-      const [row] = await rows<{ mode: string | null; executed: string | null; purged: string | null }>(
-        conn,
-        'SELECT @@GLOBAL.gtid_mode AS mode, @@GLOBAL.gtid_executed AS executed, @@GLOBAL.gtid_purged AS purged',
-      );
-      return {
-        on: /^ON/i.test(String(row?.mode ?? '')),
-        executed: GtidSet.parse(String(row?.executed ?? '')),
-        purged: GtidSet.parse(String(row?.purged ?? '')),
-      };
-    },
+    gtidState: mysqlGtidState,
     async retentionSeconds(conn) {
       // expire_logs_days was removed in 8.4.0 (asking for it is ER_UNKNOWN_SYSTEM_VARIABLE there).
       const sql =
