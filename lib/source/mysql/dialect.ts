@@ -249,14 +249,20 @@ async function mysqlPreviousGtids(conn: SqlConnection, file: string): Promise<st
 /**
  * MySQL: the GTID set executed at `position` (a transaction end), exact, from the binlog alone:
  * the set executed before the file (its Previous_gtids) and every GTID logged in it before the
- * position (a transaction end, so each of them committed). SHOW BINLOG EVENTS pages `page` events at a time.
+ * position (a transaction end, so each of them committed).
+ *
  * Not SHOW MASTER STATUS's Executed_Gtid_Set: it is not read atomically with File/Position (a
  * transaction is in the binlog before it is in gtid_executed), and a set off by one either way
- * makes the stream skip a transaction it should read, or read one twice (BinlogReader skips
- * what its set holds). Not a stream from the file's start either: this reads the same bytes
- * once, on the server, once per position that lacks a set (a first run, a reset), with no
- * second path through the reader. SHOW BINLOG EVENTS counts offsets in 32 bits, so positions
- * past 4 GiB are left to the stream, which re-reads such a file from its start (binlog-dump.ts).
+ * makes the stream skip a transaction it should read, or read one twice (BinlogReader skips what
+ * its set holds). Not a stream from the file's start either: this reads the same bytes once, on the
+ * server, once per position that lacks a set (a first run, a reset), with no second path through
+ * the reader.
+ *
+ * SHOW BINLOG EVENTS pages `page` events at a time. A compressed transaction's Gtid event precedes
+ * its Transaction_payload, whose inner events are listed after it at the payload's end offset
+ * (checked on 8.0.31), so a page's last End_log_pos is always an event's start. Offsets are 32 bits
+ * there, so positions past 4 GiB are left to the stream, which re-reads such a file from its start
+ * (binlog-dump.ts).
  */
 export async function mysqlExecutedAt(conn: SqlConnection, position: BinlogPosition, page = 5_000): Promise<string | undefined> {
   if (position.pos >= LOG_POS_MODULUS) return undefined;
