@@ -31,6 +31,8 @@ export interface FakeFile {
   types?: Record<number, string>;
   /** MariaDB: BINLOG_GTID_POS(file, offset), by offset (default NULL). */
   gtidAt?: Record<number, string>;
+  /** MySQL: the GTID a Gtid event at an offset sets (SHOW BINLOG EVENTS' Info: SET @@SESSION.GTID_NEXT= '…'). */
+  gtids?: Record<number, string>;
 }
 
 export interface FakeServerOptions {
@@ -123,6 +125,24 @@ export class FakeServer implements SqlConnection {
     if (sql.startsWith('SELECT @@GLOBAL.gtid_mode')) {
       if (this.mariadb) throw mysqlError(1193, 'ER_UNKNOWN_SYSTEM_VARIABLE', "Unknown system variable 'gtid_mode'");
       return answer([{ mode: this.options.gtidMode ?? 'ON', executed: this.options.gtidExecuted ?? '', purged: this.options.gtidPurged ?? '' }]);
+    }
+    const page = /^SHOW BINLOG EVENTS IN (?:'([^']+)'|\?) FROM (\d+) LIMIT (\d+)$/.exec(sql);
+    if (page && (page[1] === undefined || Number(page[3]) > 1)) {
+      // A page of events from an event's start on, each ending where the next starts.
+      const file = this.options.files?.find((f) => f.name === (page[1] ?? values[0]));
+      if (!file) throw mysqlError(1220, 'ER_ERROR_WHEN_EXECUTING_COMMAND', 'Error when executing command SHOW BINLOG EVENTS: Could not find target log');
+      const starts = [...(file.events ?? [4])].sort((a, b) => a - b);
+      const from = starts.indexOf(Number(page[2]));
+      if (from < 0 && Number(page[2]) !== file.size)
+        throw mysqlError(1220, 'ER_ERROR_WHEN_EXECUTING_COMMAND', 'Error when executing command SHOW BINLOG EVENTS: Wrong offset or I/O error');
+      return answer(
+        (from < 0 ? [] : starts.slice(from, from + Number(page[3]))).map((pos) => {
+          const type = file.types?.[pos] ?? (pos === 4 ? 'Format_desc' : 'Gtid');
+          const gtid = file.gtids?.[pos];
+          const end = starts[starts.indexOf(pos) + 1] ?? file.size;
+          return { Log_name: file.name, Pos: pos, Event_type: type, Server_id: 1, End_log_pos: end, Info: gtid ? `SET @@SESSION.GTID_NEXT= '${gtid}'` : '' };
+        }),
+      );
     }
     const events = /^SHOW BINLOG EVENTS IN '([^']+)' FROM (\d+) LIMIT 1$/.exec(sql);
     if (events) {
