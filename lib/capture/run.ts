@@ -109,7 +109,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
       const opened = await openCatalog(deps, conn, state, state.position, traits);
       if (opened.catalog.useCharsets(charsets) && state.catalog !== undefined)
         log.info("the server's character sets differ from the catalog's; DDL from here on is read with the server's");
-      return { start: await withDomainGtids(conn, state.position), target, traits, ...opened };
+      return { start: await withGtids(conn, state.position), target, traits, ...opened };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
     // are read there, with no DDL between them and the position, so the catalog is exact from the start.
@@ -128,7 +128,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
         await deps.onSnapshotRequested?.(requested);
       }
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
-    start = await withDomainGtids(conn, start);
+    start = await withGtids(conn, start);
     const at = { epoch: state.epoch, commitSeq: state.commitSeq + 1 };
     const catalog = fresh ? catalogOf(config, fresh.versions, fresh.databases, start, at) : await initialCatalog(conn, deps, start, at, traits);
     catalog.useCharsets(charsets);
@@ -139,14 +139,13 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
 }
 
 /**
- * MariaDB: a start position that lacks every domain's last GTID (a first run, a position stored
- * before they were recorded) gets them from the server, once (BINLOG_GTID_POS reads the file up to
- * it); the stream carries them on, so every position the run stores has them.
+ * A start position that lacks the GTIDs executed at it (a first run, a reset, a position stored
+ * before they were recorded) gets them from the server, once (Dialect.withGtids: MariaDB every
+ * domain's last, MySQL the exact set); the stream carries them on, so every position the run stores
+ * has them, and the history checks and following a failover (follow.ts) work from its first commit.
  */
-async function withDomainGtids(conn: SqlConnection, position: BinlogPosition): Promise<BinlogPosition> {
-  if (position.gtidPos !== undefined) return position;
-  const gtids = await (await dialectOf(conn)).gtidsAt(conn, position);
-  return gtids ? { ...position, gtidPos: gtids } : position;
+async function withGtids(conn: SqlConnection, position: BinlogPosition): Promise<BinlogPosition> {
+  return (await dialectOf(conn)).withGtids(conn, position);
 }
 
 /** The filters as the catalog records them. */

@@ -1,63 +1,20 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { type MySqlInstance, startMySql } from '../../lib/local/mysql.ts';
-import { stopProcess } from '../../lib/local/process.ts';
-import { expectIcebergEqual, expectVerified, type Server, type Source, sourceOn } from '../support/history-source.ts';
+import type { BinlogPosition } from '../../lib/core/position.ts';
+import { mysqlExecutedAt } from '../../lib/source/mysql/dialect.ts';
+import { caughtUp, expectIcebergEqual, expectVerified, one, pair, promote, type Server, type Source, sourceOn, stop } from '../support/history-source.ts';
 
 /*
  * Following the transactions to another binlog history on MySQL 8.0.31 (lib/capture/follow.ts): a
- * primary and a replica that copies it by GTID auto-positioning, each with its own server_uuid,
- * file names and offsets. What proves continuity is the replica's gtid_executed (it holds the set
- * sluice read and has purged nothing after it) and the time its binlog gives the last transaction
- * read; what is missing stays POSITION_FOREIGN.
+ * primary and a replica that copies it by GTID auto-positioning (../support/history-source.ts),
+ * each with its own server_uuid, file names and offsets. What proves continuity is the replica's
+ * gtid_executed (it holds the set sluice read and has purged nothing after it) and the time its
+ * binlog gives the last transaction read; what is missing stays POSITION_FOREIGN. MariaDB's are
+ * test/integration/history-follow.test.ts.
  */
 
-interface MySqlServer extends Server {
-  instance: MySqlInstance;
-  /** How sluice reaches it: verified TLS with this server's own CA. */
-  env: Record<string, string>;
-}
+const executed = async (s: Server) => (await one(s, 'SELECT @@GLOBAL.gtid_executed AS v'))?.replace(/\s/g, '');
 
-async function mysqlServer(args: string[] = []): Promise<MySqlServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-follow-mysql-'));
-  const instance = await startMySql(join(dir, 'db'), () => {}, args);
-  const admin = await mysql.createConnection({ uri: instance.adminUrl, multipleStatements: true, dateStrings: true });
-  return { instance, admin, dir, env: { SLUICE_MYSQL_TLS: 'verify', SLUICE_MYSQL_CA: instance.ca } };
-}
-
-async function stop(s: MySqlServer | undefined): Promise<void> {
-  if (!s) return;
-  await s.admin.end().catch(() => undefined);
-  await stopProcess(s.instance.pid);
-  rmSync(s.dir, { recursive: true, force: true });
-}
-
-const one = async (s: MySqlServer, sql: string) => ((await s.admin.query(sql)) as unknown as [{ v: string }[]])[0][0]?.v;
-const executed = async (s: MySqlServer) => (await one(s, 'SELECT @@GLOBAL.gtid_executed AS v'))?.replace(/\s/g, '');
-
-/** A primary and a replica of everything it writes from now on (the replica takes the primary's bootstrap as purged). */
-async function pair(): Promise<[MySqlServer, MySqlServer]> {
-  const [primary, replica] = await Promise.all([mysqlServer(), mysqlServer(['--server-id=2'])]);
-  await replica.admin.query(`RESET MASTER; SET GLOBAL gtid_purged = '${await executed(primary)}'`);
-  await replica.admin.query(
-    `CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = ${primary.instance.port}, SOURCE_USER = 'sluice_admin', SOURCE_PASSWORD = 'sluice-admin', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, GET_SOURCE_PUBLIC_KEY = 1; START REPLICA`,
-  );
-  return [primary, replica];
-}
-
-async function caughtUp(primary: MySqlServer, replica: MySqlServer): Promise<void> {
-  const wanted = await executed(primary);
-  for (let i = 0; i < 400; i++) {
-    if ((await executed(replica)) === wanted) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the replica did not catch up with ${wanted} (at ${await executed(replica)})`);
-}
-
-const source = (s: MySqlServer): Promise<Source> => sourceOn(s.instance.url, 'mf', s.env);
+const source = (s: Server): Promise<Source> => sourceOn(s.instance.url, 'mf', s.env);
 
 describe('following the transactions to another binlog history (private MySQL 8.0.31)', () => {
   it('a promoted replica with an unread tail: the run moves by GTID set by itself, whatever its uuid and file names; exactly once, nothing copied again', async () => {
@@ -72,7 +29,7 @@ describe('following the transactions to another binlog history (private MySQL 8.
       // The unread tail.
       await primary.admin.query("UPDATE mf.t SET v = 'tail' WHERE id = 3; DELETE FROM mf.t WHERE id = 4; INSERT INTO mf.t VALUES (5, 'tail')");
       await caughtUp(primary, replica);
-      await replica.admin.query('STOP REPLICA');
+      await promote(replica);
       const stored = await src.state();
       expect(stored?.position?.gtidSet).toBeDefined();
       const [uuidA, uuidB] = [await one(primary, 'SELECT @@server_uuid AS v'), await one(replica, 'SELECT @@server_uuid AS v')];
@@ -101,6 +58,45 @@ describe('following the transactions to another binlog history (private MySQL 8.
     }
   });
 
+  it('a source started mid-file, with no rotation before the failover: its first position carries the exact set executed there, so the run follows to a promoted replica and reads the tail exactly once', async () => {
+    const [primary, replica] = await pair();
+    try {
+      await primary.admin.query("CREATE DATABASE mf; CREATE TABLE mf.t (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO mf.t VALUES (1, 'before')");
+      const src = await source(primary);
+      await src.capture(); // starts at the server's end, in the middle of binlog.000001
+      const first = await src.state();
+      expect(first?.position?.file).toBe('binlog.000001');
+      expect(first?.position?.gtidSet).toBe(await executed(primary));
+      // Compressed transactions among them: their GTIDs count too.
+      await primary.admin.query(
+        "SET SESSION binlog_transaction_compression = ON; INSERT INTO mf.t VALUES (2, 'a'), (3, 'a'); UPDATE mf.t SET v = 'b' WHERE id = 1; SET SESSION binlog_transaction_compression = OFF",
+      );
+      await src.capture();
+      // The unread tail.
+      await primary.admin.query("UPDATE mf.t SET v = 'tail' WHERE id = 2; DELETE FROM mf.t WHERE id = 3; INSERT INTO mf.t VALUES (4, 'tail')");
+      await caughtUp(primary, replica);
+      await promote(replica);
+      const stored = await src.state();
+      expect(stored?.position?.file).toBe('binlog.000001'); // no rotation was read
+      // The set the stream carried on equals the one read from the binlog at that position, a few events a page.
+      expect(stored?.position?.gtidSet).toBe(await mysqlExecutedAt(primary.admin, stored?.position as BinlogPosition, 2));
+      expect(stored?.position?.gtidSet).not.toBe(first?.position?.gtidSet);
+
+      src.moveTo(replica.instance.url, replica.env);
+      expect((await src.capture()).status).toBe('captured');
+      expect(await src.state()).toMatchObject({ epoch: 1, lastReposition: { gtid: stored?.position?.gtidSet } });
+      expect(await src.clients.snapshots.activeJobs(src.config.sourceId)).toEqual([]);
+      const inserts = (await src.events()).filter((e) => e.op === 'c' && e.table === 't').map((e) => Number(e.key.id));
+      expect(inserts.sort()).toEqual([2, 3, 4]);
+      await replica.admin.query("INSERT INTO mf.t VALUES (5, 'after')");
+      await src.capture();
+      await expectVerified(src, ['mf.t']);
+      await expectIcebergEqual(src, replica, ['t'], 'mf');
+    } finally {
+      await Promise.all([stop(replica), stop(primary)]);
+    }
+  });
+
   it('a replica lacking the last transactions read stays POSITION_FOREIGN, naming them; RESET MASTER and more transactions than before is told apart by time', async () => {
     const [primary, replica] = await pair();
     try {
@@ -111,7 +107,7 @@ describe('following the transactions to another binlog history (private MySQL 8.
       await primary.admin.query('FLUSH BINARY LOGS');
       await src.capture();
       await caughtUp(primary, replica);
-      await replica.admin.query('STOP REPLICA');
+      await promote(replica);
       await primary.admin.query("INSERT INTO mf.t VALUES (1, 'lost'); INSERT INTO mf.t VALUES (2, 'lost')");
       await src.capture();
       const stored = await src.state();

@@ -33,6 +33,8 @@ export interface FakeFile {
   types?: Record<number, string>;
   /** MariaDB: BINLOG_GTID_POS(file, offset), by offset (default NULL). */
   gtidAt?: Record<number, string>;
+  /** MySQL: the GTID a Gtid event at an offset sets (SHOW BINLOG EVENTS' Info: SET @@SESSION.GTID_NEXT= '…'). */
+  gtids?: Record<number, string>;
 }
 
 export interface FakeServerOptions {
@@ -140,6 +142,24 @@ export class FakeServer implements SqlConnection {
     if (/^SELECT WAIT_FOR_EXECUTED_GTID_SET\(\?, \d+\) AS timedOut$/.test(sql)) {
       if (this.mariadb) throw mysqlError(1305, 'ER_SP_DOES_NOT_EXIST', 'FUNCTION WAIT_FOR_EXECUTED_GTID_SET does not exist');
       return answer([{ timedOut: this.options.commitsStuck ? 1 : 0 }]);
+    }
+    const page = /^SHOW BINLOG EVENTS IN (?:'([^']+)'|\?) FROM (\d+) LIMIT (\d+)$/.exec(sql);
+    if (page && (page[1] === undefined || Number(page[3]) > 1)) {
+      // A page of events from an event's start on, each ending where the next starts.
+      const file = this.options.files?.find((f) => f.name === (page[1] ?? values[0]));
+      if (!file) throw mysqlError(1220, 'ER_ERROR_WHEN_EXECUTING_COMMAND', 'Error when executing command SHOW BINLOG EVENTS: Could not find target log');
+      const starts = [...(file.events ?? [4])].sort((a, b) => a - b);
+      const from = starts.indexOf(Number(page[2]));
+      if (from < 0 && Number(page[2]) !== file.size)
+        throw mysqlError(1220, 'ER_ERROR_WHEN_EXECUTING_COMMAND', 'Error when executing command SHOW BINLOG EVENTS: Wrong offset or I/O error');
+      return answer(
+        (from < 0 ? [] : starts.slice(from, from + Number(page[3]))).map((pos) => {
+          const type = file.types?.[pos] ?? (pos === 4 ? 'Format_desc' : 'Gtid');
+          const gtid = file.gtids?.[pos];
+          const end = starts[starts.indexOf(pos) + 1] ?? file.size;
+          return { Log_name: file.name, Pos: pos, Event_type: type, Server_id: 1, End_log_pos: end, Info: gtid ? `SET @@SESSION.GTID_NEXT= '${gtid}'` : '' };
+        }),
+      );
     }
     const events = /^SHOW BINLOG EVENTS IN '([^']+)' FROM (\d+) LIMIT 1$/.exec(sql);
     if (events) {

@@ -1,4 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import mysql from 'mysql2/promise';
 import { expect, inject } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { runCapture } from '../../lib/capture/run.ts';
@@ -7,44 +12,186 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
 import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion } from '../../lib/iceberg/table.ts';
+import { stopProcess } from '../../lib/local/process.ts';
+import type { LocalServer } from '../../lib/local/stack.ts';
 import type { Log } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { icebergRowsAt, mysqlTextOf } from './iceberg-merge.ts';
-import type { PrivateServer as Server } from './private-mariadb.ts';
+import { type PrivateServer, startPrivateServer } from './private-server.ts';
+import { switchingProxy } from './stalling-proxy.ts';
 
 /*
- * Sources on private MariaDB servers (./private-mariadb.ts), for the tests of changes of binlog
- * history: replication between them, a source whose endpoint can be moved, and the checks that its
- * output equals a server.
+ * Sources on private servers of the suite's flavor (MariaDB, or MySQL under `npm run
+ * test:live-mysql`), for the tests of changes of binlog history: replication between them, a
+ * restore, a source whose endpoint can be moved, and the checks that its output equals a server.
  */
 
-export { type PrivateServer as Server, privateMariaDb as server, stopPrivate as stop } from './private-mariadb.ts';
+/** A server of a test's own, for what rewrites the binlog for everyone reading a server (RESET MASTER, replication). */
+export interface Server {
+  kind: LocalServer;
+  instance: PrivateServer;
+  admin: mysql.Connection;
+  dir: string;
+  /** How sluice reaches it (on MySQL, the verified TLS its account needs). */
+  env: Record<string, string>;
+}
+
+/** Starts one of the suite's flavor (`kind`), with extra server options in `args` (e.g. another `--server-id`). */
+export async function server(args: string[] = [], kind: LocalServer = inject('stackServer')): Promise<Server> {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-private-'));
+  const instance = await startPrivateServer(join(dir, 'db'), kind, args);
+  const admin = await mysql.createConnection({ uri: instance.adminUrl, multipleStatements: true, dateStrings: true });
+  const { SLUICE_MYSQL_URL: _, ...env } = instance.env;
+  return { kind, instance, admin, dir, env };
+}
+
+/** Stops it and deletes its files. */
+export async function stop(s: Server | undefined): Promise<void> {
+  if (!s) return;
+  await s.admin.end().catch(() => undefined);
+  await stopProcess(s.instance.pid);
+  rmSync(s.dir, { recursive: true, force: true });
+}
 
 /** One value of a query on `s`. */
 export async function one(s: Server, sql: string): Promise<string | undefined> {
   return ((await s.admin.query(sql)) as unknown as [{ v: string }[]])[0][0]?.v;
 }
 
-/** Makes `replica` copy `primary` by GTID from its first transaction on (`until`: only up to that position, MariaDB's START SLAVE UNTIL). */
+/** The GTIDs `s` has applied: MariaDB's gtid_slave_pos, MySQL's gtid_executed. */
+async function applied(s: Server): Promise<string | undefined> {
+  if (s.kind === 'mariadb') return one(s, 'SELECT @@gtid_slave_pos AS v');
+  return (await one(s, 'SELECT @@GLOBAL.gtid_executed AS v'))?.replace(/\s/g, '');
+}
+
+/**
+ * A primary and a replica copying it by GTID, whose binlog logs what it applies: on MariaDB from
+ * the primary's first transaction on; on MySQL from now on (the replica takes what the primary has
+ * executed so far as purged: its bootstrap, which a replica of a restored backup has as data).
+ */
+export async function pair(): Promise<[Server, Server]> {
+  const kind = inject('stackServer');
+  const [primary, replica] = await Promise.all([server(), server(['--server-id=2', ...(kind === 'mariadb' ? ['--log-slave-updates=ON'] : [])])]);
+  if (kind === 'mariadb') await replica.admin.query("SET GLOBAL gtid_slave_pos = ''");
+  else await replica.admin.query(`RESET MASTER; SET GLOBAL gtid_purged = '${await applied(primary)}'`);
+  await replicate(replica, primary);
+  return [primary, replica];
+}
+
+/**
+ * Makes `replica` copy `primary` by GTID (MariaDB MASTER_USE_GTID from its first transaction on;
+ * MySQL auto-positioning over TLS). `until`: only up to that position, MariaDB's START SLAVE UNTIL.
+ */
 export async function replicate(replica: Server, primary: Server, until?: string): Promise<void> {
   const port = new URL(primary.instance.adminUrl).port;
+  if (replica.kind === 'mysql') {
+    await replica.admin.query(
+      `CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = ${port}, SOURCE_USER = 'sluice_admin', SOURCE_PASSWORD = 'sluice-admin', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, GET_SOURCE_PUBLIC_KEY = 1; START REPLICA`,
+    );
+    return;
+  }
   await replica.admin.query(
     `CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = ${port}, MASTER_USER = 'sluice_admin', MASTER_PASSWORD = 'sluice-admin', MASTER_USE_GTID = slave_pos`,
   );
   await replica.admin.query(until ? `START SLAVE UNTIL master_gtid_pos = '${until}'` : 'START SLAVE');
 }
 
+/** Stops `replica` copying: it is promoted. */
+export async function promote(replica: Server): Promise<void> {
+  await replica.admin.query(replica.kind === 'mysql' ? 'STOP REPLICA' : 'STOP SLAVE');
+}
+
 /** Waits until `replica` has applied `gtids` (default: everything `primary` has logged). */
 export async function caughtUp(primary: Server, replica: Server, gtids?: string): Promise<void> {
-  const wanted = gtids ?? (await one(primary, 'SELECT @@gtid_binlog_pos AS v'));
+  const wanted = gtids ?? (primary.kind === 'mariadb' ? await one(primary, 'SELECT @@gtid_binlog_pos AS v') : await applied(primary));
   for (let i = 0; i < 400; i++) {
-    if ((await one(replica, 'SELECT @@gtid_slave_pos AS v')) === wanted) return;
+    if ((await applied(replica)) === wanted) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`the replica did not catch up with ${wanted} (at ${await one(replica, 'SELECT @@gtid_slave_pos AS v')})`);
+  throw new Error(`the replica did not catch up with ${wanted} (at ${await applied(replica)})`);
+}
+
+/** `SHOW MASTER STATUS`: the end of `s`'s binlog. */
+export async function binlogEnd(s: Server): Promise<{ File: string; Position: number }> {
+  const [[row]] = (await s.admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number | string }]];
+  return { File: row.File, Position: Number(row.Position) };
+}
+
+/** `n` rows `(from + i, text(i))`, as SQL VALUES, for inserts that read the same on both flavors. */
+export function rowsOf(from: number, n: number, text: (i: number) => string): string {
+  return Array.from({ length: n }, (_, i) => `(${from + i}, '${text(from + i)}')`).join(', ');
+}
+
+/**
+ * A restore of `from`'s database `db` into `to`, a new server: its tables and rows as they are now,
+ * written with sql_log_bin off, so `to`'s binlog history is its own (as a restored backup or
+ * snapshot has it).
+ */
+export async function restore(from: Server, to: Server, db: string): Promise<void> {
+  const [tables] = (await from.admin.query('SELECT table_name AS t FROM information_schema.tables WHERE table_schema = ?', [db])) as unknown as [
+    { t: string }[],
+  ];
+  const statements = [`SET SESSION sql_log_bin = 0`, `CREATE DATABASE \`${db}\``];
+  for (const { t } of tables) {
+    const [[create]] = (await from.admin.query(`SHOW CREATE TABLE \`${db}\`.\`${t}\``)) as unknown as [[{ 'Create Table': string }]];
+    statements.push(`USE \`${db}\``, create['Create Table']);
+    const [rows] = (await from.admin.query(`SELECT * FROM \`${db}\`.\`${t}\``)) as unknown as [Record<string, unknown>[]];
+    if (rows.length) statements.push(mysql.format(`INSERT INTO \`${db}\`.\`${t}\` VALUES ?`, [rows.map((r) => Object.values(r) as string[])]));
+  }
+  statements.push('SET SESSION sql_log_bin = 1');
+  // MySQL: the GTIDs executed up to the restore point come with the backup (mysqldump's SET
+  // @@GLOBAL.gtid_purged, or a snapshot's mysql.gtid_executed); the ones after it do not.
+  if (from.kind === 'mysql' && to.kind === 'mysql') statements.push(`SET GLOBAL gtid_purged = '+${await applied(from)}'`);
+  await to.admin.query(statements.join(';\n'));
+}
+
+/**
+ * An endpoint that stays the same while the server behind it changes (a DNS name moved, a
+ * Blue/Green switchover): a TCP proxy to `first`, and the settings that reach it. On MySQL the
+ * others' certificates are reissued by `first`'s CA and reloaded (ALTER INSTANCE RELOAD TLS), as
+ * the servers behind one RDS endpoint share a CA: each private server's own CA has the same
+ * subject name, which a bundle of them cannot tell apart.
+ */
+export async function endpoint(first: Server, ...others: Server[]) {
+  const proxy = await switchingProxy(new URL(first.instance.url));
+  const ca = first.env.SLUICE_MYSQL_CA;
+  if (ca) {
+    for (const other of others) {
+      const [from, to] = [dirname(ca), dirname(other.env.SLUICE_MYSQL_CA as string)];
+      const ext = join(other.dir, 'server-cert.ext');
+      writeFileSync(ext, 'subjectAltName = DNS:localhost, IP:127.0.0.1\nbasicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n');
+      const csr = join(other.dir, 'server-cert.csr');
+      execFileSync('openssl', ['req', '-new', '-key', join(to, 'server-key.pem'), '-subj', '/CN=localhost', '-out', csr], { stdio: 'pipe' });
+      execFileSync(
+        'openssl',
+        [
+          'x509',
+          '-req',
+          '-in',
+          csr,
+          '-CA',
+          ca,
+          '-CAkey',
+          join(from, 'ca-key.pem'),
+          '-set_serial',
+          `0x${randomBytes(8).toString('hex')}`,
+          '-days',
+          '30',
+          '-sha256',
+          '-extfile',
+          ext,
+          '-out',
+          join(to, 'server-cert.pem'),
+        ],
+        { stdio: 'pipe' },
+      );
+      await other.admin.query('ALTER INSTANCE RELOAD TLS');
+    }
+  }
+  return { url: proxy.url, env: first.env, switchTo: (s: Server) => proxy.switchTo(new URL(s.instance.url)), close: () => proxy.close() };
 }
 
 /** What a source's runs logged at info and the metrics they emitted. */

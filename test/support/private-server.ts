@@ -19,7 +19,7 @@ export interface PrivateServer {
 /**
  * Starts a server of the kind the stack runs (`inject('stackServer')`: MariaDB, or MySQL under
  * `npm run test:live-mysql`) in `dir`, so a test of RESET MASTER, PURGE, SET GLOBAL or killed
- * connections never disturbs the shared one. `args`: more server options (the last of two wins).
+ * connections never disturbs the shared one. `args`: more server options (e.g. `--server-id=2`; the last of two wins).
  */
 export async function startPrivateServer(dir: string, kind: LocalServer, args: string[] = []): Promise<PrivateServer> {
   if (kind === 'mariadb') {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dialectOf } from '../../lib/source/mysql/dialect.ts';
+import { dialectOf, mysqlExecutedAt } from '../../lib/source/mysql/dialect.ts';
 import { masterPosition } from '../../lib/source/mysql/server.ts';
 import { readAtKnownPosition } from '../../lib/verify/mysql-read.ts';
 import { FakeServer } from '../support/fake-mysql.ts';
@@ -56,6 +56,50 @@ describe('the dialect, chosen once per connection from the server version', () =
       on: true,
       executed: `${uuid}:1-9`,
       purged: `${uuid}:1-2`,
+    });
+  });
+});
+
+describe('the GTIDs executed at a position a run starts from (Dialect.withGtids)', () => {
+  const uuid = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
+  const other = '4f22ab58-82db-22f2-af44-d91bb953a673';
+  // binlog.000003: Format_desc, Previous_gtids, then three transactions (Gtid, Query, Xid), and a fourth after the position.
+  const file = {
+    name: 'binlog.000003',
+    size: 1000,
+    before: `${uuid}:1-5`,
+    events: [4, 126, 200, 260, 300, 400, 460, 500, 600, 660, 700, 800, 860, 900],
+    types: { 126: 'Previous_gtids', 260: 'Query', 300: 'Xid', 460: 'Query', 500: 'Xid', 660: 'Query', 700: 'Xid', 860: 'Query', 900: 'Xid' },
+    gtids: { 200: `${uuid}:6`, 400: `${other}:1`, 600: `${uuid}:7`, 800: `${uuid}:8` },
+  };
+
+  it('MySQL: the file’s Previous_gtids, every GTID logged before the position (page after page), and gtid_purged', async () => {
+    for (const page of [1, 2, 5000]) {
+      const server = new FakeServer({ version: '8.0.46', files: [file], gtidPurged: `${uuid}:1-3,${other}:100` });
+      const at = await (await dialectOf(server)).withGtids(server, { file: 'binlog.000003', pos: 800 });
+      expect({ page, gtidSet: at.gtidSet }).toEqual({ page, gtidSet: `${uuid}:1-7,${other}:1:100` });
+      const exact = await mysqlExecutedAt(server, { file: 'binlog.000003', pos: 800 }, page);
+      expect({ page, exact }).toEqual({ page, exact: `${uuid}:1-7,${other}:1` });
+    }
+  });
+
+  it('MySQL: a position that has its set, gtid_mode OFF, or past 4 GiB is left as it is; at the file’s start it is the Previous_gtids', async () => {
+    const server = new FakeServer({ version: '8.4.7', files: [file] });
+    const dialect = await dialectOf(server);
+    const stored = { file: 'binlog.000003', pos: 800, gtidSet: `${uuid}:1-2` };
+    expect(await dialect.withGtids(server, stored)).toBe(stored);
+    const off = new FakeServer({ version: '8.4.7', files: [file], gtidMode: 'OFF' });
+    expect(await dialect.withGtids(off, { file: 'binlog.000003', pos: 800 })).toEqual({ file: 'binlog.000003', pos: 800 });
+    expect(await dialect.withGtids(server, { file: 'binlog.000003', pos: 2 ** 32 + 800 })).toEqual({ file: 'binlog.000003', pos: 2 ** 32 + 800 });
+    expect(await dialect.withGtids(server, { file: 'binlog.000003', pos: 4 })).toEqual({ file: 'binlog.000003', pos: 4, gtidSet: `${uuid}:1-5` });
+  });
+
+  it('MariaDB: every domain’s last GTID at the position (BINLOG_GTID_POS), into gtidPos', async () => {
+    const server = new FakeServer({ version: '10.11.19-MariaDB', files: [{ name: 'binlog.000003', size: 1000, gtidAt: { 800: '0-1-42,1-1-7' } }] });
+    expect(await (await dialectOf(server)).withGtids(server, { file: 'binlog.000003', pos: 800 })).toEqual({
+      file: 'binlog.000003',
+      pos: 800,
+      gtidPos: '0-1-42,1-1-7',
     });
   });
 });

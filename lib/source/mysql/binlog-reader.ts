@@ -306,7 +306,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.offsets = new EventOffsets(options.start.file, options.start.pos);
     this.gtid = options.start.gtid ?? null;
     this.gtidTime = options.start.gtidTime;
-    if (options.start.gtidSet) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
+    if (options.start.gtidSet !== undefined) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
     if (options.start.gtidPos) this.setDomains(GtidPosition.parse(options.start.gtidPos));
     if (options.start.gtidSkip) this.skipTo = GtidPosition.parse(options.start.gtidSkip);
     this.atFileStart = options.start.pos <= 4;
