@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { type MySqlInstance, startMySql } from '../../lib/local/mysql.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { expectIcebergEqual, expectVerified, type Server, type Source, sourceOn } from '../support/history-source.ts';
+import { caughtUp as caughtUpNode, type ReplicationNode, replicate } from '../support/replication.ts';
 
 /*
  * Following the transactions to another binlog history on MySQL 8.0.31 (lib/capture/follow.ts): a
@@ -38,24 +39,17 @@ async function stop(s: MySqlServer | undefined): Promise<void> {
 const one = async (s: MySqlServer, sql: string) => ((await s.admin.query(sql)) as unknown as [{ v: string }[]])[0][0]?.v;
 const executed = async (s: MySqlServer) => (await one(s, 'SELECT @@GLOBAL.gtid_executed AS v'))?.replace(/\s/g, '');
 
+const node = (s: MySqlServer): ReplicationNode => ({ kind: 'mysql', admin: s.admin, port: s.instance.port, adminUrl: s.instance.adminUrl });
+
 /** A primary and a replica of everything it writes from now on (the replica takes the primary's bootstrap as purged). */
 async function pair(): Promise<[MySqlServer, MySqlServer]> {
   const [primary, replica] = await Promise.all([mysqlServer(), mysqlServer(['--server-id=2'])]);
   await replica.admin.query(`RESET MASTER; SET GLOBAL gtid_purged = '${await executed(primary)}'`);
-  await replica.admin.query(
-    `CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = ${primary.instance.port}, SOURCE_USER = 'sluice_admin', SOURCE_PASSWORD = 'sluice-admin', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, GET_SOURCE_PUBLIC_KEY = 1; START REPLICA`,
-  );
+  await replicate(node(replica), node(primary));
   return [primary, replica];
 }
 
-async function caughtUp(primary: MySqlServer, replica: MySqlServer): Promise<void> {
-  const wanted = await executed(primary);
-  for (let i = 0; i < 400; i++) {
-    if ((await executed(replica)) === wanted) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the replica did not catch up with ${wanted} (at ${await executed(replica)})`);
-}
+const caughtUp = (primary: MySqlServer, replica: MySqlServer): Promise<void> => caughtUpNode(node(primary), node(replica));
 
 const source = (s: MySqlServer): Promise<Source> => sourceOn(s.instance.url, 'mf', s.env);
 
@@ -137,4 +131,5 @@ describe('following the transactions to another binlog history (private MySQL 8.
       await Promise.all([stop(replica), stop(primary)]);
     }
   });
+
 });

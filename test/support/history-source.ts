@@ -14,6 +14,7 @@ import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { icebergRowsAt, mysqlTextOf } from './iceberg-merge.ts';
 import type { PrivateServer as Server } from './private-mariadb.ts';
+import { caughtUp as caughtUpNode, type ReplicationNode, replicate as replicateNode } from './replication.ts';
 
 /*
  * Sources on private MariaDB servers (./private-mariadb.ts), for the tests of changes of binlog
@@ -28,24 +29,13 @@ export async function one(s: Server, sql: string): Promise<string | undefined> {
   return ((await s.admin.query(sql)) as unknown as [{ v: string }[]])[0][0]?.v;
 }
 
+const node = (s: Server): ReplicationNode => ({ kind: 'mariadb', admin: s.admin, port: s.instance.port, adminUrl: s.instance.adminUrl });
+
 /** Makes `replica` copy `primary` by GTID from its first transaction on (`until`: only up to that position, MariaDB's START SLAVE UNTIL). */
-export async function replicate(replica: Server, primary: Server, until?: string): Promise<void> {
-  const port = new URL(primary.instance.adminUrl).port;
-  await replica.admin.query(
-    `CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = ${port}, MASTER_USER = 'sluice_admin', MASTER_PASSWORD = 'sluice-admin', MASTER_USE_GTID = slave_pos`,
-  );
-  await replica.admin.query(until ? `START SLAVE UNTIL master_gtid_pos = '${until}'` : 'START SLAVE');
-}
+export const replicate = (replica: Server, primary: Server, until?: string): Promise<void> => replicateNode(node(replica), node(primary), until);
 
 /** Waits until `replica` has applied `gtids` (default: everything `primary` has logged). */
-export async function caughtUp(primary: Server, replica: Server, gtids?: string): Promise<void> {
-  const wanted = gtids ?? (await one(primary, 'SELECT @@gtid_binlog_pos AS v'));
-  for (let i = 0; i < 400; i++) {
-    if ((await one(replica, 'SELECT @@gtid_slave_pos AS v')) === wanted) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the replica did not catch up with ${wanted} (at ${await one(replica, 'SELECT @@gtid_slave_pos AS v')})`);
-}
+export const caughtUp = (primary: Server, replica: Server, gtids?: string): Promise<void> => caughtUpNode(node(primary), node(replica), gtids);
 
 /** What a source's runs logged at info and the metrics they emitted. */
 export interface Recorded {

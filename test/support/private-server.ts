@@ -19,14 +19,14 @@ export interface PrivateServer {
 /**
  * Starts a server of the kind the stack runs (`inject('stackServer')`: MariaDB, or MySQL under
  * `npm run test:live-mysql`) in `dir`, so a test of RESET MASTER, PURGE, SET GLOBAL or killed
- * connections never disturbs the shared one.
+ * connections never disturbs the shared one (`args`: more server options, e.g. another `--server-id`).
  */
-export async function startPrivateServer(dir: string, kind: LocalServer): Promise<PrivateServer> {
+export async function startPrivateServer(dir: string, kind: LocalServer, args: string[] = []): Promise<PrivateServer> {
   if (kind === 'mariadb') {
-    const server = await startMariaDb(dir, () => {});
+    const server = await startMariaDb(dir, () => {}, args);
     return { ...server, env: { SLUICE_MYSQL_URL: server.url }, target: { uri: server.url, label: 'private' } };
   }
-  const server = await startMySql(dir, () => {});
+  const server = await startMySql(dir, () => {}, args);
   return {
     ...server,
     env: { SLUICE_MYSQL_URL: server.url, SLUICE_MYSQL_TLS: 'verify', SLUICE_MYSQL_CA: server.ca },
