@@ -59,6 +59,16 @@ function dashboardBody({ service, stage, region, sourceId, lagAlarmSeconds, purg
     period: 300,
     view: 'bar',
   });
+  // A failover sluice followed by itself is not an error, but a change of server an operator confirms
+  // (RepositionAlarm); a history it could not follow ends in a re-copy (state reset, HistoryResyncs).
+  place('Binlog history changes: failovers followed by GTID, re-copies after a reset', {
+    metrics: [
+      [NS, 'Repositions', ...dims, { stat: 'Sum', label: 'followed (Repositions)' }],
+      [NS, 'HistoryResyncs', ...dims, { stat: 'Sum', label: 're-copied (HistoryResyncs)' }],
+    ],
+    period: 300,
+    view: 'bar',
+  });
   place('Errors by code', {
     metrics: [[{ expression: search(['service', 'source', 'function', 'code'], 'Errors', 'Sum', 300), id: 'errors', label: '' }]],
     period: 300,

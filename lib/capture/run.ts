@@ -88,6 +88,8 @@ export interface CaptureResult {
 interface RunStart {
   start: BinlogPosition;
   target: BinlogPosition;
+  /** MySQL: gtid_purged when the run started (BinlogReaderOptions.purged). */
+  purged?: string;
   requested?: SnapshotJob;
   traits: ServerTraits;
   catalog: Catalog;
@@ -105,11 +107,12 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     const charsets = await readCharsets(conn);
     const target = await masterPosition(conn);
     await history.checkStored(conn);
+    const purged = (await (await dialectOf(conn)).gtidState(conn))?.purged.toString() || undefined;
     if (state.position) {
       const opened = await openCatalog(deps, conn, state, state.position, traits);
       if (opened.catalog.useCharsets(charsets) && state.catalog !== undefined)
         log.info("the server's character sets differ from the catalog's; DDL from here on is read with the server's");
-      return { start: await withGtids(conn, state.position), target, traits, ...opened };
+      return { start: await withGtids(conn, state.position), target, purged, traits, ...opened };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
     // are read there, with no DDL between them and the position, so the catalog is exact from the start.
@@ -132,7 +135,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     const at = { epoch: state.epoch, commitSeq: state.commitSeq + 1 };
     const catalog = fresh ? catalogOf(config, fresh.versions, fresh.databases, start, at) : await initialCatalog(conn, deps, start, at, traits);
     catalog.useCharsets(charsets);
-    return { start, target, requested, traits, catalog, opening: { events: [], snapshots: [] } };
+    return { start, target, purged, requested, traits, catalog, opening: { events: [], snapshots: [] } };
   } finally {
     await conn.end();
   }
@@ -423,7 +426,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   /** Where to start and what the tables are there; the stream, having committed what it decided before reading (undefined: initial-only). */
   async function openStream(current: SourceState): Promise<CaptureStream | undefined> {
     state = current;
-    const { start, target, requested, traits, catalog, opening } = await startPosition(deps, state, history);
+    const { start, target, purged, requested, traits, catalog, opening } = await startPosition(deps, state, history);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {
       log.info('initial-only: the snapshot copies the tables; the poller does not stream');
@@ -454,7 +457,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       { ...ctx, sweep },
       ledger,
       state,
-      { runId, start, target, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history, signal: options.signal },
+      { runId, start, target, purged, limits, stopWhenCaughtUp: options.stopWhenCaughtUp ?? config.stopWhenCaughtUp, history, signal: options.signal },
       result,
       tracker,
     );
@@ -498,6 +501,7 @@ class CaptureStream {
       stopWhenCaughtUp: boolean;
       history: BinlogHistories;
       signal: AbortSignal | undefined;
+      purged?: string;
     },
     private readonly result: CaptureResult,
     private readonly tracker: SchemaTracker,
@@ -580,6 +584,7 @@ class CaptureStream {
       start: this.spec.start,
       filter: tableFilter(config),
       capture: { history: this.spec.history },
+      purged: this.spec.purged,
     });
     const { start } = this.spec;
     if (start.pos >= LOG_POS_MODULUS)

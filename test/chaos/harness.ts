@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import mysql from 'mysql2/promise';
@@ -25,10 +25,13 @@ import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { DynamoDbStateStore } from '../../lib/state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from '../../lib/state/dynamodb-snapshots.ts';
 import { DynamoDbMergeStore } from '../../lib/state/iceberg-store.ts';
+import type { SourceState } from '../../lib/state/store.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { icebergRowsAt, mysqlTextOf } from '../support/iceberg-merge.ts';
-import { startPrivateServer } from '../support/private-server.ts';
+import { type PrivateServer, startPrivateServer } from '../support/private-server.ts';
+import { caughtUp, promote, type ReplicationNode, reseedReplica, stopReplication } from '../support/replication.ts';
 import { withSequences } from '../support/sequences.ts';
+import { switchingProxy } from '../support/stalling-proxy.ts';
 import { FaultyHttpHandler } from './faulty-http.ts';
 
 /**
@@ -41,6 +44,13 @@ export interface ChaosReport {
   faults: Record<string, number>;
   eventsChecked: number;
   differences: number;
+  /**
+   * What the runs after a failover did: followed the transactions by GTID, or stopped
+   * (POSITION_FOREIGN) and were reset; `rotatedFirst`: MySQL failovers that needed a binlog rotation
+   * first, for the stored position to carry a GTID set; `rebuiltFirst`: failovers whose replica
+   * had come to differ from its primary and was built again first.
+   */
+  failovers: { followed: number; stopped: number; rotatedFirst: number; rebuiltFirst: number };
   seconds: number;
 }
 
@@ -60,6 +70,44 @@ function rng(seed: number) {
 const DDL_KINDS = ['add column', 'truncate', 'rename', 'key', 'scratch', 'widen'];
 const POINTS: FaultPoint[] = ['after-staging', 'after-commit', 'mid-rename', 'before-clear'];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** What a replica holds of its primary: the captured database, and the sequence tables MySQL keeps for the workload. */
+const DATABASES = ['shop', 'sluice_test_fixtures'];
+
+/** One of the two servers: the primary the workload writes to, or its replica, which a failover promotes. */
+interface Member {
+  server: PrivateServer;
+  admin: mysql.Connection;
+  node: ReplicationNode;
+}
+
+/**
+ * Holds the workload between two of its changes, as a switchover holds writes while it moves the
+ * primary: `close` waits for the change under way, `through` does not start one while closed.
+ */
+class WriteGate {
+  private held: Promise<void> | undefined;
+  private release = () => {};
+  private current: Promise<unknown> = Promise.resolve();
+
+  async through<T>(step: () => Promise<T>): Promise<T> {
+    while (this.held) await this.held;
+    const running = step();
+    this.current = running.catch(() => {});
+    return running;
+  }
+
+  async close(): Promise<void> {
+    this.held = new Promise((resolve) => {
+      this.release = resolve;
+    });
+    await this.current;
+  }
+
+  open(): void {
+    this.held = undefined;
+    this.release();
+  }
+}
 
 export async function runChaos(options: {
   rounds: number;
@@ -80,18 +128,39 @@ export async function runChaos(options: {
     faults[kind] = (faults[kind] ?? 0) + n;
   };
 
-  // A server of its own: the suite kills replication connections and must not hit anyone else's.
+  // Servers of its own: the suite kills replication connections and must not hit anyone else's.
+  // Two, replicating by GTID (each logs what it applies): the primary, and a replica a failover
+  // promotes. sluice reaches the primary through one endpoint that stays the same while the server
+  // behind it changes (a TCP proxy), as a DNS name moved by a failover or a Blue/Green switchover.
   const dir = mkdtempSync(join(tmpdir(), 'sluice-chaos-'));
   const kind = options.server ?? 'mariadb';
-  const server = await startPrivateServer(join(dir, 'db'), kind);
-  /** A statement with MariaDB's seq_1_to_N tables, which exist on MySQL only as fixtures. */
-  const sequenced = (sql: string) => withSequences(sql, kind, server.adminUrl);
+  const serverArgs = (id: number) => [`--server-id=${id}`, ...(kind === 'mariadb' ? ['--log-slave-updates=ON'] : [])];
+  const servers = await Promise.all([1, 2].map((id) => startPrivateServer(join(dir, `db${id}`), kind, serverArgs(id))));
+  const member = async (server: PrivateServer): Promise<Member> => {
+    const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
+    return { server, admin, node: { kind, admin, port: server.port, adminUrl: server.adminUrl } };
+  };
+  let primary = await member(servers[0] as PrivateServer);
+  let standby = await member(servers[1] as PrivateServer);
+  await reseedReplica(standby.node, primary.node, DATABASES);
+  const proxy = await switchingProxy(new URL(primary.server.url));
+  const endpoint: Record<string, string> = { ...primary.server.env, SLUICE_MYSQL_URL: proxy.url };
+  if (kind === 'mysql') {
+    // Each MySQL signs its certificate with a CA of its own (of the same name): the second takes the
+    // first's CA and certificate, as servers behind one endpoint share the name it is verified by.
+    const datadir = (server: PrivateServer) => dirname(server.env.SLUICE_MYSQL_CA as string);
+    for (const file of ['ca.pem', 'server-cert.pem', 'server-key.pem'])
+      copyFileSync(join(datadir(servers[0] as PrivateServer), file), join(datadir(servers[1] as PrivateServer), file));
+    await standby.admin.query('ALTER INSTANCE RELOAD TLS');
+  }
+  /** A statement with MariaDB's seq_1_to_N tables, which exist on MySQL only as fixtures (on the primary). */
+  const sequenced = (sql: string) => withSequences(sql, kind, primary.server.adminUrl);
   const sourceId = `chaos-${options.seed}-${Date.now()}`;
   const env: Record<string, string> = {
     ...options.env,
     SLUICE_SOURCE_ID: sourceId,
     SLUICE_PREFIX: sourceId,
-    ...server.env,
+    ...endpoint,
     SLUICE_INCLUDE: 'shop\\..*',
     SLUICE_STARTUP: 'initial',
     SLUICE_BATCH_MAX_EVENTS: '1000',
@@ -116,7 +185,8 @@ export async function runChaos(options: {
   const merges = new DynamoDbMergeStore(dynamo, config.stateTable);
   const merge = (faults?: Faults, waitForLeaseMs = 0) =>
     runIcebergMerge({ config, s3, store, snapshots, merges, log: silentLog, faults }, { owner: `chaos-${Date.now()}-${random()}`, waitForLeaseMs });
-  const admin = await mysql.createConnection({ uri: server.adminUrl, multipleStatements: true });
+  const gate = new WriteGate();
+  const failovers = { followed: 0, stopped: 0, rotatedFirst: 0, rebuiltFirst: 0 };
   const deps = (faults?: Faults, budgetMs = 4_000, stopWhenCaughtUp = true): [CaptureDeps, { budgetMs: number; stopWhenCaughtUp: boolean }] => [
     { config, s3, store, snapshots, log: silentLog, faults },
     { budgetMs, stopWhenCaughtUp },
@@ -132,24 +202,27 @@ export async function runChaos(options: {
   let auditKeyed = false;
   let scratch = false;
 
+  /** A new order with its lines, in one transaction; returns the rows it wrote. */
+  async function newOrder(conn: mysql.Connection): Promise<number> {
+    const id = nextId++;
+    ids.push(id);
+    const items = 1 + Math.floor(random() * 3);
+    const values = Array.from(
+      { length: items },
+      (_, line) => `(${id}, ${line}, 'sku-${Math.floor(random() * 1000)}', ${1 + line}, ${(random() * 100).toFixed(3)})`,
+    );
+    const extra = extraColumns.map((column) => (random() < 0.3 ? 'DEFAULT' : column.startsWith('s') ? `'${column}-${id}'` : String(id % 97)));
+    await conn.query(
+      `BEGIN; INSERT INTO orders (id, customer, total, status, note, ts${extraColumns.map((c) => `, ${c}`).join('')}) VALUES (${id}, ${Math.floor(random() * 100)}, ${(random() * 999).toFixed(2)}, 'new', 'n${id}', NOW(6)${extra.map((v) => `, ${v}`).join('')});
+         INSERT INTO ${itemsTable} VALUES ${values.join(',')}; COMMIT;`,
+    );
+    return 1 + items;
+  }
+
   /** One random business change; returns the rows it changed. */
   async function mutate(conn: mysql.Connection): Promise<number> {
     const r = random();
-    if (r < 0.3 || ids.length < 20) {
-      const id = nextId++;
-      ids.push(id);
-      const items = 1 + Math.floor(random() * 3);
-      const values = Array.from(
-        { length: items },
-        (_, line) => `(${id}, ${line}, 'sku-${Math.floor(random() * 1000)}', ${1 + line}, ${(random() * 100).toFixed(3)})`,
-      );
-      const extra = extraColumns.map((column) => (random() < 0.3 ? 'DEFAULT' : column.startsWith('s') ? `'${column}-${id}'` : String(id % 97)));
-      await conn.query(
-        `BEGIN; INSERT INTO orders (id, customer, total, status, note, ts${extraColumns.map((c) => `, ${c}`).join('')}) VALUES (${id}, ${Math.floor(random() * 100)}, ${(random() * 999).toFixed(2)}, 'new', 'n${id}', NOW(6)${extra.map((v) => `, ${v}`).join('')});
-         INSERT INTO ${itemsTable} VALUES ${values.join(',')}; COMMIT;`,
-      );
-      return 1 + items;
-    }
+    if (r < 0.3 || ids.length < 20) return newOrder(conn);
     if (r < 0.5) {
       const [result] = (await conn.query(
         `UPDATE orders SET status = '${pick(['paid', 'shipped', 'cancelled'])}', total = total + 1 WHERE id = ${pick(ids)}`,
@@ -318,10 +391,13 @@ export async function runChaos(options: {
       const run = tolerate(() => runCapture(...deps(undefined, 2_500, false)));
       await sleep(random() * 300);
       for (let tries = 0; tries < 30; tries++) {
-        const [threads] = (await admin.query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'")) as unknown as [{ ID: number }[]];
+        // sluice's (user sluice), not the replica's (sluice_admin, and `Binlog Dump GTID` on MySQL).
+        const [threads] = (await primary.admin.query(
+          "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump' AND USER = 'sluice'",
+        )) as unknown as [{ ID: number }[]];
         if (threads.length) {
           for (const { ID } of threads) {
-            await admin.query(`KILL ${ID}`).catch(() => {});
+            await primary.admin.query(`KILL ${ID}`).catch(() => {});
             count('replication connection KILLed');
           }
           break;
@@ -347,29 +423,135 @@ export async function runChaos(options: {
       // The server's binlog starts again under the stored position: the next run stops with
       // POSITION_FOREIGN (or LOST), and `state reset --to latest` moves the source to a new
       // history epoch whose first run resets and copies every table again.
-      await admin.query('RESET MASTER');
+      await primary.admin.query('RESET MASTER');
       count('RESET MASTER');
       await tolerate(() => runCapture(...deps()));
-      for (let tries = 0; tries < 20; tries++) {
-        const reset = await resetState(config, store, { mode: 'latest' }, silentLog).then(
-          () => true,
-          (error: { code?: string }) => {
-            // A killed run's lease (STATE_BUSY) or a crashed commit's renames (STATE_PENDING): wait, as a person would retry.
-            if (error.code !== 'STATE_BUSY' && error.code !== 'STATE_PENDING') throw error;
-            return false;
-          },
-        );
-        if (reset) return;
-        if ((await store.get(sourceId))?.pending) await tolerate(() => runCapture(...deps()));
-        await sleep(500);
+      await resetToLatest();
+      // The replica's GTID state is now ahead of its primary's: it is built again from a copy.
+      await gate.close();
+      try {
+        await reseedReplica(standby.node, primary.node, DATABASES);
+      } finally {
+        gate.open();
       }
-      throw new Error('chaos: state reset --to latest was refused 20 times');
     },
+    'failover to the replica behind the unchanged endpoint': () => failover(random() < 0.3 ? 'replica lacking transactions read' : 'replica caught up'),
     'SIGKILL of sluice snapshot': async () => {
       const request = (await snapshots.activeJobs(sourceId)).length ? [] : ['--tables', `shop.${pick(['orders', itemsTable, 'audit'])}`];
       await killed(['snapshot', ...request, '--workers', '2']);
     },
   };
+
+  /**
+   * `state reset --to latest`, retried as a person would while a killed run's lease (STATE_BUSY) or
+   * a crashed commit's renames (STATE_PENDING) are in the way.
+   */
+  async function resetToLatest(): Promise<void> {
+    for (let tries = 0; tries < 20; tries++) {
+      const reset = await resetState(config, store, { mode: 'latest' }, silentLog).then(
+        () => true,
+        (error: { code?: string }) => {
+          if (error.code !== 'STATE_BUSY' && error.code !== 'STATE_PENDING') throw error;
+          return false;
+        },
+      );
+      if (reset) return;
+      if ((await store.get(sourceId))?.pending) await tolerate(() => runCapture(...deps()));
+      await sleep(500);
+    }
+    throw new Error('chaos: state reset --to latest was refused 20 times');
+  }
+
+  /**
+   * A failover while the workload runs. Writes pause (as a switchover holds them), the replica is
+   * promoted, the endpoint sluice uses leads to it, and writes go on there. Caught up, the replica
+   * holds every transaction sluice read and the next run must follow them by itself: exactly once,
+   * the next history epoch, nothing copied again. Lacking the last transactions read (the
+   * asynchronous replication gap), the run must stop with POSITION_FOREIGN naming them; chaos then
+   * applies the documented recovery, `state reset --to latest`, which copies every table again from
+   * the promoted server. Either way the old primary is retired and made a fresh replica of the new.
+   */
+  async function failover(variant: 'replica caught up' | 'replica lacking transactions read'): Promise<void> {
+    const gap = variant !== 'replica caught up';
+    await gate.close();
+    try {
+      if (await diverged()) {
+        // Row-based replication does not promise the same data for a keyless table: with duplicate
+        // rows the replica may change another of the equal ones, and the `key` DDL then numbers the
+        // rows in another order (MySQL calls ADD … AUTO_INCREMENT unsafe for replication). A
+        // replica that differs is not one to fail over to: it is built again first.
+        await reseedReplica(standby.node, primary.node, DATABASES);
+        failovers.rebuiltFirst++;
+      }
+      // The last transaction read before the switch must be one the replica logged (a rebuilt
+      // replica's binlog starts at its copy): a change, replicated, and every run's work finished.
+      await primary.admin.query('USE shop');
+      mutations += await newOrder(primary.admin);
+      await caughtUp(primary.node, standby.node);
+      await recover();
+      if (kind === 'mysql' && !(await store.get(sourceId))?.position?.gtidSet) {
+        // A MySQL position learns the set executed only from a binlog file read from its start
+        // (Previous_gtids): one stored since a reset to `latest` has none until the next rotation,
+        // and cannot be followed (docs/RUNBOOK.md, what stays POSITION_FOREIGN). Rotate first, as
+        // the server does at max_binlog_size.
+        await primary.admin.query('FLUSH BINARY LOGS');
+        mutations += await newOrder(primary.admin);
+        await caughtUp(primary.node, standby.node);
+        await recover();
+        failovers.rotatedFirst++;
+      }
+      if (gap) await stopReplication(standby.node);
+      // The tail: unread and replicated, or read by sluice and lost with the old primary.
+      for (let i = 0; i < 3; i++) mutations += await newOrder(primary.admin);
+      if (gap) await recover();
+      else await caughtUp(primary.node, standby.node);
+      const before = (await store.get(sourceId)) as SourceState;
+      await promote(standby.node);
+      [primary, standby] = [standby, primary];
+      proxy.switchTo(new URL(primary.server.url));
+      count(`failover, ${variant}`);
+      const failure = await runCapture(...deps()).then(
+        () => undefined,
+        (error: Error & { code?: string }) => error,
+      );
+      const after = (await store.get(sourceId)) as SourceState;
+      const moved = `epoch ${before.epoch} → ${after.epoch}, ${before.position && formatPosition(before.position)} → ${after.position && formatPosition(after.position)}`;
+      if (!gap) {
+        if (failure || after.epoch !== before.epoch + 1 || after.lastReposition?.epoch !== after.epoch)
+          throw new Error(`chaos: the run did not follow the failover to a caught-up replica (${moved}): ${failure?.stack ?? 'no reposition recorded'}`);
+        if ((await snapshots.activeJobs(sourceId)).length) throw new Error('chaos: following a failover asked for tables to be copied again');
+        failovers.followed++;
+      } else {
+        // It names what the promoted server lacks: GTIDs of the old primary's, up to the last one read.
+        const last = before.position?.gtid ?? '';
+        const origin = last.slice(0, last.lastIndexOf(kind === 'mysql' ? ':' : '-') + 1);
+        if (failure?.code !== 'POSITION_FOREIGN' || !failure.message.includes('lacks') || !failure.message.includes(origin) || after.epoch !== before.epoch)
+          throw new Error(`chaos: a replica lacking transactions read was not refused with POSITION_FOREIGN naming them (${moved}): ${failure?.message}`);
+        failovers.stopped++;
+        await resetToLatest();
+      }
+      await recover();
+      await reseedReplica(standby.node, primary.node, DATABASES);
+    } finally {
+      gate.open();
+    }
+  }
+
+  /** Whether the replica, once caught up, holds other rows than the primary (CHECKSUM TABLE), or cannot catch up. */
+  async function diverged(): Promise<boolean> {
+    try {
+      await caughtUp(primary.node, standby.node);
+    } catch {
+      return true;
+    }
+    const [tables] = (await primary.admin.query(
+      "SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'shop' AND TABLE_TYPE = 'BASE TABLE'",
+    )) as unknown as [{ t: string }[]];
+    if (!tables.length) return false;
+    const sql = `CHECKSUM TABLE ${tables.map(({ t }) => `shop.\`${t}\``).join(', ')}`;
+    const sums = async (m: Member) => JSON.stringify(((await m.admin.query(sql)) as unknown as [{ Checksum: unknown }[]])[0].map((r) => String(r.Checksum)));
+    return (await sums(primary)) !== (await sums(standby));
+  }
 
   function crashOnce(point: FaultPoint): Faults['hit'] {
     let armed = true;
@@ -429,41 +611,54 @@ export async function runChaos(options: {
 
   let report: ChaosReport | undefined;
   try {
-    await admin.query(`CREATE DATABASE shop; USE shop;
+    await primary.admin.query(`CREATE DATABASE shop; USE shop;
       CREATE TABLE orders (id BIGINT UNSIGNED PRIMARY KEY, customer INT, total DECIMAL(12,2), status ENUM('new','paid','shipped','cancelled'), note VARCHAR(50), ts DATETIME(6));
       CREATE TABLE items (order_id BIGINT UNSIGNED, line INT, sku VARCHAR(20), qty INT, price DOUBLE, PRIMARY KEY (order_id, line));
       CREATE TABLE blobs (id INT PRIMARY KEY, data VARBINARY(64), flag BIT(8), d DATE);
       CREATE TABLE audit (at_id INT, what VARCHAR(20), n INT);`);
-    for (let i = 0; i < 200; i++) mutations += await mutate(admin);
+    for (let i = 0; i < 200; i++) mutations += await mutate(primary.admin);
     // First run: `initial` requests the snapshot of the 200 orders; everything else streams.
     await runCapture(...deps());
     // One transaction larger than a batch (SLUICE_BATCH_MAX_EVENTS=1000).
     const big = nextId;
     nextId += 1500;
-    await admin.query(await sequenced(`INSERT INTO items SELECT ${big}, seq, 'bulk', 1, 1.5 FROM seq_1_to_1500`));
+    await primary.admin.query(await sequenced(`INSERT INTO items SELECT ${big}, seq, 'bulk', 1, 1.5 FROM seq_1_to_1500`));
     mutations += 1500;
 
+    // CHAOS_FAULTS=failover,RESET: only the faults whose names hold one of those words (docs/VERIFY.md).
+    const wanted = process.env.CHAOS_FAULTS?.split(',').map((k) => k.trim().toLowerCase());
+    const faultKinds = Object.keys(scenarios).filter((name) => !wanted || wanted.some((k) => name.toLowerCase().includes(k)));
+    if (!faultKinds.length) throw new Error(`CHAOS_FAULTS: no fault matches ${wanted?.join(', ')}; known: ${Object.keys(scenarios).join('; ')}`);
     let previous: EpochPosition | undefined;
     let eventsChecked = 0;
     let differences = 0;
     for (let round = 1; round <= options.rounds; round++) {
-      const chosen = Array.from({ length: 3 + Math.floor(random() * 4) }, () => pick(Object.keys(scenarios)));
+      const chosen = Array.from({ length: 3 + Math.floor(random() * 4) }, () => pick(faultKinds));
       // Up to two DDL statements at random points of the round's workload.
       const ddlAt = Array.from({ length: process.env.CHAOS_DDL ? 4 : Math.floor(random() * 3) }, () => Math.floor(random() * options.mutationsPerRound)).sort(
         (a, b) => a - b,
       );
       const ddlDone: string[] = [];
       const workload = (async () => {
-        const conn = await mysql.createConnection({ uri: server.adminUrl, database: 'shop', multipleStatements: true });
+        // Writes go to the primary; after a failover, to the new one (a new connection, as an application reconnects).
+        let on: Member | undefined;
+        let conn: mysql.Connection | undefined;
         let done = 0;
         while (done < options.mutationsPerRound) {
-          while (ddlAt.length && (ddlAt[0] as number) <= done) {
-            ddlAt.shift();
-            ddlDone.push(await ddl(conn));
-          }
-          done += await mutate(conn);
+          done += await gate.through(async () => {
+            if (on !== primary || !conn) {
+              await conn?.end().catch(() => {});
+              on = primary;
+              conn = await mysql.createConnection({ uri: primary.server.adminUrl, database: 'shop', multipleStatements: true });
+            }
+            while (ddlAt.length && (ddlAt[0] as number) <= done) {
+              ddlAt.shift();
+              ddlDone.push(await ddl(conn));
+            }
+            return mutate(conn);
+          });
         }
-        await conn.end();
+        await conn?.end();
         return done;
       })();
       for (const name of chosen) await (scenarios[name] as () => Promise<void>)();
@@ -485,7 +680,7 @@ export async function runChaos(options: {
       for (const table of verdict.tables.map((t) => t.ref.table)) {
         const ledger = await merges.get(sourceId, { db: 'shop', table });
         const iceberg = await icebergRowsAt(objects, ledger?.metadataKey ? (await loadVersion(objects, ledger.metadataKey)).metadata : undefined);
-        const mysqlRows = await mysqlTextOf(async (query, values) => (await admin.query(query, values))[0] as Record<string, unknown>[], 'shop', table);
+        const mysqlRows = await mysqlTextOf(async (query, values) => (await primary.admin.query(query, values))[0] as Record<string, unknown>[], 'shop', table);
         if (JSON.stringify(iceberg) !== JSON.stringify(mysqlRows)) {
           icebergDifferences++;
           const extra = iceberg.filter((r) => !mysqlRows.includes(r)).slice(0, 2);
@@ -516,13 +711,15 @@ export async function runChaos(options: {
         );
       }
     }
-    report = { rounds: options.rounds, mutations, faults, eventsChecked, differences, seconds: Math.round((Date.now() - started) / 1000) };
+    report = { rounds: options.rounds, mutations, faults, eventsChecked, differences, failovers, seconds: Math.round((Date.now() - started) / 1000) };
     return report;
   } finally {
-    await admin.end();
+    gate.open();
+    await proxy.close();
+    for (const { admin } of [primary, standby]) await admin.end().catch(() => {});
     s3.destroy();
     dynamo.destroy();
-    await stopProcess(server.pid);
+    for (const server of servers) await stopProcess(server.pid);
     rmSync(dir, { recursive: true, force: true });
   }
 }

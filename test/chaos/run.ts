@@ -19,4 +19,7 @@ console.log(
   `\nchaos passed in ${report.seconds} s: ${report.rounds} rounds, ${report.mutations} row changes, ${report.eventsChecked} events checked, ${report.differences} differences`,
 );
 console.log(`faults injected: ${injected.reduce((a, [, n]) => a + n, 0)}`);
+console.log(
+  `failovers: ${report.failovers.followed} followed by GTID, ${report.failovers.stopped} stopped with POSITION_FOREIGN and reset${report.failovers.rotatedFirst ? ` (${report.failovers.rotatedFirst} after a binlog rotation, for the position to carry a GTID set)` : ''}${report.failovers.rebuiltFirst ? `; ${report.failovers.rebuiltFirst} replicas differed from their primary and were built again first` : ''}`,
+);
 for (const [kind, n] of Object.entries(report.faults).sort((a, b) => b[1] - a[1])) console.log(`  ${String(n).padStart(5)}  ${kind}`);

@@ -843,12 +843,13 @@ describe('serverless package (osls 3, offline)', () => {
     expect(deployed(prod).VpcEndpointSecurityGroup).toBeDefined();
   });
 
-  it('alarms on poller errors, lag, purge risk and failed invocations, through one topic', () => {
+  it('alarms on poller errors, lag, purge risk, failed invocations and a followed failover, through one topic', () => {
     const alarms = ofType(dev, 'AWS::CloudWatch::Alarm').map((a) => a.Properties);
     expect(alarms.map((a) => a.MetricName ?? 'metric math').sort()).toEqual([
       'ApproximateNumberOfMessagesVisible',
       'Errors',
       'LagSeconds',
+      'Repositions',
       'TimeToPurgeSeconds',
       'metric math',
     ]);
@@ -856,6 +857,14 @@ describe('serverless package (osls 3, offline)', () => {
     const lag = alarms.find((a) => a.MetricName === 'LagSeconds');
     expect(lag).toMatchObject({ Namespace: 'sluice', Threshold: 900, TreatMissingData: 'breaching' });
     expect(alarms.find((a) => a.MetricName === 'TimeToPurgeSeconds')).toMatchObject({ Threshold: 21600, ComparisonOperator: 'LessThanThreshold' });
+    // A followed failover is a notice: any one alarms, and no run (no data) is not one.
+    expect(alarms.find((a) => a.MetricName === 'Repositions')).toMatchObject({
+      Namespace: 'sluice',
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    });
     // Lag's pair: the binlog beyond the stored position while the position stands still.
     const stalled = alarms.find((a) => a.Metrics) as { Metrics: { Id: string; Expression?: string; MetricStat?: { Metric: { MetricName: string } } }[] };
     expect(stalled.Metrics.find((m) => m.Expression)?.Expression).toBe('IF(lag > 0 AND age > 900, 1, 0)');
@@ -873,6 +882,7 @@ describe('serverless package (osls 3, offline)', () => {
       expect(dashboard.DashboardName).toBe(`sluice-${stage}`);
       const graphed = graphedMetricNames(dashboard.DashboardBody);
       expect(graphed.size).toBeGreaterThan(8);
+      expect(graphed).toContain('Repositions');
       expect([...graphed].filter((name) => !emittedMetricNames().has(name))).toEqual([]);
       expect(dashboard.DashboardBody).toContain(`"sluice-${stage}-poller"`);
     }

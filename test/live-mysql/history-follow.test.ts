@@ -1,7 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import type { BinlogPosition } from '../../lib/core/position.ts';
 import { mysqlExecutedAt } from '../../lib/source/mysql/dialect.ts';
-import { caughtUp, expectIcebergEqual, expectVerified, one, pair, promote, type Server, type Source, sourceOn, stop } from '../support/history-source.ts';
+import {
+  caughtUp,
+  expectIcebergEqual,
+  expectVerified,
+  one,
+  pair,
+  promote,
+  type Server,
+  type Source,
+  server,
+  sourceOn,
+  stop,
+} from '../support/history-source.ts';
 
 /*
  * Following the transactions to another binlog history on MySQL 8.0.31 (lib/capture/follow.ts): a
@@ -131,6 +143,29 @@ describe('following the transactions to another binlog history (private MySQL 8.
       expect(await src.state()).toMatchObject({ epoch: 0, position: stored?.position });
     } finally {
       await Promise.all([stop(replica), stop(primary)]);
+    }
+  });
+
+  it('a server built from a dump (SET GLOBAL gtid_purged after RESET MASTER): the set a position learns from a Previous_gtids takes gtid_purged in, so no run finds its own past purged', async () => {
+    const dumped = await server(['--server-id=3']);
+    try {
+      // What mysqldump's output does on a fresh server: those GTIDs are in no binlog file, and MySQL
+      // leaves them out of every file's Previous_gtids.
+      const elsewhere = '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-40';
+      await dumped.admin.query(
+        `RESET MASTER; SET GLOBAL gtid_purged = '${elsewhere}'; CREATE DATABASE mf; CREATE TABLE mf.t (id INT PRIMARY KEY, v VARCHAR(20))`,
+      );
+      const src = await source(dumped);
+      await src.capture(); // starts at latest: a position without a set
+      await dumped.admin.query("INSERT INTO mf.t VALUES (1, 'a'); FLUSH BINARY LOGS; INSERT INTO mf.t VALUES (2, 'b')");
+      await src.capture(); // reads binlog.000002 from its start: the set is learned there
+      expect((await src.state())?.position?.gtidSet).toContain(elsewhere);
+      await dumped.admin.query("INSERT INTO mf.t VALUES (3, 'c')");
+      expect((await src.capture()).status).toBe('captured');
+      expect((await src.state())?.error).toBeUndefined();
+      await expectVerified(src, ['mf.t']);
+    } finally {
+      await stop(dumped);
     }
   });
 });

@@ -21,6 +21,7 @@ import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';
 import { verify } from '../../lib/verify/verify.ts';
 import { icebergRowsAt, mysqlTextOf } from './iceberg-merge.ts';
 import { type PrivateServer, startPrivateServer } from './private-server.ts';
+import { caughtUp as caughtUpNode, loggedGtids, type ReplicationNode, replicate as replicateNode, stopReplication } from './replication.ts';
 import { switchingProxy } from './stalling-proxy.ts';
 
 /*
@@ -61,11 +62,7 @@ export async function one(s: Server, sql: string): Promise<string | undefined> {
   return ((await s.admin.query(sql)) as unknown as [{ v: string }[]])[0][0]?.v;
 }
 
-/** The GTIDs `s` has applied: MariaDB's gtid_slave_pos, MySQL's gtid_executed. */
-async function applied(s: Server): Promise<string | undefined> {
-  if (s.kind === 'mariadb') return one(s, 'SELECT @@gtid_slave_pos AS v');
-  return (await one(s, 'SELECT @@GLOBAL.gtid_executed AS v'))?.replace(/\s/g, '');
-}
+const node = (s: Server): ReplicationNode => ({ kind: s.kind, admin: s.admin, port: s.instance.port, adminUrl: s.instance.adminUrl });
 
 /**
  * A primary and a replica copying it by GTID, whose binlog logs what it applies: on MariaDB from
@@ -76,43 +73,19 @@ export async function pair(): Promise<[Server, Server]> {
   const kind = inject('stackServer');
   const [primary, replica] = await Promise.all([server(), server(['--server-id=2', ...(kind === 'mariadb' ? ['--log-slave-updates=ON'] : [])])]);
   if (kind === 'mariadb') await replica.admin.query("SET GLOBAL gtid_slave_pos = ''");
-  else await replica.admin.query(`RESET MASTER; SET GLOBAL gtid_purged = '${await applied(primary)}'`);
+  else await replica.admin.query(`RESET MASTER; SET GLOBAL gtid_purged = '${await loggedGtids(node(primary))}'`);
   await replicate(replica, primary);
   return [primary, replica];
 }
 
-/**
- * Makes `replica` copy `primary` by GTID (MariaDB MASTER_USE_GTID from its first transaction on;
- * MySQL auto-positioning over TLS). `until`: only up to that position, MariaDB's START SLAVE UNTIL.
- */
-export async function replicate(replica: Server, primary: Server, until?: string): Promise<void> {
-  const port = new URL(primary.instance.adminUrl).port;
-  if (replica.kind === 'mysql') {
-    await replica.admin.query(
-      `CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = ${port}, SOURCE_USER = 'sluice_admin', SOURCE_PASSWORD = 'sluice-admin', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, GET_SOURCE_PUBLIC_KEY = 1; START REPLICA`,
-    );
-    return;
-  }
-  await replica.admin.query(
-    `CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = ${port}, MASTER_USER = 'sluice_admin', MASTER_PASSWORD = 'sluice-admin', MASTER_USE_GTID = slave_pos`,
-  );
-  await replica.admin.query(until ? `START SLAVE UNTIL master_gtid_pos = '${until}'` : 'START SLAVE');
-}
+/** Makes `replica` copy `primary` by GTID (./replication.ts). `until`: only up to that position, MariaDB's START SLAVE UNTIL. */
+export const replicate = (replica: Server, primary: Server, until?: string): Promise<void> => replicateNode(node(replica), node(primary), until);
 
 /** Stops `replica` copying: it is promoted. */
-export async function promote(replica: Server): Promise<void> {
-  await replica.admin.query(replica.kind === 'mysql' ? 'STOP REPLICA' : 'STOP SLAVE');
-}
+export const promote = (replica: Server): Promise<void> => stopReplication(node(replica));
 
 /** Waits until `replica` has applied `gtids` (default: everything `primary` has logged). */
-export async function caughtUp(primary: Server, replica: Server, gtids?: string): Promise<void> {
-  const wanted = gtids ?? (primary.kind === 'mariadb' ? await one(primary, 'SELECT @@gtid_binlog_pos AS v') : await applied(primary));
-  for (let i = 0; i < 400; i++) {
-    if ((await applied(replica)) === wanted) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the replica did not catch up with ${wanted} (at ${await applied(replica)})`);
-}
+export const caughtUp = (primary: Server, replica: Server, gtids?: string): Promise<void> => caughtUpNode(node(primary), node(replica), gtids);
 
 /** `SHOW MASTER STATUS`: the end of `s`'s binlog. */
 export async function binlogEnd(s: Server): Promise<{ File: string; Position: number }> {
@@ -144,7 +117,7 @@ export async function restore(from: Server, to: Server, db: string): Promise<voi
   statements.push('SET SESSION sql_log_bin = 1');
   // MySQL: the GTIDs executed up to the restore point come with the backup (mysqldump's SET
   // @@GLOBAL.gtid_purged, or a snapshot's mysql.gtid_executed); the ones after it do not.
-  if (from.kind === 'mysql' && to.kind === 'mysql') statements.push(`SET GLOBAL gtid_purged = '+${await applied(from)}'`);
+  if (from.kind === 'mysql' && to.kind === 'mysql') statements.push(`SET GLOBAL gtid_purged = '+${await loggedGtids(node(from))}'`);
   await to.admin.query(statements.join(';\n'));
 }
 

@@ -43,6 +43,7 @@ describe('the CloudWatch dashboard (scripts/dashboard.cjs)', () => {
       'IcebergLagCommits',
       'Errors',
       'MemoryUsedMB',
+      'Repositions',
     ])
       expect(graphed).toContain(name);
   });

@@ -154,6 +154,13 @@ export interface BinlogReaderOptions {
   capture?: { history: BinlogHistories };
   /** A scan that must read the stored position's binlog history (the check alone, no guards). */
   history?: BinlogHistories;
+  /**
+   * MySQL: the server's gtid_purged when the stream opened. A file's Previous_gtids leaves out the
+   * GTIDs that are in no binlog file because SET gtid_purged put them there (a server built from a
+   * dump, restored from a snapshot): they were executed before every file, so a set learned from
+   * Previous_gtids takes them in, or the history check would find them purged after the position.
+   */
+  purged?: string;
 }
 
 const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete' } as const;
@@ -752,7 +759,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'PreviousGtids': {
         // A file read from its start: the set executed before it is exact from here on. United with
         // the set known so far: a start set's gap-filled transactions after it stay held.
-        this.executed = knownSet(() => GtidSet.parse(String(ev.gtidSet ?? '')).union(this.executed?.set ?? GtidSet.EMPTY));
+        // With the server's gtid_purged, which the event leaves out when SET gtid_purged put it there.
+        this.executed = knownSet(() =>
+          GtidSet.parse(String(ev.gtidSet ?? ''))
+            .union(this.executed?.set ?? GtidSet.EMPTY)
+            .union(GtidSet.parse(this.options.purged ?? '')),
+        );
         if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;
       }
