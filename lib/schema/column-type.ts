@@ -49,8 +49,8 @@ export class UnsupportedTypeError extends Error {
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
 const TEXTS = new Set(['tinytext', 'text', 'mediumtext', 'longtext']);
 const BLOBS = new Set(['tinyblob', 'blob', 'mediumblob', 'longblob']);
-// MySQL 8's information_schema names GEOMETRYCOLLECTION `geomcollection` (its COLUMN_TYPE), MariaDB's and the DDL `geometrycollection`.
-const GEOMETRIES = new Set([
+/** The spatial types' names. MySQL 8's information_schema names GEOMETRYCOLLECTION `geomcollection` (its COLUMN_TYPE), MariaDB's and the DDL `geometrycollection`. */
+export const GEOMETRIES: ReadonlySet<string> = new Set([
   'geometry',
   'point',
   'linestring',

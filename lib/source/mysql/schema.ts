@@ -2,6 +2,7 @@ import { formatName, formatTableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import { rowProperty } from '../../format/event.ts';
 import type { Column, ColumnKind, LogicalType } from '../../format/types.ts';
+import { GEOMETRIES } from '../../schema/column-type.ts';
 import type { SqlConnection } from './server.ts';
 
 /** A table as the snapshot sees it: the same column kinds and type names the binlog path produces. */
@@ -31,18 +32,6 @@ interface ColumnRow {
 }
 
 const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
-/** information_schema's names of the spatial types; MySQL 8 calls GEOMETRYCOLLECTION `geomcollection`. */
-const SPATIAL = new Set([
-  'geometry',
-  'point',
-  'linestring',
-  'polygon',
-  'multipoint',
-  'multilinestring',
-  'multipolygon',
-  'geometrycollection',
-  'geomcollection',
-]);
 const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
@@ -139,7 +128,7 @@ function schemaColumn(row: ColumnRow): Column {
  */
 function readOf(row: ColumnRow): string {
   const type = row.DATA_TYPE.toLowerCase();
-  if (SPATIAL.has(type)) return `CAST(${id(row.COLUMN_NAME)} AS BINARY)`;
+  if (GEOMETRIES.has(type)) return `CAST(${id(row.COLUMN_NAME)} AS BINARY)`;
   if (type === 'year' && /^year\(2\)/i.test(row.COLUMN_TYPE)) return `YEAR(${id(row.COLUMN_NAME)})`;
   return id(row.COLUMN_NAME);
 }
