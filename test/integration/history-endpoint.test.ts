@@ -4,9 +4,11 @@ import { stopProcess } from '../../lib/local/process.ts';
 import {
   binlogEnd,
   caughtUp,
+  creates,
   endpoint,
   expectIcebergEqual,
   expectVerified,
+  once,
   pair,
   promote,
   rowsOf,
@@ -29,19 +31,6 @@ import {
 const kind = inject('stackServer');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fileNumber = (file: string) => Number(/\d+$/.exec(file)?.[0]);
-
-/** How many insert events (`c`) of each key of `table` the output holds: read exactly once, one each (keys are never inserted twice here). */
-async function creates(source: Source, table = 't'): Promise<Map<number, number>> {
-  const counts = new Map<number, number>();
-  for (const event of await source.events()) {
-    if (event.op !== 'c' || event.table !== table) continue;
-    const id = Number(event.key.id);
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
-}
-
-const once = (counts: Map<number, number>) => [...counts.entries()].filter(([, n]) => n !== 1);
 
 describe(`another server behind the endpoint (private ${kind === 'mysql' ? 'MySQL' : 'MariaDB'})`, () => {
   it('a promoted replica without an unread tail: the run moves by GTID by itself, reads nothing twice, copies nothing again, and goes on with what the new server writes', async () => {

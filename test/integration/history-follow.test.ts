@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { caughtUp, expectIcebergEqual, expectVerified, one, replicate, type Server, type Source, server, sourceOn, stop } from '../support/history-source.ts';
+import { caughtUp, creates, expectIcebergEqual, expectVerified, once, one, replicate, type Server, server, sourceOn, stop } from '../support/history-source.ts';
 
 /*
  * Following the transactions, not the server (lib/capture/follow.ts), on private MariaDB servers:
@@ -22,19 +22,6 @@ async function pair(): Promise<[Server, Server]> {
 }
 
 const FOLLOWED = 'the binlog history changed and this server carries every transaction read: following them by GTID';
-
-/** How many insert events (`c`) of each key of `table` the output holds: read exactly once, one each (keys are never inserted twice here). */
-async function creates(source: Source, table = 't'): Promise<Map<number, number>> {
-  const counts = new Map<number, number>();
-  for (const event of await source.events()) {
-    if (event.op !== 'c' || event.table !== table) continue;
-    const id = Number(event.key.id);
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
-}
-
-const once = (counts: Map<number, number>) => [...counts.entries()].filter(([, n]) => n !== 1);
 
 describe('following the transactions to another binlog history (private MariaDB)', () => {
   it('a promoted replica with an unread tail: the run moves by GTID by itself and reads the tail, exactly once, nothing copied again; status, log and metric say so', async () => {

@@ -263,3 +263,17 @@ export async function expectIcebergEqual(source: Source, s: Server, tables: stri
     expect({ table, rows: await icebergRowsAt(store, version?.metadata) }).toEqual({ table, rows: await mysqlTextOf(sql, db, table) });
   }
 }
+
+/** How many insert events (`c`) of each key of `table` the output holds: read exactly once, one each (keys are never inserted twice here). */
+export async function creates(source: Source, table = 't'): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  for (const event of await source.events()) {
+    if (event.op !== 'c' || event.table !== table) continue;
+    const id = Number(event.key.id);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** The keys of `counts` not read exactly once. */
+export const once = (counts: Map<number, number>) => [...counts.entries()].filter(([, n]) => n !== 1);
