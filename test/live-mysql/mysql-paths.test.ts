@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
+import { comparePositions } from '../../lib/core/position.ts';
 import { parseTableRef } from '../../lib/core/table-ref.ts';
 import { dialectOf } from '../../lib/source/mysql/dialect.ts';
 import { connect } from '../../lib/source/mysql/server.ts';
@@ -70,11 +71,18 @@ describe('MySQL paths on the live server', () => {
     const url = await account(source, ', LOCK TABLES');
     const conn = await connect(await mysqlTarget(loadConfig({ ...stackEnv, SLUICE_MYSQL_URL: url })));
     try {
+      const end = async () => {
+        const [[status]] = (await source.admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]];
+        return { file: status.File, pos: Number(status.Position) };
+      };
+      // Other test files write to the same server meanwhile: the point lies between the ends read around it.
+      const before = await end();
       const point = await (await dialectOf(conn)).snapshotPoint(conn, [parseTableRef(`${source.db}.k`)]);
       if ('refused' in point) throw new Error(point.refused);
       expect(point.how).toBe('LOCK TABLES … READ');
-      const [[status]] = (await source.admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]];
-      expect(point.position).toMatchObject({ file: status.File, pos: Number(status.Position) });
+      const after = await end();
+      expect(comparePositions(before, point.position)).toBeLessThanOrEqual(0);
+      expect(comparePositions(point.position, after)).toBeLessThanOrEqual(0);
       const blocked = await mysql.createConnection({ uri: stackEnv.SLUICE_LOCAL_ADMIN_URL });
       try {
         await blocked.query('SET SESSION lock_wait_timeout = 1');
@@ -152,6 +160,8 @@ describe('MySQL paths on the live server', () => {
     await source.sql(
       `INSERT INTO j VALUES (1, '{"a": 1, "b": [1, 2, 3], "c": {"d": "text", "e": null}}', 0), (2, '[1, {"x": "y"}, "z"]', 0), (3, '{"big": "${'x'.repeat(300)}", "small": 1}', 0), (4, NULL, 0)`,
     );
+    // Other test files write to the same server and rotate its binlog: the partial updates are read from here on.
+    const [[from]] = (await source.admin.query('SHOW MASTER STATUS')) as unknown as [[{ File: string; Position: number }]];
     await source.sql(
       [
         'SET SESSION binlog_row_value_options = PARTIAL_JSON',
@@ -168,8 +178,14 @@ describe('MySQL paths on the live server', () => {
 
     // The server did write partial updates: otherwise this test would show nothing.
     const [logs] = (await source.admin.query('SHOW BINARY LOGS')) as unknown as [{ Log_name: string }[]];
-    const [events] = (await source.admin.query(`SHOW BINLOG EVENTS IN '${logs.at(-1)?.Log_name}'`)) as unknown as [{ Event_type: string }[]];
-    expect(events.filter((e) => e.Event_type === 'Update_rows_partial').length).toBeGreaterThanOrEqual(5);
+    let partial = 0;
+    for (const { Log_name: file } of logs.filter((l) => l.Log_name >= from.File)) {
+      const [events] = (await source.admin.query(`SHOW BINLOG EVENTS IN ? FROM ?`, [file, file === from.File ? Number(from.Position) : 4])) as unknown as [
+        { Event_type: string }[],
+      ];
+      partial += events.filter((e) => e.Event_type === 'Update_rows_partial').length;
+    }
+    expect(partial).toBeGreaterThanOrEqual(5);
 
     const verdict = await verify({ config: source.config, s3: source.clients.s3, store: source.clients.store });
     expect(verdict.tables).toMatchObject([{ table: `${source.db}.j`, status: 'compared', mysqlRows: 4, compared: 4, missing: 0, extra: 0, differing: 0 }]);
