@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
@@ -15,7 +15,7 @@ import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import { loadVersion } from '../../lib/iceberg/table.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import type { LocalServer } from '../../lib/local/stack.ts';
-import { silentLog } from '../../lib/log.ts';
+import { type Log, silentLog } from '../../lib/log.ts';
 import { eventLines } from '../../lib/materialize/feed.ts';
 import { resetState } from '../../lib/ops/state-admin.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
@@ -120,6 +120,8 @@ export async function runChaos(options: {
   log?: (line: string) => void;
 }): Promise<ChaosReport> {
   const say = options.log ?? (() => {});
+  // CHAOS_TRACE=<file>: every line sluice logs, and each fault as it starts, with the time (docs/VERIFY.md).
+  const log = process.env.CHAOS_TRACE ? traceLog(process.env.CHAOS_TRACE) : silentLog;
   const random = rng(options.seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
   const started = Date.now();
@@ -184,11 +186,11 @@ export async function runChaos(options: {
   await initResources(config, { s3, dynamo, store, snapshots });
   const merges = new DynamoDbMergeStore(dynamo, config.stateTable);
   const merge = (faults?: Faults, waitForLeaseMs = 0) =>
-    runIcebergMerge({ config, s3, store, snapshots, merges, log: silentLog, faults }, { owner: `chaos-${Date.now()}-${random()}`, waitForLeaseMs });
+    runIcebergMerge({ config, s3, store, snapshots, merges, log, faults }, { owner: `chaos-${Date.now()}-${random()}`, waitForLeaseMs });
   const gate = new WriteGate();
   const failovers = { followed: 0, stopped: 0, rotatedFirst: 0, rebuiltFirst: 0 };
   const deps = (faults?: Faults, budgetMs = 4_000, stopWhenCaughtUp = true): [CaptureDeps, { budgetMs: number; stopWhenCaughtUp: boolean }] => [
-    { config, s3, store, snapshots, log: silentLog, faults },
+    { config, s3, store, snapshots, log, faults },
     { budgetMs, stopWhenCaughtUp },
   ];
 
@@ -408,7 +410,7 @@ export async function runChaos(options: {
     },
     'crash in a snapshot page commit': () =>
       tolerate(async () => {
-        const deps0 = { config, s3, store, snapshots, log: silentLog, faults: { hit: crashOnce(pick(POINTS)) } };
+        const deps0 = { config, s3, store, snapshots, log, faults: { hit: crashOnce(pick(POINTS)) } };
         const running = await snapshots.activeJobs(sourceId);
         const [job] = running.length
           ? running
@@ -448,7 +450,7 @@ export async function runChaos(options: {
    */
   async function resetToLatest(): Promise<void> {
     for (let tries = 0; tries < 20; tries++) {
-      const reset = await resetState(config, store, { mode: 'latest' }, silentLog).then(
+      const reset = await resetState(config, store, { mode: 'latest' }, log).then(
         () => true,
         (error: { code?: string }) => {
           if (error.code !== 'STATE_BUSY' && error.code !== 'STATE_PENDING') throw error;
@@ -594,7 +596,7 @@ export async function runChaos(options: {
     for (let attempt = 0; attempt < 40; attempt++) {
       const [job] = await snapshots.activeJobs(sourceId);
       if (job) {
-        const result = await runSnapshotWorker({ config, s3, store, snapshots, log: silentLog }, { budgetMs: 30_000, snapshotId: job.id }).catch(noted);
+        const result = await runSnapshotWorker({ config, s3, store, snapshots, log }, { budgetMs: 30_000, snapshotId: job.id }).catch(noted);
         if (!result?.complete) await sleep(500);
         continue;
       }
@@ -661,7 +663,10 @@ export async function runChaos(options: {
         await conn?.end();
         return done;
       })();
-      for (const name of chosen) await (scenarios[name] as () => Promise<void>)();
+      for (const name of chosen) {
+        log.info(`chaos: round ${round}: ${name}`);
+        await (scenarios[name] as () => Promise<void>)();
+      }
       mutations += await workload;
       for (const kind of ddlDone) count(`DDL ${kind}`);
 
@@ -722,4 +727,18 @@ export async function runChaos(options: {
     for (const server of servers) await stopProcess(server.pid);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A log that appends each line, with its time and fields, as JSON to `file`. */
+function traceLog(file: string): Log {
+  const write =
+    (level: string) =>
+    (message: unknown, ...extra: unknown[]) =>
+      appendFileSync(
+        file,
+        `${JSON.stringify({ at: new Date().toISOString(), level, message, extra }, (_, v) =>
+          typeof v === 'bigint' ? String(v) : v instanceof Error ? { error: v.message, code: (v as { code?: string }).code } : v,
+        )}\n`,
+      );
+  return { debug() {}, info: write('info'), warn: write('warn'), error: write('error') } as Log;
 }
