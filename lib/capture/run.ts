@@ -20,7 +20,7 @@ import { getJson } from '../sink/s3/objects.ts';
 import { StagingSweep } from '../sink/s3/staging-sweep.ts';
 import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
-import { startupPosition } from '../source/mysql/binlog-scan.ts';
+import { historyAt, startupPosition } from '../source/mysql/binlog-scan.ts';
 import { dialectOf } from '../source/mysql/dialect.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables, showInvisiblePrimaryKeys } from '../source/mysql/schema.ts';
@@ -132,6 +132,8 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
       }
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
     start = await withGtids(conn, start);
+    // Stored before the stream reads there: with its history, which tells it from the next one (historyAt).
+    history.know(await historyAt(await mysqlTarget(config), conn, start));
     const at = { epoch: state.epoch, commitSeq: state.commitSeq + 1 };
     const catalog = fresh ? catalogOf(config, fresh.versions, fresh.databases, start, at) : await initialCatalog(conn, deps, start, at, traits);
     catalog.useCharsets(charsets);
@@ -688,7 +690,8 @@ class CaptureStream {
       // A changed catalog is committed at once: the position must not move past its DDL without it.
       force: stop || this.tracker.catalog.dirty,
       batch: this.batch && this.tracker.catalog.dirty ? { ...this.batch, events: Math.max(1, this.batch.events) } : this.batch,
-      advanced: comparePositions(this.position, this.committed) > 0,
+      // Or the stored position's history, unrecorded (a position moved by GTID, or stored by an earlier sluice), is known now.
+      advanced: comparePositions(this.position, this.committed) > 0 || (this.state.history === undefined && this.spec.history.of(this.position) !== undefined),
       // Behind the binlog end seen at the start (a backlog), batches are cut by size and age only.
       caughtUp: (this.reader?.drained ?? true) && this.caughtUp(),
       lastCommitAt: this.lastCommitAt,

@@ -8,7 +8,7 @@ import { type BinlogPosition, comparePositions, formatPosition } from '../core/p
 import type { TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
-import { startupPosition, tablesWritten } from '../source/mysql/binlog-scan.ts';
+import { historyAt, startupPosition, tablesWritten } from '../source/mysql/binlog-scan.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { serverTraits } from '../source/mysql/schema-read.ts';
 import { connect, type SqlConnection } from '../source/mysql/server.ts';
@@ -205,9 +205,12 @@ export async function resetState(config: Config, store: StateStore, to: Startup,
   const conn = await connect(target);
   const before = await store.get(config.sourceId);
   let position: BinlogPosition;
+  let history: BinlogHistory;
   let skipped: Skipped;
   try {
     position = await startupPosition({ ...config, startup: to }, conn, log);
+    // Recorded now, before any run reads from it: what tells this history from the next (historyAt).
+    history = await historyAt(target, conn, position);
     skipped = await whatResetSkips(config, conn, before, position, to);
   } finally {
     await conn.end();
@@ -220,7 +223,7 @@ export async function resetState(config: Config, store: StateStore, to: Startup,
     log.info('resetting the stored position', { source: config.sourceId, from: state.position, to: position, epoch: state.epoch + 1, resync });
     return store.overwrite(
       { sourceId: config.sourceId, owner, expectVersion: state.version, now },
-      { position, commitSeq: state.commitSeq, epoch: state.epoch + 1, ...(resync ? { resync } : {}) },
+      { position, history, commitSeq: state.commitSeq, epoch: state.epoch + 1, ...(resync ? { resync } : {}) },
     );
   });
 }
@@ -236,18 +239,19 @@ const samePosition = (a: BinlogPosition | undefined, b: BinlogPosition | undefin
  * taken to be on the server's history only where that is proven: the checks a run makes before
  * reading (its file and offset; with its GTID, that the server has it at that very place, or holds
  * its GTID set), and those of the stream from it (its file's creation time, the first GTID after
- * it). A position with neither a recorded history nor a GTID proves nothing: every table.
+ * it). A position without the recorded creation time of its file proves nothing, whatever GTIDs it
+ * holds (they are numbered from 1 again after RESET MASTER): every table.
  */
 async function whatResetSkips(config: Config, conn: SqlConnection, state: SourceState | undefined, position: BinlogPosition, to: Startup): Promise<Skipped> {
   if (to.mode === 'gtid' || !state?.position) return 'nothing';
   const stored = state.position;
-  if (state.history === undefined && stored.gtid === undefined && stored.gtidSet === undefined && stored.gtidPos === undefined) return 'all';
+  if (state.history?.file !== stored.file) return 'all';
   const forward = comparePositions(position, stored) > 0;
   let written: Awaited<ReturnType<typeof tablesWritten>>;
   try {
     await new BinlogHistories(state).checkStored(conn);
     // The GTID checks too, which a recorded history stands in for at a run's start.
-    if (state.history && (stored.gtid !== undefined || stored.gtidSet !== undefined || stored.gtidPos !== undefined))
+    if (stored.gtid !== undefined || stored.gtidSet !== undefined || stored.gtidPos !== undefined)
       await new BinlogHistories({ position: stored }).checkStored(conn);
     const traits = await serverTraits(conn);
     const context = { serverVersion: traits.serverVersion, serverKind: traits.serverKind, lowerCaseTableNames: traits.lowerCaseTableNames };

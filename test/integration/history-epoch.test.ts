@@ -31,6 +31,9 @@ const flavor = kind === 'mysql' ? 'MySQL' : 'MariaDB';
 /** `file`'s successor `n` files on (binlog.000004 + 1 = binlog.000005). */
 const fileAfter = (file: string, n: number) => file.replace(/\d+$/, (digits) => String(Number(digits) + n).padStart(digits.length, '0'));
 
+/** Resolves once the wall clock's second has changed. */
+const nextSecond = () => new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 10));
+
 /** The recovery a POSITION_FOREIGN message offers (`sluice state reset --to …`). */
 const offered = (message: string) => /sluice state reset --to ([^`\s]+)`/.exec(message)?.[1];
 
@@ -159,6 +162,47 @@ describe(`history epochs: the ordering key across changes of binlog history (pri
     expect(await source.clients.snapshots.activeJobs(source.config.sourceId)).toEqual([]);
     await expectVerified(source, ['skip.t', 'skip.u']);
     await expectIcebergEqual(source, s, ['t', 'u'], 'skip');
+  });
+
+  it('RESET MASTER again before any run read from a reset’s position: the new binlog starts at the same file and offset, with no GTID to tell them apart; the run stops with POSITION_FOREIGN, the recovery copies every table, and the writes between the two resets are not lost', async () => {
+    const s = a as Server;
+    const source = await sourceOn(s.instance.url, 'again', s.env);
+    // A first run that reads nothing still records the history of the position it starts at.
+    await source.capture();
+    expect((await source.state())?.history?.created).toBeGreaterThan(0);
+    await s.admin.query('CREATE DATABASE again; CREATE TABLE again.t (id INT PRIMARY KEY, v VARCHAR(20)); CREATE TABLE again.k (v VARCHAR(5), n INT)');
+    await source.capture();
+    await s.admin.query(`INSERT INTO again.t VALUES ${rowsOf(1, 40, (i) => `v${i}`)}; INSERT INTO again.k VALUES ('a', 1), ('a', 1)`);
+    await source.capture();
+    await s.admin.query('RESET MASTER');
+    expect(await source.capture().catch((error: { code?: string }) => error.code)).toBe('POSITION_FOREIGN');
+    expect((await source.cli(['state', 'reset', '--to', 'latest'])).code).toBe(0);
+    // Nothing is written meanwhile: the runs copy the tables and leave the position where the reset put it.
+    await source.capture();
+    await source.snapshots();
+    await source.capture();
+    const reset = await source.state();
+    expect(reset).toMatchObject({ epoch: 1 });
+    expect(reset?.resync).toBeUndefined();
+
+    // Written on this history and read by nobody; then the binlog starts again, a second later
+    // (a file's creation time, which tells the histories apart, has second precision).
+    await s.admin.query("UPDATE again.t SET v = 'unread' WHERE id <= 10; DELETE FROM again.t WHERE id > 30; INSERT INTO again.k VALUES ('b', 2)");
+    await nextSecond();
+    await s.admin.query('RESET MASTER');
+    expect(await binlogEnd(s)).toEqual({ File: reset?.position?.file, Position: reset?.position?.pos });
+    await s.admin.query("INSERT INTO again.t VALUES (100, 'new'); DELETE FROM again.k WHERE n = 1 LIMIT 1");
+    const failure = (await source.capture().catch((error: Error & { code?: string }) => error)) as Error & { code?: string };
+    expect(failure.code).toBe('POSITION_FOREIGN');
+    expect(await source.state()).toMatchObject({ epoch: 1, position: reset?.position });
+    expect((await source.cli(['state', 'reset', '--to', 'latest'])).code).toBe(0);
+    expect(await source.state()).toMatchObject({ epoch: 2, resync: { reason: 'sluice state reset --to latest' } });
+    await source.capture();
+    await source.snapshots();
+    await s.admin.query("UPDATE again.t SET v = 'after' WHERE id % 4 = 0");
+    await source.capture();
+    await expectVerified(source, ['again.k', 'again.t']);
+    await expectIcebergEqual(source, s, ['k', 't'], 'again');
   });
 
   it('SLUICE_ON_HISTORY_CHANGE=stop: a failover to a promoted replica whose binlog numbers lie below the old primary’s stops with POSITION_FOREIGN, and `state reset --to gtid:` reads the unread tail from the replica, exactly once, in order', async () => {

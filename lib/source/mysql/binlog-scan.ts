@@ -1,5 +1,6 @@
 import type { Config } from '../../config/config.ts';
 import { GtidPosition, GtidSet, isMariadbGtidPosition, parseMariadbGtid } from '../../core/gtid-set.ts';
+import type { BinlogHistory } from '../../core/history.ts';
 import { type BinlogPosition, comparePositions, formatPosition } from '../../core/position.ts';
 import { type TableRef, tableKey } from '../../core/table-ref.ts';
 import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
@@ -7,7 +8,7 @@ import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
 import { type ClassifyContext, classifyDdl, type DdlClassification } from './ddl/classify.ts';
 import { type Dialect, dialectOf } from './dialect.ts';
-import { type BinlogHistories, checkStartPosition } from './history.ts';
+import { BinlogHistories, checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';
 
@@ -248,6 +249,35 @@ export async function mysqlGtidPosition(target: MysqlTarget, conn: SqlConnection
 
 async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string): Promise<BinlogPosition> {
   return (await mysqlGtidPosition(target, conn, dialect, text)).position;
+}
+
+/**
+ * The binlog history `position` is on now: its file's creation time (the Format_description event
+ * a stream from there begins with) and the server's identity. Stored with a position taken from
+ * the server (a reset, a first run) before any run has read from it, so that the next run tells
+ * this history from another that reuses the file's name and offsets: after RESET MASTER the server
+ * starts again at the same `binlog.000001:157`, and GTIDs (MariaDB sequence numbers, MySQL's own
+ * GNOs) are numbered from 1 again, so neither proves which history a position is on.
+ */
+export async function historyAt(target: MysqlTarget, conn: SqlConnection, position: BinlogPosition): Promise<BinlogHistory> {
+  const histories = new BinlogHistories();
+  await histories.checkStored(conn); // no stored position: the server's identity only
+  const reader = new BinlogReader({ target, start: position, filter: () => false, idleMs: 200, history: histories });
+  const started = Date.now();
+  try {
+    for await (const item of reader) {
+      const history = histories.of(position);
+      if (history) return history;
+      if (item.kind === 'idle' && Date.now() - started >= SCAN_SILENCE_MS) break;
+    }
+  } finally {
+    await reader.stop();
+  }
+  throw new SluiceError(
+    ErrorCode.BINLOG_STREAM,
+    `the server sent no Format_description event for ${position.file} within ${SCAN_SILENCE_MS / 1000} s, so the history of ${formatPosition(position)} is unknown; nothing was stored, try again`,
+    { retriable: true },
+  );
 }
 
 /** Where a source with no stored position starts, per SLUICE_STARTUP (`initial*` are handled by the caller). */

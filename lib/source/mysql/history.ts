@@ -118,6 +118,11 @@ export class BinlogHistories {
     return { file: position.file, created, ...this.server };
   };
 
+  /** Takes `known` as its file's history: that of a start the run took from the server (historyAt), before its stream reads there. */
+  know(known: BinlogHistory): void {
+    this.created.set(known.file, known.created);
+  }
+
   /**
    * Before reading: the stored position's file is on the server and `pos` is an event boundary in
    * it; a position stored without its history is checked by GTID. Throws POSITION_LOST or
