@@ -1,9 +1,10 @@
+import type { BinlogHistory } from '../core/history.ts';
 import { type BinlogPosition, formatPosition } from '../core/position.ts';
 import { ErrorCode, PositionForeignError, type SluiceError } from '../errors.ts';
 import { noMetrics } from '../log.ts';
 import { type GtidStart, mariadbGtidStart, mysqlGtidPosition } from '../source/mysql/binlog-scan.ts';
 import { dialectOf } from '../source/mysql/dialect.ts';
-import { gtidCoverage, serverIdentity } from '../source/mysql/history.ts';
+import { gtidCoverage, type ServerIdentity, serverIdentity } from '../source/mysql/history.ts';
 import { connect } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { Reposition, SourceState } from '../state/store.ts';
@@ -23,6 +24,10 @@ import type { CaptureDeps } from './run.ts';
  *      (`gtidCoverage`). MySQL: gtid_executed ⊇ the set, and (gtid_executed − set) ∩ gtid_purged
  *      is empty, whatever the server's uuid, file names and offsets. MariaDB: every domain's last
  *      GTID read is in the server's binlog state and its oldest binlog does not start after it.
+ *      And it is another server than the one P was read on (server_uuid; MariaDB server_id): on
+ *      the same one a new history is its own binlog started again, whose GTIDs are numbered from 1
+ *      again — a set or a sequence number it reaches again names other transactions, and the
+ *      time of one can match by chance, to the second.
  *   2. A scan of its binlog finds B as `state reset --to gtid:` does (lib/source/mysql/binlog-scan.ts):
  *      MySQL, the boundary before the first transaction outside the set, the stream skipping any
  *      later one the set holds; MariaDB, per domain in this server's binlog order (a replica's):
@@ -60,6 +65,17 @@ function notFollowed(foreign: SluiceError, why: string): PositionForeignError {
   return new PositionForeignError(`${foreign.message} sluice did not move by itself: ${why}.`, evidence);
 }
 
+/**
+ * Whether `server` is the one `history` was recorded on: the same server_uuid (MySQL), else the
+ * same server_id (MariaDB, whose replicas must have another one). Its binlog history changing
+ * means its own binlog was started again, never a failover.
+ */
+function sameServer(history: BinlogHistory | undefined, server: ServerIdentity): boolean {
+  if (!history) return false;
+  if (history.serverUuid || server.serverUuid) return history.serverUuid === server.serverUuid;
+  return history.serverId !== undefined && history.serverId === server.serverId;
+}
+
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
 /**
@@ -82,6 +98,12 @@ export async function followHistory(deps: CaptureDeps, state: SourceState, owner
     // The error already says what the server lacks (it asked the same of the same server).
     if (!coverage.held) throw foreign;
     gtid = coverage.gtid;
+    server = await serverIdentity(conn);
+    if (sameServer(state.history, server))
+      throw notFollowed(
+        foreign,
+        `this is the server the position was read on (${server.serverUuid ? `server_uuid ${server.serverUuid}` : `server_id ${server.serverId}`}), and its binlog started again (RESET MASTER, RESET BINARY LOGS AND GTIDS): the GTIDs it has logged since are numbered anew and name other transactions`,
+      );
     if (!stored.gtid || stored.gtidTime === undefined)
       throw notFollowed(
         foreign,
@@ -107,7 +129,6 @@ export async function followHistory(deps: CaptureDeps, state: SourceState, owner
         `this server's ${stored.gtid} was written at ${iso(found.identityAt)}, the one sluice read at ${iso(identity.at)}: another transaction under the same GTID (RESET MASTER, or a server that numbers its own transactions alike)`,
       );
     moved = { ...found.position, gtid: stored.gtid, gtidTime: stored.gtidTime };
-    server = await serverIdentity(conn);
   } finally {
     await conn.end();
   }
