@@ -43,7 +43,7 @@ import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.
  *   - `@@server_uuid` must be the one recorded with the history, unless the stored creation time
  *     of the position's file is there to prove the file is the same one (shared storage keeps the
  *     files across a change of instance); a different server's files with the same names are
- *     another history.
+ *     another history. (MariaDB, which has no uuid: `@@server_id` must be the one recorded.)
  *
  * A position without a set (gtid_mode OFF, or stored before sets were recorded) is checked by its
  * last GTID alone (it must be in gtid_executed) and by the file timestamps, as on MariaDB.
@@ -150,6 +150,13 @@ export class BinlogHistories {
     }
     const dialect = await dialectOf(conn);
     if (dialect.flavor.kind === 'mysql') return this.checkMysql(conn, dialect, position, history);
+    // MariaDB has no uuid: a server_id other than the one recorded is another server, whose files
+    // of the same names may have been created in the same second (a replica built with its primary).
+    const was = history?.serverId;
+    const now = this.server.serverId;
+    if (was !== undefined && now !== undefined && was !== now) {
+      throw await foreignError(async () => conn, { position, evidence: `it was recorded on server_id ${was}; this server is server_id ${now}` });
+    }
     const expected = this.storedDomains;
     // BINLOG_GTID_POS answers NULL past 4 GiB (sql/item_strfunc.cc: pos > UINT_MAX32): such a
     // position is checked by the stream's first GTIDs alone (onEvent).
