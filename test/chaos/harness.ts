@@ -188,6 +188,14 @@ export async function runChaos(options: {
   const merge = (faults?: Faults, waitForLeaseMs = 0) =>
     runIcebergMerge({ config, s3, store, snapshots, merges, log, faults }, { owner: `chaos-${Date.now()}-${random()}`, waitForLeaseMs });
   const gate = new WriteGate();
+  // What tells two histories of one server apart when nothing was read in between is the binlog
+  // file's creation time, to the second (docs/RUNBOOK.md): one RESET MASTER a second at most, the
+  // replica's rebuilds included (it may be promoted).
+  let lastReset = Date.now();
+  const reseed = async () => {
+    await reseedReplica(standby.node, primary.node, DATABASES);
+    lastReset = Date.now();
+  };
   const failovers = { followed: 0, stopped: 0, rotatedFirst: 0, rebuiltFirst: 0 };
   const deps = (faults?: Faults, budgetMs = 4_000, stopWhenCaughtUp = true): [CaptureDeps, { budgetMs: number; stopWhenCaughtUp: boolean }] => [
     { config, s3, store, snapshots, log, faults },
@@ -425,14 +433,16 @@ export async function runChaos(options: {
       // The server's binlog starts again under the stored position: the next run stops with
       // POSITION_FOREIGN (or LOST), and `state reset --to latest` moves the source to a new
       // history epoch whose first run resets and copies every table again.
+      while (Math.floor(Date.now() / 1000) <= Math.floor(lastReset / 1000)) await sleep(50);
       await primary.admin.query('RESET MASTER');
+      lastReset = Date.now();
       count('RESET MASTER');
       await tolerate(() => runCapture(...deps()));
       await resetToLatest();
       // The replica's GTID state is now ahead of its primary's: it is built again from a copy.
       await gate.close();
       try {
-        await reseedReplica(standby.node, primary.node, DATABASES);
+        await reseed();
       } finally {
         gate.open();
       }
@@ -482,7 +492,7 @@ export async function runChaos(options: {
         // rows the replica may change another of the equal ones, and the `key` DDL then numbers the
         // rows in another order (MySQL calls ADD … AUTO_INCREMENT unsafe for replication). A
         // replica that differs is not one to fail over to: it is built again first.
-        await reseedReplica(standby.node, primary.node, DATABASES);
+        await reseed();
         failovers.rebuiltFirst++;
       }
       // The last transaction read before the switch must be one the replica logged (a rebuilt
@@ -533,7 +543,7 @@ export async function runChaos(options: {
         await resetToLatest();
       }
       await recover();
-      await reseedReplica(standby.node, primary.node, DATABASES);
+      await reseed();
     } finally {
       gate.open();
     }
