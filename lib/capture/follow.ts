@@ -36,9 +36,10 @@ import type { CaptureDeps } from './run.ts';
  *      skipped by the stream up to it (`gtidSkip`). The scan must find every domain's GTID, and a
  *      domain this server had before its oldest binlog that nothing read is refused.
  *   3. The last transaction read (P's `gtid`) is in this binlog, written at the time recorded with
- *      P (`gtidTime`): replicas log a transaction's time as its primary did, and a GTID alone is
- *      given again to another transaction after RESET MASTER (MariaDB sequence numbers, MySQL's
- *      GNOs of the server's own uuid restart at 1).
+ *      P (`gtidTime`; on MySQL also first committed at the microsecond recorded, `gtidCommitUs`):
+ *      replicas log both as their primary did, and a GTID alone is given again to another
+ *      transaction after RESET MASTER (MariaDB sequence numbers, MySQL's GNOs of the server's own
+ *      uuid restart at 1), which a second-precision time can match by chance.
  *
  * Then every transaction emitted after B is one that was not read before, and every one not read
  * before is emitted: exactly once. B starts a new history epoch, so everything read from it sorts
@@ -77,6 +78,8 @@ function sameServer(history: BinlogHistory | undefined, server: ServerIdentity):
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+/** A time in µs since the epoch, to the microsecond. */
+const isoUs = (us: number) => new Date(Math.floor(us / 1000)).toISOString().replace(/\.(\d{3})Z$/, (_, ms) => `.${ms}${String(us % 1000).padStart(3, '0')}Z`);
 
 /**
  * After `foreign` (POSITION_FOREIGN) and before anything read from the other history was
@@ -128,7 +131,13 @@ export async function followHistory(deps: CaptureDeps, state: SourceState, owner
         foreign,
         `this server's ${stored.gtid} was written at ${iso(found.identityAt)}, the one sluice read at ${iso(identity.at)}: another transaction under the same GTID (RESET MASTER, or a server that numbers its own transactions alike)`,
       );
-    moved = { ...found.position, gtid: stored.gtid, gtidTime: stored.gtidTime };
+    const readUs = stored.gtidCommitUs;
+    if (readUs !== undefined && found.identityCommitUs !== undefined && found.identityCommitUs !== readUs)
+      throw notFollowed(
+        foreign,
+        `this server's ${stored.gtid} was first committed at ${isoUs(found.identityCommitUs)}, the one sluice read at ${isoUs(readUs)}: another transaction under the same GTID (RESET MASTER, or a server that numbers its own transactions alike)`,
+      );
+    moved = { ...found.position, gtid: stored.gtid, gtidTime: stored.gtidTime, ...(readUs === undefined ? {} : { gtidCommitUs: readUs }) };
   } finally {
     await conn.end();
   }

@@ -37,6 +37,12 @@ export interface BinlogPosition {
    * across servers, where a GTID alone does not (sequence numbers restart after RESET MASTER).
    */
   readonly gtidTime?: number;
+  /**
+   * MySQL: when the transaction `gtid` was first committed (µs since the epoch): its GTID event's
+   * original_commit_timestamp, which every replica logs unchanged. Where `gtidTime` may match by
+   * chance (two transactions of one GTID in one second), this does not.
+   */
+  readonly gtidCommitUs?: number;
 }
 
 const fileNumbers = new Map<string, number>();

@@ -42,6 +42,7 @@ const stateFileSchema = z.object({
       gtidPos: z.string().refine(isMariadbGtidPosition, 'expected a MariaDB GTID position such as 0-1-1234,2-1-7').optional(),
       gtidSkip: z.string().refine(isMariadbGtidPosition, 'expected a MariaDB GTID position such as 2-1-7').optional(),
       gtidTime: z.number().int().positive().optional(),
+      gtidCommitUs: z.number().int().positive().optional(),
     })
     .nullable(),
   history: z

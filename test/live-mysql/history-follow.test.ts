@@ -8,6 +8,7 @@ import {
   one,
   pair,
   promote,
+  replicate,
   type Server,
   type Source,
   server,
@@ -145,6 +146,43 @@ describe('following the transactions to another binlog history (private MySQL 8.
         new RegExp(`sluice did not move by itself: this is the server the position was read on \\(server_uuid ${uuid}\\), and its binlog started again`),
       );
       expect(await src.state()).toMatchObject({ epoch: 0, position: stored?.position });
+    } finally {
+      await Promise.all([stop(replica), stop(primary)]);
+    }
+  });
+
+  it('another server whose GTIDs name other transactions written in the same second (the primary’s binlog reset, the replica rebuilt from it): their first commit times differ to the microsecond, so the run does not follow; POSITION_FOREIGN', async () => {
+    const [primary, replica] = await pair();
+    try {
+      const src = await source(primary);
+      await primary.admin.query('CREATE DATABASE mf; CREATE TABLE mf.t (id INT PRIMARY KEY, v VARCHAR(20)); FLUSH BINARY LOGS');
+      await src.capture();
+      await primary.admin.query("INSERT INTO mf.t VALUES (1, 'a'); INSERT INTO mf.t VALUES (2, 'b')");
+      await src.capture();
+      const stored = (await src.state())?.position as BinlogPosition;
+      const last = stored.gtid as string;
+      const gno = Number(last.slice(last.lastIndexOf(':') + 1));
+      // Recorded with the position: the original commit time, to the microsecond.
+      expect(Math.abs((stored.gtidCommitUs as number) / 1000 - (stored.gtidTime as number))).toBeLessThan(2_000);
+
+      // The primary's binlog starts again and its uuid numbers as many transactions and more, the
+      // stored one's in the very second it was written (the session's clock set to it); the
+      // replica forgets its GTIDs, copies them all and is promoted.
+      await replica.admin.query('STOP REPLICA; RESET REPLICA ALL; RESET MASTER');
+      await primary.admin.query('RESET MASTER');
+      await primary.admin.query(`SET timestamp = ${(stored.gtidTime as number) / 1000}`);
+      for (let i = 0; i <= gno + 2; i++) await primary.admin.query(`INSERT INTO mf.t VALUES (${100 + i}, 'new')`);
+      await primary.admin.query('SET timestamp = DEFAULT');
+      await replicate(replica, primary);
+      await caughtUp(primary, replica);
+      await promote(replica);
+      expect(await executed(replica)).toBe(await executed(primary));
+
+      src.moveTo(replica.instance.url, replica.env);
+      const failure = (await src.capture().catch((error: Error & { code?: string }) => error)) as Error & { code?: string };
+      expect(failure.code).toBe('POSITION_FOREIGN');
+      expect(failure.message).toMatch(new RegExp(`sluice did not move by itself: this server's ${last} was first committed at .*, the one sluice read at`));
+      expect(await src.state()).toMatchObject({ epoch: 0, position: stored });
     } finally {
       await Promise.all([stop(replica), stop(primary)]);
     }

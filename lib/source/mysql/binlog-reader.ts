@@ -34,7 +34,7 @@ import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
  * other point is ever exposed.
  */
 export type BinlogItem =
-  | { kind: 'begin'; file: string; pos: number; gtid: string | null; serverId: number | null; tsMs: number }
+  | { kind: 'begin'; file: string; pos: number; gtid: string | null; serverId: number | null; tsMs: number; commitUs?: number }
   | { kind: 'rows'; op: 'insert' | 'delete'; shape: EncodedShape; map: TableMapStructure; rows: Row[]; pos: number; tsMs: number }
   | { kind: 'rows'; op: 'update'; shape: EncodedShape; map: TableMapStructure; rows: { before: Row; after: Row }[]; pos: number; tsMs: number }
   /**
@@ -116,6 +116,38 @@ const QUERY_COMPRESSED_EVENT = 165; // MariaDB log_bin_compress: the same header
 const EVENT_HEADER = 1 + 19;
 /** Query post-header: thread id 4, exec time 4, db length 1, error code 2, status variables length 2. */
 const QUERY_POST_HEADER = 13;
+
+/** A MySQL GTID event's original commit time (µs since the epoch), and the event's end (log_pos) to match it with zongji's event. */
+export interface GtidCommit {
+  readonly nextPosition: number;
+  readonly us: number;
+}
+
+const GTID_EVENT = 33;
+/** GTID post-header: flags 1, source uuid 16, gno 8, logical clock type 1 (2), last_committed 8, sequence_number 8. */
+const GTID_POST_HEADER = 42;
+const LOGICAL_TIMESTAMP_TYPECODE = 2;
+
+/**
+ * The original commit time of a binlog packet holding a MySQL GTID event (8.0.1+), undefined for
+ * any other packet: the time its first server committed it, in microseconds, which every replica
+ * logs unchanged (libbinlogevents Gtid_event: the immediate commit time, 7 bytes, whose top bit
+ * says that the original one follows in 7 more; without it, the two are the same). Read here
+ * because zongji skips it. With the GTID it identifies a transaction across servers, where a GTID
+ * alone does not (GNOs restart after RESET MASTER) and its second-precision header time may match
+ * by chance.
+ */
+export function gtidCommit(packet: { readonly buffer: Buffer; readonly start: number; readonly end: number }): GtidCommit | undefined {
+  const event = packet.start + 4;
+  const body = event + EVENT_HEADER;
+  const at = body + GTID_POST_HEADER;
+  const buffer = packet.buffer;
+  if (at + 7 > packet.end || buffer[event] !== 0 || buffer[event + 5] !== GTID_EVENT || buffer[body + 25] !== LOGICAL_TIMESTAMP_TYPECODE) return undefined;
+  const read56 = (offset: number) => buffer.readUIntLE(offset, 6) + ((buffer[offset + 6] as number) & 0x7f) * 2 ** 48;
+  const hasOriginal = ((buffer[at + 6] as number) & 0x80) !== 0;
+  if (hasOriginal && at + 14 > packet.end) return undefined;
+  return { nextPosition: buffer.readUInt32LE(event + 14), us: read56(hasOriginal ? at + 7 : at) };
+}
 
 /**
  * The status variables of a binlog packet holding a Query event (as mysql2 hands the dump
@@ -261,6 +293,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private gtid: string | null;
   /** When `gtid` was written (its GTID event's timestamp), for positions (`BinlogPosition.gtidTime`). */
   private gtidTime: number | undefined;
+  /** MySQL: when `gtid` was first committed, in µs (`BinlogPosition.gtidCommitUs`). */
+  private gtidCommitUs: number | undefined;
   /**
    * MariaDB: every domain's last transaction at the stream's point, once known (the stored
    * position's, or a file's Gtid_list); the open group's GTID joins it at the group's end.
@@ -303,8 +337,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * events carry log_pos 0: its end is the payload event's, which zongji delivers after them.
    */
   private endsWithPayload = false;
-  /** The status variables of the last Query event the connection received (`keepQueryStatusVars`). */
+  /** The status variables of the last Query event the connection received (`keepRawFields`). */
   private queryStatus: QueryStatusVars | undefined;
+  /** The original commit time of the last MySQL GTID event the connection received (`keepRawFields`). */
+  private rawGtidCommit: GtidCommit | undefined;
   private readonly highWater: number;
   /** When (epoch ms) the consumer wants an `idle` item at the latest if nothing arrives (see wakeWithin). */
   private wakeBy: number | undefined;
@@ -313,6 +349,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.offsets = new EventOffsets(options.start.file, options.start.pos);
     this.gtid = options.start.gtid ?? null;
     this.gtidTime = options.start.gtidTime;
+    this.gtidCommitUs = options.start.gtidCommitUs;
     if (options.start.gtidSet !== undefined) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
     if (options.start.gtidPos) this.setDomains(GtidPosition.parse(options.start.gtidPos));
     if (options.start.gtidSkip) this.skipTo = GtidPosition.parse(options.start.gtidSkip);
@@ -378,23 +415,33 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       if (profiling) this.profileDecoding();
     });
     this.zongji.start({ serverId, filename: plan.file, position: plan.pos });
-    this.keepQueryStatusVars();
+    this.keepRawFields();
   }
 
   /**
-   * Reads each Query event's status variables from its packet before zongji decodes them as UTF-8
-   * (`sqlModeFlags`). The dump connection hands each packet to zongji synchronously, and again
-   * when it replays the packets it queued while paused, so the last one read is the event's
-   * being delivered; `statusVarsOf` still checks that by its log_pos and length.
+   * Reads what zongji does not keep from each packet before it decodes it: a Query event's status
+   * variables (zongji decodes them as UTF-8, `sqlModeFlags`), a MySQL GTID event's original
+   * commit time (zongji skips it). The dump connection hands each packet to zongji synchronously,
+   * and again when it replays the packets it queued while paused, so the last one read is the
+   * event's being delivered; `statusVarsOf` and `commitUsOf` still check that by its log_pos.
    */
-  private keepQueryStatusVars(): void {
+  private keepRawFields(): void {
     const connection = this.zongji.connection as unknown as { handlePacket: (packet: Parameters<typeof queryStatusVars>[0] | null) => void } | null;
     if (!connection) return;
     const handle = connection.handlePacket.bind(connection);
     connection.handlePacket = (packet) => {
-      if (packet) this.queryStatus = queryStatusVars(packet) ?? this.queryStatus;
+      if (packet) {
+        this.queryStatus = queryStatusVars(packet) ?? this.queryStatus;
+        this.rawGtidCommit = gtidCommit(packet) ?? this.rawGtidCommit;
+      }
       handle(packet);
     };
+  }
+
+  /** A MySQL GTID event's original commit time (µs), as the server sent it; undefined for MariaDB's and before 8.0.1. */
+  private commitUsOf(ev: Ev): number | undefined {
+    const raw = this.rawGtidCommit;
+    return raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition ? raw.us : undefined;
   }
 
   /** A Query event's status variables: as the server sent them, or zongji's decoded copy (inside a compressed transaction, log_pos 0). */
@@ -609,6 +656,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       pos,
       gtid: this.gtid ?? undefined,
       ...(this.gtid && this.gtidTime !== undefined ? { gtidTime: this.gtidTime } : {}),
+      ...(this.gtid && this.gtidCommitUs !== undefined ? { gtidCommitUs: this.gtidCommitUs } : {}),
       ...(this.executed?.text ? { gtidSet: this.executed.text } : {}),
       ...(this.domains?.size ? { gtidPos: this.gtidPos() } : {}),
       ...(this.skipTo.isEmpty ? {} : { gtidSkip: this.skipTo.toString() }),
@@ -633,11 +681,21 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.ddlGroup = ddl;
     this.skipping = undefined;
     this.atFileStart = false;
+    const commitUs = this.commitUsOf(ev);
     if (gtid) {
       this.gtid = gtid;
       this.gtidTime = ev.timestamp;
+      this.gtidCommitUs = commitUs;
     }
-    this.push({ kind: 'begin', file: this.file, pos: end ?? this.offsets.pos, gtid, serverId, tsMs: ev.timestamp });
+    this.push({
+      kind: 'begin',
+      file: this.file,
+      pos: end ?? this.offsets.pos,
+      gtid,
+      serverId,
+      tsMs: ev.timestamp,
+      ...(commitUs === undefined ? {} : { commitUs }),
+    });
   }
 
   /**
@@ -657,6 +715,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.ddlGroup = false;
       this.gtid = text;
       this.gtidTime = ev.timestamp;
+      this.gtidCommitUs = undefined;
       this.atFileStart = false;
       this.skipping = { tsMs: ev.timestamp };
       return;
@@ -750,6 +809,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           this.group = 'open';
           this.gtid = String(ev.gtid);
           this.gtidTime = ev.timestamp;
+          this.gtidCommitUs = this.commitUsOf(ev);
           this.skipping = { tsMs: ev.timestamp };
           return;
         }

@@ -15,10 +15,11 @@ import { type MysqlTarget, mysqlTarget } from './target.ts';
 /** How long a scan of the binlog up to a known end waits for the stream to go on before it gives up. */
 export const SCAN_SILENCE_MS = 30_000;
 
-/** A transaction as a scan sees it begin: its GTID (null without one) and binlog time. */
+/** A transaction as a scan sees it begin: its GTID (null without one), binlog time and (MySQL) original commit time in µs. */
 interface ScannedTransaction {
   readonly gtid: string | null;
   readonly tsMs: number;
+  readonly commitUs?: number;
 }
 
 /**
@@ -51,7 +52,7 @@ async function scanTransactions(
         );
       }
       heardAt = Date.now();
-      if (item.kind === 'begin' && visit({ gtid: item.gtid, tsMs: item.tsMs }, boundary)) return boundary;
+      if (item.kind === 'begin' && visit({ gtid: item.gtid, tsMs: item.tsMs, commitUs: item.commitUs }, boundary)) return boundary;
       if (item.kind === 'commit' || item.kind === 'progress') {
         boundary = item.position;
         if (comparePositions(boundary, end) >= 0) return end;
@@ -121,6 +122,8 @@ export interface GtidStart {
   readonly unnamed?: GtidPosition;
   /** When `identity`'s transaction was written on this server, if the scan passed it. */
   readonly identityAt?: number;
+  /** MySQL: when `identity`'s transaction was first committed (µs), as this server logged it, if the scan passed it. */
+  readonly identityCommitUs?: number;
 }
 
 /** Whether a file's starting GTID state (a domain's last GTID before it) lies at or before the domain's last GTID wanted: the same one, or an earlier one of its server. */
@@ -234,17 +237,25 @@ export async function mysqlGtidPosition(target: MysqlTarget, conn: SqlConnection
   const { from, covered } = await mysqlGtidStart(conn, dialect, text, identity);
   let found: BinlogPosition | undefined;
   let identityAt: number | undefined;
+  let identityCommitUs: number | undefined;
   const last = from
     ? await scanTransactions(target, { file: from, pos: 4 }, end, (txn, before) => {
         if (txn.gtid !== null && !covered.contains(txn.gtid)) found ??= before;
-        else if (identity && txn.gtid === identity.gtid) identityAt = txn.tsMs;
+        else if (identity && txn.gtid === identity.gtid) {
+          identityAt = txn.tsMs;
+          identityCommitUs = txn.commitUs;
+        }
         return found !== undefined && (!identity || identityAt !== undefined);
       })
     : end;
   const start = found ?? last;
   const scanned = start.gtidSet && GtidSet.is(start.gtidSet) ? GtidSet.parse(start.gtidSet) : GtidSet.EMPTY;
   const executed = covered.union(scanned);
-  return { position: executed.isEmpty ? start : { ...start, gtidSet: executed.toString() }, ...(identityAt === undefined ? {} : { identityAt }) };
+  return {
+    position: executed.isEmpty ? start : { ...start, gtidSet: executed.toString() },
+    ...(identityAt === undefined ? {} : { identityAt }),
+    ...(identityCommitUs === undefined ? {} : { identityCommitUs }),
+  };
 }
 
 async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string): Promise<BinlogPosition> {
