@@ -12,7 +12,6 @@ import { type BinlogPosition, compareEpochPositions } from '../core/position.ts'
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
 import { type Manifest, readManifest } from '../format/manifest.ts';
-import type { Column } from '../format/types.ts';
 import type { Log } from '../log.ts';
 import { type ChangeStep, changeSet, stepLines } from '../materialize/changes.ts';
 import { downloadObjects, type EventFiles, loadEventsSql } from '../materialize/events.ts';
@@ -46,6 +45,7 @@ import {
   writeBuckets,
 } from './rewrite.ts';
 import { IncompatibleTypeChangeError } from './schema.ts';
+import { icebergLocation, spec, type TableLocation } from './spec.ts';
 import { capturedTables } from './status.ts';
 import { deletesInBucketOnly, fenced, type ObjectStore, outsideBucket, s3ObjectStore } from './store.ts';
 import {
@@ -63,7 +63,6 @@ import {
   stageExpiry,
   stageReplace,
   stageTruncate,
-  type TableSpec,
   type TableVersion,
   versionOf,
 } from './table.ts';
@@ -188,20 +187,6 @@ const KEEP_COLUMNS = new Set(['truncate', 'resnapshot', 'snapshot']);
 
 /** How often one table's merge starts again on a catalog that others' maintenance moved under it. */
 const MAINTAINED_ROUNDS = 4;
-
-/** The Iceberg table of a source table: `<prefix>iceberg/<db-seg>/<table-seg>`. */
-export const icebergLocation = (prefix: string, table: TableRef) => `${prefix}iceberg/${tablePath(table)}`;
-
-/**
- * Where a table's objects go: `home` (sluice's metadata chain, version-hint.text, its bookkeeping
- * objects: always `icebergLocation` in SLUICE_BUCKET, where the ledger, `sluice status` and
- * file-catalog readers find them) and `files` (data and delete files, manifests, manifest lists,
- * and the metadata's `location`: `home`, or the absolute `s3://` location a REST catalog assigned).
- */
-export interface TableLocation {
-  readonly home: string;
-  readonly files: string;
-}
 
 const sameTable = (a: TableRef, b: TableRef) => a.db === b.db && a.table === b.table;
 
@@ -1052,27 +1037,6 @@ interface StagedMerge {
   readonly gone: boolean;
   readonly mode: NonNullable<TableMergeResult['mode']>;
   readonly stats: readonly Staged[];
-}
-
-/**
- * The Iceberg layer's description of schema version `to`; `from` is the version the Iceberg table is
- * at (sluice column ids say which columns were renamed, or dropped and added again under one name).
- */
-export function spec(history: TableHistory, at: string | TableLocation, to: number, from: number | undefined, recreateAll = false): TableSpec {
-  const location = typeof at === 'string' ? { home: at, files: at } : at;
-  const v = history.version(to);
-  const columns: Column[] = v.columns.map((c) => ({ name: c.name, kind: c.kind, sqlType: c.type, ...(c.fsp !== undefined ? { fsp: c.fsp } : {}) }));
-  const renamed = new Map<string, string>();
-  const recreated = new Set<string>(recreateAll ? v.columns.map((c) => c.name) : []);
-  if (from !== undefined && !recreateAll) {
-    const old = history.version(from);
-    for (const c of v.columns) {
-      const before = old.columns.find((o) => o.id === c.id);
-      if (before && before.name !== c.name) renamed.set(c.name, before.name);
-      else if (!before && old.columns.some((o) => o.name === c.name)) recreated.add(c.name);
-    }
-  }
-  return { location: location.home, ...(location.files !== location.home ? { files: location.files } : {}), columns, key: v.key ?? [], renamed, recreated };
 }
 
 /** A scratch DuckDB database for one table's events (spills to disk). */

@@ -18,6 +18,7 @@ import { tableHistory } from '../materialize/table.ts';
 import { listKeys } from '../sink/s3/objects.ts';
 import type { BucketState, RewriteBuckets } from '../state/iceberg-buckets.ts';
 import type { MergeStore, RewriteRecord } from '../state/iceberg-store.ts';
+import { icebergLocation, spec } from './spec.ts';
 import { type ObjectStore, s3ObjectStore } from './store.ts';
 import { type BucketFiles, loadVersion, stageBucket } from './table.ts';
 
@@ -101,7 +102,6 @@ export interface RewriteBase {
  * final snapshot are staged against both, so their field ids agree.
  */
 export async function rewriteTarget(store: ObjectStore, plan: RewritePlan, history: TableHistory, location: string) {
-  const { spec } = await import('./merge.ts');
   const current = plan.base ? await loadVersion(store, plan.base.metadataKey) : undefined;
   const at = current ? { home: location, files: store.keyOf(current.metadata.location) } : location;
   return { current, spec: spec(history, at, history.latest.version, plan.base?.from, plan.base?.recreate ?? false) };
@@ -292,7 +292,6 @@ async function writeBucket(
   attempt: string,
 ): Promise<BucketRecord> {
   const { config } = deps;
-  const { icebergLocation } = await import('./merge.ts');
   const work = mkdtempSync(join(deps.workDir ?? tmpdir(), 'sluice-bucket-'));
   const instance = await DuckDBInstance.create(join(work, 'bucket.duckdb'), { temp_directory: join(work, 'spill') });
   const duck = await instance.connect();
