@@ -1,7 +1,7 @@
 import type { Config } from '../../config/config.ts';
 import { GtidPosition, GtidSet, isMariadbGtidPosition, parseMariadbGtid } from '../../core/gtid-set.ts';
 import type { BinlogHistory } from '../../core/history.ts';
-import { type BinlogPosition, comparePositions, formatPosition } from '../../core/position.ts';
+import { type BinlogPosition, comparePositions, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { type TableRef, tableKey } from '../../core/table-ref.ts';
 import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
@@ -273,7 +273,11 @@ async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, 
 export async function historyAt(target: MysqlTarget, conn: SqlConnection, position: BinlogPosition): Promise<BinlogHistory> {
   const histories = new BinlogHistories();
   await histories.checkStored(conn); // no stored position: the server's identity only
-  const reader = new BinlogReader({ target, start: position, filter: () => false, idleMs: 200, history: histories });
+  // The server sends the file's Format_description first wherever a dump starts: from the file's
+  // end no event follows to decode (a dump cannot start past 4 GiB: then from the position).
+  const size = (await binaryLogs(conn)).find((log) => log.file === position.file)?.size;
+  const from = size !== undefined && size < LOG_POS_MODULUS ? { file: position.file, pos: size } : position;
+  const reader = new BinlogReader({ target, start: from, filter: () => false, idleMs: 5, history: histories });
   const started = Date.now();
   try {
     for await (const item of reader) {
