@@ -1,7 +1,7 @@
+import { tablePath } from '../core/table-path.ts';
 import type { TableRef } from '../core/table-ref.ts';
 import type { Column } from '../format/types.ts';
 import type { TableHistory } from '../materialize/history.ts';
-import { tablePath } from '../sink/s3/keys.ts';
 import type { TableSpec } from './table.ts';
 
 /*

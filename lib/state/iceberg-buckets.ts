@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException, DeleteItemCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { tablePath } from '../core/table-path.ts';
 import type { TableRef } from '../core/table-ref.ts';
 import { LeaseLostError } from '../errors.ts';
-import { tablePath } from '../sink/s3/keys.ts';
 import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BinlogPosition } from '../core/position.ts';
+import { tablePath } from '../core/table-path.ts';
 import type { TableRef } from '../core/table-ref.ts';
-import { tablePath } from '../sink/s3/keys.ts';
 import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.ts';
 import type { Fence, PendingCommit, RecordedError } from './store.ts';
 

@@ -1,9 +1,10 @@
 import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { segment } from '../../lib/core/table-path.ts';
 import { encodeRow, encodeShape } from '../../lib/format/event.ts';
 import { historyObject } from '../../lib/schema/catalog.ts';
 import type { SchemaVersion } from '../../lib/schema/version.ts';
-import { manifestKey, schemaKey, segment } from '../../lib/sink/s3/keys.ts';
+import { manifestKey, schemaKey } from '../../lib/sink/s3/keys.ts';
 import { tableInfo } from '../../lib/source/mysql/schema.ts';
 import { pagingConnection } from '../../lib/source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';

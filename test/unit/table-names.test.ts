@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { keyColumn, loadConfig } from '../../lib/config/config.ts';
+import { segment, unsegment } from '../../lib/core/table-path.ts';
 import { formatTableRef, parseTableRef, parseTableRefs, type TableRef, tableKey } from '../../lib/core/table-ref.ts';
 import { encodeShape } from '../../lib/format/event.ts';
 import { buildManifest, readManifest } from '../../lib/format/manifest.ts';
-import { dataKey, segment, snapshotDataKey, snapshotManifestKey, unsegment } from '../../lib/sink/s3/keys.ts';
+import { dataKey, snapshotDataKey, snapshotManifestKey } from '../../lib/sink/s3/keys.ts';
 
 // Every name over this alphabet up to three characters: separators, escapes, quotes, multi-byte characters.
 const ALPHABET = ['a', 'Z', '0', '_', '.', '/', '%', '`', ' ', '=', '-', '#', '2', 'F', 'é', '€', '😀', '\\'];

@@ -1,7 +1,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
+import { tablePath } from '../../core/table-path.ts';
 import { tableKey } from '../../core/table-ref.ts';
 import type { EncodedShape } from '../../format/event.ts';
-import { tablePath } from './keys.ts';
 import { StagingObject } from './staging.ts';
 
 export interface TableObject {
