@@ -24,7 +24,16 @@ import { historyAt, startupPosition } from '../source/mysql/binlog-scan.ts';
 import { dialectOf } from '../source/mysql/dialect.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables, showInvisiblePrimaryKeys } from '../source/mysql/schema.ts';
-import { createdSince, databaseCollations, readCharsets, readTableVersion, readVersions, serverTraits, versionsNow } from '../source/mysql/schema-read.ts';
+import {
+  createdSince,
+  databaseCollations,
+  readCharsets,
+  readTableVersion,
+  readVersions,
+  type ServerTraits,
+  serverTraits,
+  versionsNow,
+} from '../source/mysql/schema-read.ts';
 import { connect, masterPosition, preflight, type SqlConnection } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -32,7 +41,7 @@ import type { SnapshotRequest, SourceState, StateStore } from '../state/store.ts
 import { currentRows } from './current-rows.ts';
 import { followHistory, isForeign } from './follow.ts';
 import { boundaryAction, type Deadlines, deadlines, latencyWait, shouldStop } from './policy.ts';
-import { type DdlOutcome, SchemaTracker, type ServerTraits, shapeOfVersion } from './schema-tracker.ts';
+import { type DdlOutcome, SchemaTracker, shapeOfVersion } from './schema-tracker.ts';
 import { TransactionCursor, writeRows } from './transaction.ts';
 
 export interface CaptureDeps {

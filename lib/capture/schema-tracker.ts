@@ -10,6 +10,7 @@ import type { TableChange, TableRef, Versioning } from '../schema/definition.ts'
 import { currentRowsMap, evolve, type SchemaColumn, type SchemaVersion, structureFromTableMap, structureOf } from '../schema/version.ts';
 import type { SqlModeFlags } from '../source/mysql/binlog-reader.ts';
 import { type ClassifyContext, classifyDdl, type DdlClassification } from '../source/mysql/ddl/classify.ts';
+import type { ServerTraits } from '../source/mysql/schema-read.ts';
 import type { PeriodEnd } from './current-rows.ts';
 
 /*
@@ -25,18 +26,6 @@ import type { PeriodEnd } from './current-rows.ts';
  * classifier gap) is caught here too: the table is reset and re-snapshotted, never written wrong.
  * Statements are never logged or kept anywhere but in the schema history of captured tables.
  */
-
-/** What the server tells about how it reads DDL (read once per run). */
-export interface ServerTraits {
-  /** 10.11.19 → 101119: decides which executable comments ran. */
-  readonly serverVersion: number;
-  /** MySQL or MariaDB (`ServerFlavor.kind`): decides which executable comments ran. MariaDB when not given. */
-  readonly serverKind?: 'mysql' | 'mariadb';
-  readonly lowerCaseTableNames: boolean;
-  readonly explicitDefaultsForTimestamp: boolean;
-  /** `@@collation_server`: the defaults of a CREATE DATABASE that names no charset or collation. */
-  readonly serverCollation?: string;
-}
 
 /** A control event to write, in order. */
 export interface SchemaEvent {

@@ -1,4 +1,3 @@
-import type { ServerTraits } from '../../capture/schema-tracker.ts';
 import { type BinlogPosition, comparePositions, unwrapLogPos } from '../../core/position.ts';
 import { tableKey } from '../../schema/catalog.ts';
 import { CharsetTable } from '../../schema/charsets.ts';
@@ -19,6 +18,18 @@ import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 async function rows<T>(conn: SqlConnection, sql: string, values: unknown[] = []): Promise<T[]> {
   const [result] = await conn.query(sql, values);
   return result as T[];
+}
+
+/** What the server tells about how it reads DDL (read once per run). */
+export interface ServerTraits {
+  /** 10.11.19 → 101119: decides which executable comments ran. */
+  readonly serverVersion: number;
+  /** MySQL or MariaDB (`ServerFlavor.kind`): decides which executable comments ran. MariaDB when not given. */
+  readonly serverKind?: 'mysql' | 'mariadb';
+  readonly lowerCaseTableNames: boolean;
+  readonly explicitDefaultsForTimestamp: boolean;
+  /** `@@collation_server`: the defaults of a CREATE DATABASE that names no charset or collation. */
+  readonly serverCollation?: string;
 }
 
 /** What decides how the server read a DDL statement (the binlog's statements are read by the same rules). */
