@@ -246,7 +246,8 @@ const samePosition = (a: BinlogPosition | undefined, b: BinlogPosition | undefin
 async function whatResetSkips(config: Config, conn: SqlConnection, state: SourceState | undefined, position: BinlogPosition, to: Startup): Promise<Skipped> {
   if (to.mode === 'gtid' || !state?.position) return 'nothing';
   const stored = state.position;
-  if (state.history?.file !== stored.file) return 'all';
+  const recorded = state.history;
+  if (recorded?.file !== stored.file) return 'all';
   const forward = comparePositions(position, stored) > 0;
   let written: Awaited<ReturnType<typeof tablesWritten>>;
   try {
@@ -254,6 +255,8 @@ async function whatResetSkips(config: Config, conn: SqlConnection, state: Source
     // The GTID checks too, which a recorded history stands in for at a run's start.
     if (stored.gtid !== undefined || stored.gtidSet !== undefined || stored.gtidPos !== undefined)
       await new BinlogHistories({ position: stored }).checkStored(conn);
+    // The file's creation time, asked here: a scan of an empty range may end before its stream shows it.
+    if ((await historyAt(await mysqlTarget(config), conn, stored)).created !== recorded.created) return 'all';
     const traits = await serverTraits(conn);
     const context = { serverVersion: traits.serverVersion, serverKind: traits.serverKind, lowerCaseTableNames: traits.lowerCaseTableNames };
     const range = { from: stored, to: forward ? position : stored };
