@@ -131,9 +131,12 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     // every change the snapshot's pages might miss is in the stream (see lib/snapshot/worker.ts).
     let start: BinlogPosition;
     let requested: SnapshotJob | undefined;
+    // The start of an earlier first run's snapshot request was read then: its history is not today's.
+    let earlier = false;
     if ((config.startup.mode === 'initial' || config.startup.mode === 'initial-only') && deps.snapshots) {
       const existing = await deps.snapshots.latestJob(config.sourceId);
       start = existing?.startPosition ?? (fresh?.position as BinlogPosition);
+      earlier = existing?.startPosition !== undefined;
       if (!existing?.startPosition) {
         log.info('no stored position: starting from the startup setting', { startup: config.startup.mode, start });
         requested = await requestSnapshot({ ...deps, snapshots: deps.snapshots }, null, start);
@@ -142,7 +145,7 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
     start = await withGtids(conn, start);
     // Stored before the stream reads there: with its history, which tells it from the next one (historyAt).
-    history.know(await historyAt(await mysqlTarget(config), conn, start));
+    if (!earlier) history.know(start, await historyAt(await mysqlTarget(config), conn, start));
     const at = { epoch: state.epoch, commitSeq: state.commitSeq + 1 };
     const catalog = fresh ? catalogOf(config, fresh.versions, fresh.databases, start, at) : await initialCatalog(conn, deps, start, at, traits);
     catalog.useCharsets(charsets);

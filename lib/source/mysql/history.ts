@@ -94,6 +94,8 @@ interface Mismatch {
 export class BinlogHistories {
   /** Creation time of each binlog file the stream has entered. */
   private readonly created = new Map<string, number>();
+  /** A start the run took from the server, with its history read there (`know`): what its stream must find. */
+  private known: { readonly position: BinlogPosition; readonly history: BinlogHistory } | undefined;
   private server: ServerIdentity = {};
   private gtidChecked = false;
   /** MariaDB: the domains whose first later transaction has been judged. */
@@ -111,16 +113,27 @@ export class BinlogHistories {
     this.storedDomains = domains;
   }
 
-  /** The history to store with `position`: known once the stream has entered its file. */
+  /** The history to store with `position`: known once the stream has entered its file (or read at a start the run took, `know`). */
   readonly of = (position: BinlogPosition): BinlogHistory | undefined => {
     const created = this.created.get(position.file);
-    if (created === undefined) return this.stored.history?.file === position.file ? this.stored.history : undefined;
-    return { file: position.file, created, ...this.server };
+    if (created !== undefined) return { file: position.file, created, ...this.server };
+    const before = this.expected();
+    return before?.history.file === position.file ? before.history : undefined;
   };
 
-  /** Takes `known` as its file's history: that of a start the run took from the server (historyAt), before its stream reads there. */
-  know(known: BinlogHistory): void {
-    this.created.set(known.file, known.created);
+  /**
+   * `history` is that of `position`, a start the run took from the server, read there before its
+   * stream starts (historyAt): stored with it at once, and what the stream's first event must show
+   * (a binlog reset in between is another history).
+   */
+  know(position: BinlogPosition, history: BinlogHistory): void {
+    this.known = { position, history };
+  }
+
+  /** The position whose history the stream checks, with that history: the stored one's, else a start's the run took. */
+  private expected(): { readonly position: BinlogPosition; readonly history: BinlogHistory } | undefined {
+    const { position, history } = this.stored;
+    return position && history ? { position, history } : this.known;
   }
 
   /**
@@ -207,11 +220,13 @@ export class BinlogHistories {
    * stored GTID's domain and server, with the stored position's. Returns the mismatch, if any.
    */
   onEvent(ev: { timestamp: number; gtid?: string }, type: string, file: string): Mismatch | undefined {
-    const { position, history } = this.stored;
+    const { position } = this.stored;
     if (type === 'Format') {
       if (this.created.has(file)) return undefined;
       this.created.set(file, ev.timestamp);
-      if (position && history?.file === file && file === position.file && history.created !== ev.timestamp) {
+      const expected = this.expected();
+      const history = expected?.history;
+      if (expected && history && history.file === file && file === expected.position.file && history.created !== ev.timestamp) {
         const server =
           history.serverId === undefined ? '' : `, on server_id ${history.serverId}${history.serverUuid ? ` (server_uuid ${history.serverUuid})` : ''}`;
         const now =
@@ -219,7 +234,7 @@ export class BinlogHistories {
             ? ''
             : ` (server_id ${this.server.serverId}${this.server.serverUuid ? `, server_uuid ${this.server.serverUuid}` : ''})`;
         return {
-          position,
+          position: expected.position,
           evidence: `the position was recorded in a ${file} created at ${iso(history.created)}${server}; this server's${now} ${file} was created at ${iso(ev.timestamp)}`,
         };
       }
