@@ -39,10 +39,11 @@ describe('gtidCommit', () => {
     expect(gtidCommit(packet(int56(immediate)))).toEqual({ nextPosition: 7321, us: immediate });
   });
 
-  it('reads nothing from other events, events without a logical clock, or a flagged time cut short', () => {
+  it('reads nothing from other events, events without a logical clock, a flagged time cut short, or an original time of 0', () => {
     expect(gtidCommit(packet(int56(immediate), 34))).toBeUndefined(); // ANONYMOUS_GTID_LOG_EVENT
     expect(gtidCommit(packet(int56(immediate), 162))).toBeUndefined(); // MariaDB GTID_EVENT
     expect(gtidCommit(packet(int56(immediate), 33, 0))).toBeUndefined();
+    expect(gtidCommit(packet(Buffer.concat([int56(immediate, true), int56(0)])))).toBeUndefined(); // first committed before 8.0.1: unknown
     const cut = packet(int56(immediate, true));
     expect(gtidCommit({ ...cut, end: cut.end - 8 })).toBeUndefined();
     expect(gtidCommit({ buffer: Buffer.from([0, 0, 0, 0, 0xff, 1, 2]), start: 0, end: 7 })).toBeUndefined();

@@ -146,7 +146,9 @@ export function gtidCommit(packet: { readonly buffer: Buffer; readonly start: nu
   const read56 = (offset: number) => buffer.readUIntLE(offset, 6) + ((buffer[offset + 6] as number) & 0x7f) * 2 ** 48;
   const hasOriginal = ((buffer[at + 6] as number) & 0x80) !== 0;
   if (hasOriginal && at + 14 > packet.end) return undefined;
-  return { nextPosition: buffer.readUInt32LE(event + 14), us: read56(hasOriginal ? at + 7 : at) };
+  const us = read56(hasOriginal ? at + 7 : at);
+  // 0: committed first on a server older than 8.0.1, which did not record it.
+  return us === 0 ? undefined : { nextPosition: buffer.readUInt32LE(event + 14), us };
 }
 
 /**
