@@ -11,8 +11,8 @@ export interface BinlogHistory {
   readonly file: string;
   /** The file's Format_description timestamp (ms since the epoch, second precision): its creation time. */
   readonly created: number;
-  /** `@@server_id` of the server that was read, for the error message. */
+  /** `@@server_id` of the server that was read: on MariaDB, which has no uuid, what tells another server (lib/source/mysql/history.ts). */
   readonly serverId?: number;
-  /** `@@server_uuid` (MySQL only), for the error message. */
+  /** `@@server_uuid` (MySQL only): what tells another server, and the one a position must not be followed on (lib/capture/follow.ts). */
   readonly serverUuid?: string;
 }
