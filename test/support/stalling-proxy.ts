@@ -79,3 +79,35 @@ export async function switchingProxy(target: URL) {
     },
   };
 }
+
+/**
+ * A TCP proxy to the server `target` names whose every reply arrives `latencyMs` late (in order):
+ * a slow link, as from a Lambda function to a database in another zone or region.
+ */
+export async function slowProxy(target: URL, latencyMs: number) {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = createConnection(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream);
+    upstream.on('data', (data) => setTimeout(() => client.writable && client.write(data), latencyMs));
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
