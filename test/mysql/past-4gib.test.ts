@@ -120,8 +120,9 @@ describe('a binlog file past 4 GiB (replay source)', () => {
 
     const run = await source.capture('--seconds', '240');
     expect({ code: run.code, error: run.code === 0 ? undefined : errorCode(run) }, run.stderr).toEqual({ code: 0, error: undefined });
-    // Both runs dumped from the file's start (COM_BINLOG_DUMP cannot name an offset past 4 GiB).
-    expect(dumps.filter((d) => d.startsWith(`(binlog dump ${FILE}:`))).toEqual([`(binlog dump ${FILE}:4)`, `(binlog dump ${FILE}:4)`]);
+    // Both runs dumped from the file's start (COM_BINLOG_DUMP cannot name an offset past 4 GiB), and
+    // so did the first run to read the file's creation time before storing its start (historyAt).
+    expect(dumps.filter((d) => d.startsWith(`(binlog dump ${FILE}:`))).toEqual(Array(3).fill(`(binlog dump ${FILE}:4)`));
     const events = changes(await source.events());
     // T4 on (the transactions with changes: files 6 and 7 open with a CREATE TABLE each), each once.
     expect([...new Set(events.map(gno))].sort((a, b) => a - b)).toEqual([10, 11, 12, 13, 15, 16, 18, 19]);

@@ -274,9 +274,10 @@ export async function historyAt(target: MysqlTarget, conn: SqlConnection, positi
   const histories = new BinlogHistories();
   await histories.checkStored(conn); // no stored position: the server's identity only
   // The server sends the file's Format_description first wherever a dump starts: from the file's
-  // end no event follows to decode (a dump cannot start past 4 GiB: then from the position).
+  // end no event follows to decode. A dump cannot start past 4 GiB: a longer file from its start,
+  // left at its first transaction.
   const size = (await binaryLogs(conn)).find((log) => log.file === position.file)?.size;
-  const from = size !== undefined && size < LOG_POS_MODULUS ? { file: position.file, pos: size } : position;
+  const from = { file: position.file, pos: size !== undefined && size < LOG_POS_MODULUS ? size : 4 };
   const reader = new BinlogReader({ target, start: from, filter: () => false, idleMs: 5, history: histories });
   const started = Date.now();
   try {
