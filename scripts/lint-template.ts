@@ -9,7 +9,7 @@
  * pinned, into the git-ignored .tools/cfn-lint.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -63,6 +63,10 @@ async function ensureCfnLint(): Promise<void> {
 async function main(): Promise<number> {
   await ensureCfnLint();
   const out = mkdtempSync(join(tmpdir(), 'sluice-lint-'));
+  // Where `sls package` and its plugins put their temporary files (one folder per function each
+  // run, left behind): inside `out`, removed below.
+  const scratch = join(out, 'tmp');
+  mkdirSync(scratch);
   let findings = 0;
   try {
     for (const [i, { name, stage, params }] of STAGES.entries()) {
@@ -71,6 +75,7 @@ async function main(): Promise<number> {
         env: {
           ...process.env,
           SLS_TELEMETRY_DISABLED: '1',
+          TMPDIR: scratch,
           AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'offline',
           AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'offline',
         },

@@ -74,6 +74,11 @@ const OPTION_GAPS = {
 } as const;
 
 const { endpoint, mysqlUrl, mysqlAdminUrl, home } = inject('deployEnv');
+const scratch = () => {
+  const dir = join(home, 'tmp');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+};
 const region = 'us-east-1';
 const STACK = 'sluice-local';
 const settings = { region, endpoint, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
@@ -100,6 +105,8 @@ async function sls(command: 'deploy' | 'remove', params: string[] = []): Promise
         AWS_SECRET_ACCESS_KEY: 'test',
         AWS_REGION: region,
         SLS_TELEMETRY_DISABLED: '1',
+        // Its temporary files (a folder per function, left behind) stay in the suite's home, not the system's.
+        TMPDIR: scratch(),
         // The local stage's MySQL: the suite's private MariaDB.
         SLUICE_MYSQL_URL: mysqlUrl,
       },
