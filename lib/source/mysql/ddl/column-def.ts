@@ -153,173 +153,215 @@ export function columnDefinition(tokens: readonly Token[], options: ColumnOption
   if (!head || (head.kind !== 'word' && head.kind !== 'ident')) throw new UnsupportedTypeError('a column definition without a name');
   const r = new Reader(tokens);
   const parsed = dataType(r, options);
-  let type = parsed.type;
-  let charset = type.charset;
-  let collation: string | undefined;
-  let collationRule: ColumnDefinition['collationRule'];
-  const setCollationRule = (rule: 'binary' | 'default') => {
-    if (collation !== undefined || (collationRule !== undefined && collationRule !== rule)) throw new UnsupportedTypeError('conflicting collations');
-    collationRule = rule;
-  };
-  // The `binary` rule of both grammars, right after the type: BYTE | BINARY [charset] | charset [BINARY],
-  // charset = CHARACTER SET x | CHAR SET x | CHARSET x | ASCII | UNICODE; MariaDB's COMPRESSED around it.
-  for (;;) {
-    if (r.eat('COMPRESSED')) {
-      if (r.eatPunct('=')) r.name('a compression method');
-      continue;
-    }
-    if (!parsed.textual) break;
-    if (r.eat('BINARY')) setCollationRule('binary');
-    else if (r.eat('BYTE')) charset = 'binary';
-    else if (r.eat('ASCII')) charset = 'latin1';
-    else if (r.eat('UNICODE')) charset = 'ucs2';
-    else if (r.eat('CHARACTER', 'SET') || r.eat('CHAR', 'SET') || r.eat('CHARSET')) {
-      charset = r.eat('BINARY') ? 'binary' : r.name('a charset');
-      if (charset.toUpperCase() === 'DEFAULT') throw new UnsupportedTypeError('CHARACTER SET DEFAULT on a column');
-    } else break;
-  }
-
-  let nullable: boolean | undefined = parsed.serial ? false : undefined;
-  let def: DefaultValue = { kind: 'none' };
-  let autoIncrement = parsed.serial === true;
-  let generated = false;
-  let invisible = false;
-  let primaryKey = false;
-  let unique = parsed.serial === true;
-  let rowPeriod: ColumnDefinition['rowPeriod'];
-  let systemVersioning: boolean | undefined;
+  const column = new ColumnAttributes(parsed);
+  column.charsetModifiers(r, parsed);
   while (!r.atEnd()) {
     const t = r.next();
     if (t.kind !== 'word') throw new UnsupportedTypeError(`column attribute ${describe(t)}`);
-    switch (t.upper) {
+    if (!column.attribute(r, t.upper, options)) storageAttribute(r, t.upper);
+  }
+  return column.definition(head.value);
+}
+
+/** What a column definition's type modifiers and attributes say, filled in as they are read. */
+class ColumnAttributes {
+  private type: TypeDescriptor;
+  private charset: string | undefined;
+  private collation: string | undefined;
+  private collationRule: ColumnDefinition['collationRule'];
+  private nullable: boolean | undefined;
+  private def: DefaultValue = { kind: 'none' };
+  private autoIncrement: boolean;
+  private generated = false;
+  private invisible = false;
+  private primaryKey = false;
+  private unique: boolean;
+  private rowPeriod: ColumnDefinition['rowPeriod'];
+  private systemVersioning: boolean | undefined;
+
+  constructor(parsed: ParsedType) {
+    this.type = parsed.type;
+    this.charset = parsed.type.charset;
+    this.nullable = parsed.serial ? false : undefined;
+    this.autoIncrement = parsed.serial === true;
+    this.unique = parsed.serial === true;
+  }
+
+  /**
+   * The `binary` rule of both grammars, right after the type: BYTE | BINARY [charset] | charset [BINARY],
+   * charset = CHARACTER SET x | CHAR SET x | CHARSET x | ASCII | UNICODE; MariaDB's COMPRESSED around it.
+   */
+  charsetModifiers(r: Reader, parsed: ParsedType): void {
+    for (;;) {
+      if (r.eat('COMPRESSED')) {
+        if (r.eatPunct('=')) r.name('a compression method');
+        continue;
+      }
+      if (!parsed.textual) return;
+      if (r.eat('BINARY')) this.setCollationRule('binary');
+      else if (r.eat('BYTE')) this.charset = 'binary';
+      else if (r.eat('ASCII')) this.charset = 'latin1';
+      else if (r.eat('UNICODE')) this.charset = 'ucs2';
+      else if (r.eat('CHARACTER', 'SET') || r.eat('CHAR', 'SET') || r.eat('CHARSET')) {
+        this.charset = r.eat('BINARY') ? 'binary' : r.name('a charset');
+        if (this.charset.toUpperCase() === 'DEFAULT') throw new UnsupportedTypeError('CHARACTER SET DEFAULT on a column');
+      } else return;
+    }
+  }
+
+  /** Reads one attribute that shapes the column (its first word, `word`, read); false for any other. */
+  attribute(r: Reader, word: string, options: ColumnOptions): boolean {
+    switch (word) {
       case 'NOT':
-        if (r.eat('NULL')) nullable = false;
-        else if (r.eat('ENFORCED')) break;
-        else throw new UnsupportedTypeError(`NOT ${describe(r.peek())} in a column definition`);
-        break;
+        if (r.eat('NULL')) this.nullable = false;
+        else if (!r.eat('ENFORCED')) throw new UnsupportedTypeError(`NOT ${describe(r.peek())} in a column definition`);
+        return true;
       case 'NULL':
-        nullable = true;
-        break;
+        this.nullable = true;
+        return true;
       case 'DEFAULT':
-        def = defaultValue(r, options.escaped);
-        break;
+        this.def = defaultValue(r, options.escaped);
+        return true;
       case 'ON':
         // ON UPDATE CURRENT_TIMESTAMP[(n)]: the value of later updates, which the binlog carries.
         if (!r.eat('UPDATE')) throw new UnsupportedTypeError(`ON ${describe(r.peek())} in a column definition`);
         r.name('ON UPDATE');
         if (r.isPunct('(')) r.parenthesized();
-        break;
+        return true;
       case 'AUTO_INCREMENT':
-        autoIncrement = true;
-        break;
+        this.autoIncrement = true;
+        return true;
       case 'SERIAL':
         if (!r.eat('DEFAULT', 'VALUE')) throw new UnsupportedTypeError('SERIAL in a column definition');
-        nullable = false;
-        autoIncrement = true;
-        unique = true;
-        break;
+        this.nullable = false;
+        this.autoIncrement = true;
+        this.unique = true;
+        return true;
       case 'UNIQUE':
         r.eat('KEY');
-        unique = true;
-        break;
+        this.unique = true;
+        return true;
       case 'PRIMARY':
         if (!r.eat('KEY')) throw new UnsupportedTypeError('PRIMARY without KEY');
-        primaryKey = true;
-        break;
+        this.primaryKey = true;
+        return true;
       case 'KEY':
         // A column's `KEY` is its PRIMARY KEY in both grammars (`opt_primary KEY_sym`).
-        primaryKey = true;
-        break;
-      case 'COMMENT':
-        r.eatPunct('=');
-        if (r.next().kind !== 'string') throw new UnsupportedTypeError('COMMENT without a string');
-        break;
+        this.primaryKey = true;
+        return true;
       case 'COLLATE':
         r.eatPunct('=');
         if (r.isWord('DEFAULT')) {
           r.next();
-          setCollationRule('default');
+          this.setCollationRule('default');
         } else {
-          if (collationRule !== undefined) throw new UnsupportedTypeError('conflicting collations');
-          collation = r.name('a collation');
+          if (this.collationRule !== undefined) throw new UnsupportedTypeError('conflicting collations');
+          this.collation = r.name('a collation');
         }
-        break;
+        return true;
       case 'INVISIBLE':
-        invisible = true;
-        break;
       case 'VISIBLE':
-        invisible = false;
-        break;
+        this.invisible = word === 'INVISIBLE';
+        return true;
       case 'WITH':
       case 'WITHOUT':
-        if (!r.eat('SYSTEM', 'VERSIONING')) throw new UnsupportedTypeError(`${t.upper} ${describe(r.peek())} in a column definition`);
-        systemVersioning = t.upper === 'WITH';
-        break;
+        if (!r.eat('SYSTEM', 'VERSIONING')) throw new UnsupportedTypeError(`${word} ${describe(r.peek())} in a column definition`);
+        this.systemVersioning = word === 'WITH';
+        return true;
       case 'GENERATED':
         if (!r.eat('ALWAYS') || !r.isWord('AS')) throw new UnsupportedTypeError('GENERATED without ALWAYS AS');
-        break;
+        return true;
       case 'AS':
-        generated = true;
-        if (r.eat('ROW')) {
-          if (r.eat('START')) rowPeriod = 'start';
-          else if (r.eat('END')) rowPeriod = 'end';
-          else throw new UnsupportedTypeError(`AS ROW ${describe(r.peek())}`);
-          break;
-        }
-        r.parenthesized();
-        if (!r.eat('VIRTUAL') && !r.eat('STORED')) r.eat('PERSISTENT');
-        break;
-      case 'COMPRESSED':
-        // MariaDB's deprecated place for it, after the attributes: storage only.
-        if (r.eatPunct('=')) r.name('a compression method');
-        break;
-      case 'CONSTRAINT':
-        if (!r.isWord('CHECK') && !r.isWord('REFERENCES')) r.name('a constraint name');
-        if (!r.isWord('CHECK') && !r.isWord('REFERENCES')) throw new UnsupportedTypeError('CONSTRAINT without CHECK or REFERENCES');
-        break;
-      case 'CHECK':
-        r.parenthesized();
-        break;
-      case 'ENFORCED':
-        break;
-      case 'REFERENCES':
-        references(r);
-        break;
-      case 'ENGINE_ATTRIBUTE':
-      case 'SECONDARY_ENGINE_ATTRIBUTE':
-        r.eatPunct('=');
-        if (r.next().kind !== 'string') throw new UnsupportedTypeError(`${t.upper} without a string`);
-        break;
+        this.generatedAs(r);
+        return true;
       default:
-        if (ONE_WORD_ATTRIBUTES.has(t.upper)) {
-          const value = r.next();
-          if (value.kind !== 'word' && value.kind !== 'number') throw new UnsupportedTypeError(`${t.upper} ${describe(value)}`);
-          break;
-        }
-        // MariaDB's engine-defined attributes (`REF_SYSTEM_ID=4326`, `IDENT = value`): storage only.
-        if (r.eatPunct('=')) {
-          const value = r.next();
-          if (value.kind === 'punct') throw new UnsupportedTypeError(`${t.upper} = ${describe(value)}`);
-          break;
-        }
-        throw new UnsupportedTypeError(`column attribute ${t.upper}`);
+        return false;
     }
   }
-  if (charset !== undefined || collation !== undefined) type = { ...type, ...(charset !== undefined ? { charset } : {}), ...(collation ? { collation } : {}) };
-  return {
-    name: head.value,
-    type,
-    nullable,
-    default: def,
-    autoIncrement,
-    generated,
-    invisible,
-    primaryKey,
-    unique,
-    ...(collationRule ? { collationRule } : {}),
-    ...(rowPeriod ? { rowPeriod } : {}),
-    ...(systemVersioning !== undefined ? { systemVersioning } : {}),
-  };
+
+  /** `AS (expr) [VIRTUAL|STORED|PERSISTENT]`, or MariaDB's `AS ROW START|END` of system versioning. */
+  private generatedAs(r: Reader): void {
+    this.generated = true;
+    if (r.eat('ROW')) {
+      if (r.eat('START')) this.rowPeriod = 'start';
+      else if (r.eat('END')) this.rowPeriod = 'end';
+      else throw new UnsupportedTypeError(`AS ROW ${describe(r.peek())}`);
+      return;
+    }
+    r.parenthesized();
+    if (!r.eat('VIRTUAL') && !r.eat('STORED')) r.eat('PERSISTENT');
+  }
+
+  private setCollationRule(rule: 'binary' | 'default'): void {
+    if (this.collation !== undefined || (this.collationRule !== undefined && this.collationRule !== rule))
+      throw new UnsupportedTypeError('conflicting collations');
+    this.collationRule = rule;
+  }
+
+  definition(name: string): ColumnDefinition {
+    const { charset, collation, collationRule, rowPeriod, systemVersioning } = this;
+    const type =
+      charset !== undefined || collation !== undefined
+        ? { ...this.type, ...(charset !== undefined ? { charset } : {}), ...(collation ? { collation } : {}) }
+        : this.type;
+    return {
+      name,
+      type,
+      nullable: this.nullable,
+      default: this.def,
+      autoIncrement: this.autoIncrement,
+      generated: this.generated,
+      invisible: this.invisible,
+      primaryKey: this.primaryKey,
+      unique: this.unique,
+      ...(collationRule ? { collationRule } : {}),
+      ...(rowPeriod ? { rowPeriod } : {}),
+      ...(systemVersioning !== undefined ? { systemVersioning } : {}),
+    };
+  }
+}
+
+/** Reads one attribute that only matters to storage or to other tables (its first word, `word`, read); throws on an unknown one. */
+function storageAttribute(r: Reader, word: string): void {
+  switch (word) {
+    case 'COMMENT':
+      r.eatPunct('=');
+      if (r.next().kind !== 'string') throw new UnsupportedTypeError('COMMENT without a string');
+      return;
+    case 'COMPRESSED':
+      // MariaDB's deprecated place for it, after the attributes: storage only.
+      if (r.eatPunct('=')) r.name('a compression method');
+      return;
+    case 'CONSTRAINT':
+      if (!r.isWord('CHECK') && !r.isWord('REFERENCES')) r.name('a constraint name');
+      if (!r.isWord('CHECK') && !r.isWord('REFERENCES')) throw new UnsupportedTypeError('CONSTRAINT without CHECK or REFERENCES');
+      return;
+    case 'CHECK':
+      r.parenthesized();
+      return;
+    case 'ENFORCED':
+      return;
+    case 'REFERENCES':
+      references(r);
+      return;
+    case 'ENGINE_ATTRIBUTE':
+    case 'SECONDARY_ENGINE_ATTRIBUTE':
+      r.eatPunct('=');
+      if (r.next().kind !== 'string') throw new UnsupportedTypeError(`${word} without a string`);
+      return;
+  }
+  if (ONE_WORD_ATTRIBUTES.has(word)) {
+    const value = r.next();
+    if (value.kind !== 'word' && value.kind !== 'number') throw new UnsupportedTypeError(`${word} ${describe(value)}`);
+    return;
+  }
+  // MariaDB's engine-defined attributes (`REF_SYSTEM_ID=4326`, `IDENT = value`): storage only.
+  if (r.eatPunct('=')) {
+    const value = r.next();
+    if (value.kind === 'punct') throw new UnsupportedTypeError(`${word} = ${describe(value)}`);
+    return;
+  }
+  throw new UnsupportedTypeError(`column attribute ${word}`);
 }
 
 /** SIGNED / UNSIGNED / ZEROFILL after a numeric type (ZEROFILL implies UNSIGNED; its padding is display only). */
