@@ -14,7 +14,7 @@ import { loadTable, type OutputSource, type OutputTable, outputTables, tableDir 
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables } from '../source/mysql/schema.ts';
 import { serverTraits } from '../source/mysql/schema-read.ts';
-import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
+import { type PagingConnection, pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
 import type { SnapshotStore } from '../state/snapshot-store.ts';
 import type { StateStore } from '../state/store.ts';
@@ -130,51 +130,14 @@ export async function verify(
     await loadSkipped(duck, changesFile, changing.longest);
 
     // 4. Table by table: only its own objects are read.
-    const tables: TableVerdict[] = [];
-    const orphans: Orphan[] = [];
-    const unjudged: string[] = [];
+    const judged: Judged = { tables: [], orphans: [], unjudged: [] };
+    const judging: Judging = { duck, source, reader, work, epoch, mysqlPosition, examples: options.examples ?? 5 };
     for (const [n, ref] of names.entries()) {
       const key = tableKey(ref);
       const inFlux = changing.all || changing.ddl.has(key);
-      const dir = tableDir(work, n);
-      const materialized = inFlux ? undefined : await materialize(duck, source, output.get(key), dir, { epoch, position: mysqlPosition });
-      if (typeof materialized === 'number')
-        throw new SluiceError(
-          ErrorCode.VERIFY_ORDER,
-          `the output holds ${materialized} event(s) of ${formatTableRef(ref)} that sort after the MySQL read (${formatPosition(mysqlPosition)}${epoch ? `, history epoch ${epoch}` : ''}), although the stored position was read before it: the source's position was moved while verify ran (run it again), or the output's order is broken. Nothing was judged.`,
-        );
-      if (!live.has(key)) {
-        if (inFlux) unjudged.push(formatTableRef(ref));
-        else if (materialized && !materialized.gone && materialized.rows > 0)
-          orphans.push({ table: formatTableRef(ref), ref, rows: materialized.rows, reason: existing.has(key) ? 'not included' : 'does not exist' });
-      } else if (inFlux) {
-        tables.push(changingVerdict(ref, 'a DDL between the output position and the MySQL read touched it; verify again once the output has caught up'));
-      } else {
-        const mysqlFile = join(work, `mysql-${n}.txt`);
-        const version = materialized?.version;
-        const mysql = await writeTableRows(reader, ref, version ? version.key : null, mysqlFile);
-        tables.push(
-          await compareTable(duck, {
-            ref,
-            mysql: { file: mysqlFile, ...mysql },
-            output:
-              materialized && version
-                ? {
-                    state: materialized.state,
-                    version: version.version,
-                    columns: version.columns.map((c) => c.name),
-                    key: version.key,
-                    versioned: materialized.versioned,
-                    rows: materialized.rows,
-                  }
-                : undefined,
-            examples: options.examples ?? 5,
-          }),
-        );
-        rmSync(mysqlFile, { force: true });
-      }
-      rmSync(dir, { recursive: true, force: true });
+      await judgeTable(judging, { n, ref, output: output.get(key), live: live.has(key), exists: existing.has(key), inFlux }, judged);
     }
+    const { tables, orphans, unjudged } = judged;
     await read.end();
     return { ok: !tables.some(tableFails) && orphans.length === 0, mysqlPosition, outputPosition, tables, orphans, changing: unjudged };
   } finally {
@@ -183,6 +146,73 @@ export async function verify(
     db.closeSync();
     if (!options.workDir) rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** What verify has judged so far. */
+interface Judged {
+  tables: TableVerdict[];
+  orphans: Orphan[];
+  /** Tables found only in the output that could not be judged. */
+  unjudged: string[];
+}
+
+/** What every table's judgment reads. */
+interface Judging {
+  readonly duck: DuckDBConnection;
+  readonly source: OutputSource;
+  readonly reader: PagingConnection;
+  readonly work: string;
+  readonly epoch: number;
+  readonly mysqlPosition: BinlogPosition;
+  readonly examples: number;
+}
+
+/** Judges table number `n`: its output by the rule against MySQL's rows, or as an orphan or in flux. */
+async function judgeTable(
+  judging: Judging,
+  table: { n: number; ref: TableRef; output: OutputTable | undefined; live: boolean; exists: boolean; inFlux: boolean },
+  judged: Judged,
+): Promise<void> {
+  const { duck, source, reader, work, epoch, mysqlPosition } = judging;
+  const { n, ref, inFlux } = table;
+  const dir = tableDir(work, n);
+  const materialized = inFlux ? undefined : await materialize(duck, source, table.output, dir, { epoch, position: mysqlPosition });
+  if (typeof materialized === 'number')
+    throw new SluiceError(
+      ErrorCode.VERIFY_ORDER,
+      `the output holds ${materialized} event(s) of ${formatTableRef(ref)} that sort after the MySQL read (${formatPosition(mysqlPosition)}${epoch ? `, history epoch ${epoch}` : ''}), although the stored position was read before it: the source's position was moved while verify ran (run it again), or the output's order is broken. Nothing was judged.`,
+    );
+  if (!table.live) {
+    if (inFlux) judged.unjudged.push(formatTableRef(ref));
+    else if (materialized && !materialized.gone && materialized.rows > 0)
+      judged.orphans.push({ table: formatTableRef(ref), ref, rows: materialized.rows, reason: table.exists ? 'not included' : 'does not exist' });
+  } else if (inFlux) {
+    judged.tables.push(changingVerdict(ref, 'a DDL between the output position and the MySQL read touched it; verify again once the output has caught up'));
+  } else {
+    const mysqlFile = join(work, `mysql-${n}.txt`);
+    const version = materialized?.version;
+    const mysql = await writeTableRows(reader, ref, version ? version.key : null, mysqlFile);
+    judged.tables.push(
+      await compareTable(duck, {
+        ref,
+        mysql: { file: mysqlFile, ...mysql },
+        output:
+          materialized && version
+            ? {
+                state: materialized.state,
+                version: version.version,
+                columns: version.columns.map((c) => c.name),
+                key: version.key,
+                versioned: materialized.versioned,
+                rows: materialized.rows,
+              }
+            : undefined,
+        examples: judging.examples,
+      }),
+    );
+    rmSync(mysqlFile, { force: true });
+  }
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /** The output of one table by the rule, or how many of its events sort after the MySQL read (none when O is read first and nothing moved it). */
