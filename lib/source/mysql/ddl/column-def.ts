@@ -392,41 +392,9 @@ function dataType(r: Reader, options: ColumnOptions): ParsedType {
     if (GEOMETRIES.has(plain)) r.numbers();
     return { type: { base: plain }, ...(plain.endsWith('text') ? { textual: true } : {}) };
   }
+  const numeric = numberOrTimeType(r, word, options);
+  if (numeric) return numeric;
   switch (word) {
-    case 'BOOL':
-    case 'BOOLEAN':
-      return { type: { base: 'tinyint' } };
-    case 'BIT':
-      return { type: { base: 'bit', length: r.numbers()?.[0] ?? 1 } };
-    case 'FLOAT':
-    case 'FLOAT4': {
-      const [precision, scale] = r.numbers() ?? [];
-      const unsigned = numericOptions(r);
-      // FLOAT(p): p ≤ 24 is single precision, 25..53 double; FLOAT(M,D) stays single.
-      if (scale !== undefined) return { type: { base: 'float', unsigned, precision, scale } };
-      return { type: { base: precision !== undefined && precision > 24 ? 'double' : 'float', unsigned } };
-    }
-    case 'DOUBLE':
-    case 'FLOAT8':
-    case 'REAL': {
-      if (word === 'DOUBLE') r.eat('PRECISION');
-      const [precision, scale] = r.numbers() ?? [];
-      const base = word === 'REAL' && options.realAsFloat ? 'float' : 'double';
-      // DOUBLE(M,D) rounds stored values to D decimals: kept so a default is not taken as exact.
-      return { type: { base, unsigned: numericOptions(r), ...(scale !== undefined ? { precision, scale } : {}) } };
-    }
-    case 'DATETIME':
-    case 'TIMESTAMP':
-    case 'TIME':
-      return { type: { base: word.toLowerCase(), fsp: r.numbers()?.[0] ?? 0 } };
-    case 'YEAR':
-    case 'SQL_TSI_YEAR': {
-      // YEAR(2) (MariaDB keeps it, deprecated) is YEAR to the binlog and to information_schema's type; its values are read as four digits.
-      const [digits] = r.numbers() ?? [];
-      numericOptions(r);
-      if (digits !== undefined && digits !== 4 && digits !== 2) throw new UnsupportedTypeError(`YEAR(${digits})`);
-      return { type: { base: 'year' } };
-    }
     case 'CHAR':
     case 'CHARACTER':
       if (r.eat('VARYING')) return varchar(r);
@@ -477,6 +445,48 @@ function dataType(r: Reader, options: ColumnOptions): ParsedType {
     }
     default:
       throw new UnsupportedTypeError(`data type ${word}`);
+  }
+}
+
+/** BOOL, BIT, FLOAT, DOUBLE and REAL, the temporal types and YEAR; undefined for any other word. */
+function numberOrTimeType(r: Reader, word: string, options: ColumnOptions): ParsedType | undefined {
+  switch (word) {
+    case 'BOOL':
+    case 'BOOLEAN':
+      return { type: { base: 'tinyint' } };
+    case 'BIT':
+      return { type: { base: 'bit', length: r.numbers()?.[0] ?? 1 } };
+    case 'FLOAT':
+    case 'FLOAT4': {
+      const [precision, scale] = r.numbers() ?? [];
+      const unsigned = numericOptions(r);
+      // FLOAT(p): p ≤ 24 is single precision, 25..53 double; FLOAT(M,D) stays single.
+      if (scale !== undefined) return { type: { base: 'float', unsigned, precision, scale } };
+      return { type: { base: precision !== undefined && precision > 24 ? 'double' : 'float', unsigned } };
+    }
+    case 'DOUBLE':
+    case 'FLOAT8':
+    case 'REAL': {
+      if (word === 'DOUBLE') r.eat('PRECISION');
+      const [precision, scale] = r.numbers() ?? [];
+      const base = word === 'REAL' && options.realAsFloat ? 'float' : 'double';
+      // DOUBLE(M,D) rounds stored values to D decimals: kept so a default is not taken as exact.
+      return { type: { base, unsigned: numericOptions(r), ...(scale !== undefined ? { precision, scale } : {}) } };
+    }
+    case 'DATETIME':
+    case 'TIMESTAMP':
+    case 'TIME':
+      return { type: { base: word.toLowerCase(), fsp: r.numbers()?.[0] ?? 0 } };
+    case 'YEAR':
+    case 'SQL_TSI_YEAR': {
+      // YEAR(2) (MariaDB keeps it, deprecated) is YEAR to the binlog and to information_schema's type; its values are read as four digits.
+      const [digits] = r.numbers() ?? [];
+      numericOptions(r);
+      if (digits !== undefined && digits !== 4 && digits !== 2) throw new UnsupportedTypeError(`YEAR(${digits})`);
+      return { type: { base: 'year' } };
+    }
+    default:
+      return undefined;
   }
 }
 
