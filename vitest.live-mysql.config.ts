@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
-import base from './vitest.config.ts';
+import { integration, maxWorkers } from './vitest.config.ts';
 
-// `npm run test:live-mysql`: `npm test` against a live MySQL 8.0.31 (lib/local/mysql.ts) instead of
-// MariaDB, plus test/live-mysql/; the global setup starts that stack under .sluice/test-mysql. What
+// `npm run test:live-mysql`: `npm test`'s integration project against a live MySQL 8.0.31
+// (lib/local/mysql.ts) instead of MariaDB, plus test/live-mysql/; the global setup starts that
+// stack under .sluice/test-mysql. The unit project reads no server: `npm test` runs it once. What
 // only MariaDB has is left out below, each with why.
 process.env.SLUICE_TEST_SERVER = 'mysql';
 
@@ -25,7 +26,8 @@ const MARIADB_ONLY = [
 
 export default defineConfig({
   test: {
-    ...base.test,
-    exclude: [...(base.test?.exclude ?? []).filter((pattern) => pattern !== 'test/live-mysql/**'), ...MARIADB_ONLY],
+    ...integration,
+    exclude: [...integration.exclude.filter((pattern) => pattern !== 'test/live-mysql/**'), ...MARIADB_ONLY],
+    maxWorkers,
   },
 });

@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import base from './vitest.config.ts';
+import { integration, maxWorkers } from './vitest.config.ts';
 
 // `npm run test:peer`: the tests that read other projects' data in place from ../shared (Debezium's
 // MySQL-connector test scripts, ../shared/peer-data/debezium, or SLUICE_DEBEZIUM_SCRIPTS), so that
@@ -7,8 +7,9 @@ import base from './vitest.config.ts';
 // a live MySQL 8.0.31 (SLUICE_TEST_SERVER=mysql, as `npm run test:live-mysql` does).
 export default defineConfig({
   test: {
-    ...base.test,
+    ...integration,
     include: ['test/peer/**/*.test.ts'],
-    exclude: base.test?.exclude?.filter((pattern) => pattern !== 'test/peer/**'),
+    exclude: integration.exclude.filter((pattern) => pattern !== 'test/peer/**'),
+    maxWorkers,
   },
 });

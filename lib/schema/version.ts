@@ -489,203 +489,244 @@ export function evolve(previous: SchemaVersion | undefined, change: TableChange,
   }
 }
 
-function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: EvolveContext): EvolveResult {
-  const columns: SchemaColumn[] = [...previous.columns];
-  const indexes: SchemaIndex[] = previous.indexes.map((i) => ({ ...i, parts: [...i.parts] }));
-  const cs = context.charsets ?? CharsetTable.fallback;
-  let defaults: { charset?: string; collation?: string } = { charset: previous.charset, collation: previous.collation };
-  let lastColumnId = previous.lastColumnId;
-  const changes: SchemaChange[] = [];
-  const resnapshot: string[] = [];
-  let structureKnown = true;
-  let versioning = previous.versioning;
+/** An ALTER TABLE's working copy of the version, which its operations change in order. */
+interface AlterWork {
+  readonly context: EvolveContext;
+  readonly cs: CharsetTable;
+  readonly columns: SchemaColumn[];
+  readonly indexes: SchemaIndex[];
+  defaults: { charset?: string; collation?: string };
+  lastColumnId: number;
+  readonly changes: SchemaChange[];
+  /** Why the table must be copied again, if it must. */
+  readonly resnapshot: string[];
+  structureKnown: boolean;
   /** ADD (true) or DROP (false) SYSTEM VERSIONING in this statement. */
-  let versioningChange: boolean | undefined;
-  const rowPeriod: { start?: string; end?: string } = {};
-  const periods: Period[] = [...(previous.periods ?? [])];
-  const find = (name: string) => columns.findIndex((c) => sameName(c.name, name));
-  /** A period's columns become NOT NULL: a NULL becomes the type's zero value unless a strict sql_mode fails the statement. */
-  const notNull = (name: string, why: string) => {
-    const at = find(name);
-    if (at < 0) throw new Impossible(`${why}: no column ${name}`);
-    const column = columns[at] as SchemaColumn;
-    if (!column.nullable) return;
-    columns[at] = { ...column, nullable: false };
-    if (context.strictSqlMode !== true) resnapshot.push(`${why} makes ${column.name} NOT NULL (NULLs become defaults)`);
-  };
-  const place = (column: SchemaColumn, position: { first: true } | { after: string } | undefined) => {
-    if (!position) columns.push(column);
-    else if ('first' in position) columns.unshift(column);
-    else {
-      const at = find(position.after);
-      if (at < 0) throw new Impossible(`AFTER ${position.after}: no such column`);
-      columns.splice(at + 1, 0, column);
-    }
-  };
-  const renameInIndexes = (from: string, to: string) => {
-    for (const [k, index] of indexes.entries()) indexes[k] = { ...index, parts: index.parts.map((p) => (sameName(p.column, from) ? { ...p, column: to } : p)) };
-  };
+  versioningChange?: boolean;
+  readonly rowPeriod: { start?: string; end?: string };
+  readonly periods: Period[];
+}
 
+type OpOf<K extends AlterOp['op']> = Extract<AlterOp, { op: K }>;
+
+function alterTable(previous: SchemaVersion, ops: readonly AlterOp[], context: EvolveContext): EvolveResult {
+  const w: AlterWork = {
+    context,
+    cs: context.charsets ?? CharsetTable.fallback,
+    columns: [...previous.columns],
+    indexes: previous.indexes.map((i) => ({ ...i, parts: [...i.parts] })),
+    defaults: { charset: previous.charset, collation: previous.collation },
+    lastColumnId: previous.lastColumnId,
+    changes: [],
+    resnapshot: [],
+    structureKnown: true,
+    rowPeriod: {},
+    periods: [...(previous.periods ?? [])],
+  };
   for (const op of ops) {
-    switch (op.op) {
-      case 'add-column': {
-        if (find(op.column.name) >= 0) {
-          if (op.ifNotExists) break;
-          throw new Impossible(`column ${op.column.name} exists`);
-        }
-        const column = columnOf(
-          op.column,
-          ++lastColumnId,
-          defaults,
-          op.column.rowPeriod !== undefined || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, context)),
-          cs,
-        );
-        if (op.column.rowPeriod) rowPeriod[op.column.rowPeriod] = column.name;
-        place(column, op.position);
-        if (op.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: column.name }] });
-        if (op.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: column.name }] });
-        const fill = addColumnFill(op.column, column, column.nullable, context);
-        if (fill.derivable) changes.push({ op: 'add', id: column.id, fill: fill.json });
-        else resnapshot.push(`ADD COLUMN ${column.name}: ${fill.reason}`);
-        break;
-      }
-      case 'drop-column': {
-        const at = find(op.name);
-        if (at < 0) {
-          if (op.ifExists) break;
-          throw new Impossible(`DROP COLUMN ${op.name}: no such column`);
-        }
-        const column = columns[at] as SchemaColumn;
-        for (let k = indexes.length - 1; k >= 0; k--) {
-          const index = indexes[k] as SchemaIndex;
-          if (!index.parts.some((p) => sameName(p.column, column.name))) continue;
-          if (index.kind !== 'index' && index.parts.length > 1) throw new Impossible(`DROP COLUMN ${column.name} of a multi-column unique key`);
-          const left = index.parts.filter((p) => !sameName(p.column, column.name));
-          if (left.length) indexes[k] = { ...index, parts: left };
-          else indexes.splice(k, 1);
-        }
-        columns.splice(at, 1);
-        if (!columns.length) throw new Impossible('dropping the last column');
-        changes.push({ op: 'drop', id: column.id, name: column.name });
-        break;
-      }
-      case 'modify-column': {
-        const at = find(op.from);
-        if (at < 0) {
-          if (op.ifExists) break;
-          throw new Impossible(`${op.from}: no such column`);
-        }
-        const old = columns[at] as SchemaColumn;
-        if (!sameName(old.name, op.column.name) && find(op.column.name) >= 0) throw new Impossible(`column ${op.column.name} exists`);
-        const inPrimary = indexes.some((i) => i.kind === 'primary' && i.parts.some((p) => sameName(p.column, old.name)));
-        const next = columnOf(op.column, old.id, defaults, inPrimary || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, context)), cs);
-        columns.splice(at, 1);
-        place(next, op.position ?? (at === 0 ? { first: true } : { after: (columns[at - 1] as SchemaColumn).name }));
-        if (op.column.generated) resnapshot.push(`${next.name} becomes a generated column`);
-        if (next.autoIncrement && !old.autoIncrement) resnapshot.push(`${next.name} becomes AUTO_INCREMENT`);
-        if (op.column.primaryKey) addIndex(indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: next.name }] });
-        if (op.column.unique) addIndex(indexes, { name: undefined, kind: 'unique', parts: [{ column: next.name }] });
-        if (old.name !== next.name) {
-          renameInIndexes(old.name, next.name);
-          changes.push({ op: 'rename', id: old.id, from: old.name });
-        }
-        if (old.nullable === false && next.nullable === true && old.type === next.type) changes.push({ op: 'widen', id: old.id, from: old.type });
-        else if (old.nullable && !next.nullable && context.strictSqlMode !== true) resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
-        else if (old.type !== next.type || old.charset !== next.charset || old.collation !== next.collation) {
-          if (isWidening(old, next, cs)) changes.push({ op: 'widen', id: old.id, from: old.type });
-          else
-            resnapshot.push(
-              `${old.name} ${old.type} → ${next.type}${next.charset !== old.charset ? ` (${old.charset} → ${next.charset})` : ''} changes values`,
-            );
-        }
-        break;
-      }
-      case 'rename-column': {
-        const at = find(op.from);
-        if (at < 0) throw new Impossible(`RENAME COLUMN ${op.from}: no such column`);
-        const old = columns[at] as SchemaColumn;
-        if (!sameName(op.from, op.to) && find(op.to) >= 0) throw new Impossible(`column ${op.to} exists`);
-        columns[at] = { ...old, name: op.to };
-        renameInIndexes(old.name, op.to);
-        if (old.name !== op.to) changes.push({ op: 'rename', id: old.id, from: old.name });
-        break;
-      }
-      case 'column-default':
-        if (find(op.name) < 0) throw new Impossible(`ALTER COLUMN ${op.name}: no such column`);
-        break;
-      case 'add-index': {
-        if (op.ifNotExists && op.index.name !== undefined && indexes.some((i) => sameName(i.name, op.index.name as string))) break;
-        const added = addIndex(indexes, serverIndex(op.index, periods, undefined));
-        for (const part of added.parts) {
-          const at = find(part.column);
-          if (at < 0) throw new Impossible(`key column ${part.column} does not exist`);
-          const column = columns[at] as SchemaColumn;
-          if (added.kind === 'primary' && column.nullable) {
-            columns[at] = { ...column, nullable: false };
-            if (context.strictSqlMode !== true) resnapshot.push(`PRIMARY KEY makes ${column.name} NOT NULL (NULLs become defaults)`);
-          }
-        }
-        break;
-      }
-      case 'drop-primary-key': {
-        const at = indexes.findIndex((i) => i.kind === 'primary');
-        if (at < 0) throw new Impossible('DROP PRIMARY KEY without one');
-        indexes.splice(at, 1);
-        break;
-      }
-      case 'drop-index': {
-        const at = indexes.findIndex((i) => sameName(i.name, op.name));
-        if (at >= 0) indexes.splice(at, 1);
-        else if (!op.ifExists) throw new Impossible(`DROP INDEX ${op.name}: not a known index`);
-        break;
-      }
-      case 'rename-index': {
-        const at = indexes.findIndex((i) => sameName(i.name, op.from));
-        if (at < 0) throw new Impossible(`RENAME INDEX ${op.from}: not a known index`);
-        indexes[at] = { ...(indexes[at] as SchemaIndex), name: op.to };
-        break;
-      }
-      case 'table-charset':
-        if (op.charsetDefault) defaults = tableDefaults({ charsetDefault: true }, context.databaseCollation, cs);
-        else if (op.collationDefault) defaults = tableDefaults({ charset: defaults.charset, collationDefault: true }, undefined, cs);
-        else defaults = tableDefaults({ charset: op.charset ?? (op.collation ? undefined : defaults.charset), collation: op.collation }, undefined, cs);
-        break;
-      case 'system-versioning':
-        versioningChange = op.add;
-        break;
-      case 'period': {
-        const { period } = op;
-        if (!op.add) {
-          const at = periods.findIndex((p) => sameName(p.name, period.name));
-          if (at >= 0) periods.splice(at, 1);
-          else if (period.name !== 'SYSTEM_TIME') throw new Impossible(`DROP PERIOD FOR ${period.name}: not a known period`);
-          break;
-        }
-        if (!('start' in period)) throw new Impossible('ADD PERIOD without its columns');
-        if (period.name === 'SYSTEM_TIME') break; // its columns are the ROW START/END ones added with it
-        if (periods.some((p) => sameName(p.name, period.name))) throw new Impossible(`period ${period.name} exists`);
-        notNull(period.start, `PERIOD FOR ${period.name}`);
-        notNull(period.end, `PERIOD FOR ${period.name}`);
-        periods.push(period);
-        break;
-      }
-      case 'rows-changed':
-        resnapshot.push(op.reason);
-        if (!op.structureKept) structureKnown = false;
-        break;
-      case 'noop':
-        break;
-      case 'unknown':
-        return { path: 'unknown', next: previous, changes: [], reason: op.reason };
-    }
+    if (op.op === 'unknown') return { path: 'unknown', next: previous, changes: [], reason: op.reason };
+    alterOp(w, op);
   }
+  return alterResult(previous, w);
+}
+
+const find = (w: AlterWork, name: string) => w.columns.findIndex((c) => sameName(c.name, name));
+
+/** A period's columns become NOT NULL: a NULL becomes the type's zero value unless a strict sql_mode fails the statement. */
+function notNull(w: AlterWork, name: string, why: string): void {
+  const at = find(w, name);
+  if (at < 0) throw new Impossible(`${why}: no column ${name}`);
+  const column = w.columns[at] as SchemaColumn;
+  if (!column.nullable) return;
+  w.columns[at] = { ...column, nullable: false };
+  if (w.context.strictSqlMode !== true) w.resnapshot.push(`${why} makes ${column.name} NOT NULL (NULLs become defaults)`);
+}
+
+function place(w: AlterWork, column: SchemaColumn, position: { first: true } | { after: string } | undefined): void {
+  if (!position) w.columns.push(column);
+  else if ('first' in position) w.columns.unshift(column);
+  else {
+    const at = find(w, position.after);
+    if (at < 0) throw new Impossible(`AFTER ${position.after}: no such column`);
+    w.columns.splice(at + 1, 0, column);
+  }
+}
+
+function renameInIndexes(w: AlterWork, from: string, to: string): void {
+  for (const [k, index] of w.indexes.entries())
+    w.indexes[k] = { ...index, parts: index.parts.map((p) => (sameName(p.column, from) ? { ...p, column: to } : p)) };
+}
+
+/** One operation of the statement, applied to the working copy. */
+function alterOp(w: AlterWork, op: Exclude<AlterOp, { op: 'unknown' }>): void {
+  switch (op.op) {
+    case 'add-column':
+      addColumn(w, op);
+      break;
+    case 'drop-column':
+      dropColumn(w, op);
+      break;
+    case 'modify-column':
+      modifyColumn(w, op);
+      break;
+    case 'rename-column': {
+      const at = find(w, op.from);
+      if (at < 0) throw new Impossible(`RENAME COLUMN ${op.from}: no such column`);
+      const old = w.columns[at] as SchemaColumn;
+      if (!sameName(op.from, op.to) && find(w, op.to) >= 0) throw new Impossible(`column ${op.to} exists`);
+      w.columns[at] = { ...old, name: op.to };
+      renameInIndexes(w, old.name, op.to);
+      if (old.name !== op.to) w.changes.push({ op: 'rename', id: old.id, from: old.name });
+      break;
+    }
+    case 'column-default':
+      if (find(w, op.name) < 0) throw new Impossible(`ALTER COLUMN ${op.name}: no such column`);
+      break;
+    case 'add-index': {
+      if (op.ifNotExists && op.index.name !== undefined && w.indexes.some((i) => sameName(i.name, op.index.name as string))) break;
+      const added = addIndex(w.indexes, serverIndex(op.index, w.periods, undefined));
+      for (const part of added.parts) {
+        const at = find(w, part.column);
+        if (at < 0) throw new Impossible(`key column ${part.column} does not exist`);
+        const column = w.columns[at] as SchemaColumn;
+        if (added.kind === 'primary' && column.nullable) {
+          w.columns[at] = { ...column, nullable: false };
+          if (w.context.strictSqlMode !== true) w.resnapshot.push(`PRIMARY KEY makes ${column.name} NOT NULL (NULLs become defaults)`);
+        }
+      }
+      break;
+    }
+    case 'drop-primary-key': {
+      const at = w.indexes.findIndex((i) => i.kind === 'primary');
+      if (at < 0) throw new Impossible('DROP PRIMARY KEY without one');
+      w.indexes.splice(at, 1);
+      break;
+    }
+    case 'drop-index': {
+      const at = w.indexes.findIndex((i) => sameName(i.name, op.name));
+      if (at >= 0) w.indexes.splice(at, 1);
+      else if (!op.ifExists) throw new Impossible(`DROP INDEX ${op.name}: not a known index`);
+      break;
+    }
+    case 'rename-index': {
+      const at = w.indexes.findIndex((i) => sameName(i.name, op.from));
+      if (at < 0) throw new Impossible(`RENAME INDEX ${op.from}: not a known index`);
+      w.indexes[at] = { ...(w.indexes[at] as SchemaIndex), name: op.to };
+      break;
+    }
+    case 'table-charset':
+      if (op.charsetDefault) w.defaults = tableDefaults({ charsetDefault: true }, w.context.databaseCollation, w.cs);
+      else if (op.collationDefault) w.defaults = tableDefaults({ charset: w.defaults.charset, collationDefault: true }, undefined, w.cs);
+      else w.defaults = tableDefaults({ charset: op.charset ?? (op.collation ? undefined : w.defaults.charset), collation: op.collation }, undefined, w.cs);
+      break;
+    case 'system-versioning':
+      w.versioningChange = op.add;
+      break;
+    case 'period': {
+      const { period } = op;
+      if (!op.add) {
+        const at = w.periods.findIndex((p) => sameName(p.name, period.name));
+        if (at >= 0) w.periods.splice(at, 1);
+        else if (period.name !== 'SYSTEM_TIME') throw new Impossible(`DROP PERIOD FOR ${period.name}: not a known period`);
+        break;
+      }
+      if (!('start' in period)) throw new Impossible('ADD PERIOD without its columns');
+      if (period.name === 'SYSTEM_TIME') break; // its columns are the ROW START/END ones added with it
+      if (w.periods.some((p) => sameName(p.name, period.name))) throw new Impossible(`period ${period.name} exists`);
+      notNull(w, period.start, `PERIOD FOR ${period.name}`);
+      notNull(w, period.end, `PERIOD FOR ${period.name}`);
+      w.periods.push(period);
+      break;
+    }
+    case 'rows-changed':
+      w.resnapshot.push(op.reason);
+      if (!op.structureKept) w.structureKnown = false;
+      break;
+    case 'noop':
+      break;
+  }
+}
+
+function addColumn(w: AlterWork, op: OpOf<'add-column'>): void {
+  if (find(w, op.column.name) >= 0) {
+    if (op.ifNotExists) return;
+    throw new Impossible(`column ${op.column.name} exists`);
+  }
+  const column = columnOf(
+    op.column,
+    ++w.lastColumnId,
+    w.defaults,
+    op.column.rowPeriod !== undefined || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, w.context)),
+    w.cs,
+  );
+  if (op.column.rowPeriod) w.rowPeriod[op.column.rowPeriod] = column.name;
+  place(w, column, op.position);
+  if (op.column.primaryKey) addIndex(w.indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: column.name }] });
+  if (op.column.unique) addIndex(w.indexes, { name: undefined, kind: 'unique', parts: [{ column: column.name }] });
+  const fill = addColumnFill(op.column, column, column.nullable, w.context);
+  if (fill.derivable) w.changes.push({ op: 'add', id: column.id, fill: fill.json });
+  else w.resnapshot.push(`ADD COLUMN ${column.name}: ${fill.reason}`);
+}
+
+function dropColumn(w: AlterWork, op: OpOf<'drop-column'>): void {
+  const at = find(w, op.name);
+  if (at < 0) {
+    if (op.ifExists) return;
+    throw new Impossible(`DROP COLUMN ${op.name}: no such column`);
+  }
+  const column = w.columns[at] as SchemaColumn;
+  for (let k = w.indexes.length - 1; k >= 0; k--) {
+    const index = w.indexes[k] as SchemaIndex;
+    if (!index.parts.some((p) => sameName(p.column, column.name))) continue;
+    if (index.kind !== 'index' && index.parts.length > 1) throw new Impossible(`DROP COLUMN ${column.name} of a multi-column unique key`);
+    const left = index.parts.filter((p) => !sameName(p.column, column.name));
+    if (left.length) w.indexes[k] = { ...index, parts: left };
+    else w.indexes.splice(k, 1);
+  }
+  w.columns.splice(at, 1);
+  if (!w.columns.length) throw new Impossible('dropping the last column');
+  w.changes.push({ op: 'drop', id: column.id, name: column.name });
+}
+
+function modifyColumn(w: AlterWork, op: OpOf<'modify-column'>): void {
+  const at = find(w, op.from);
+  if (at < 0) {
+    if (op.ifExists) return;
+    throw new Impossible(`${op.from}: no such column`);
+  }
+  const old = w.columns[at] as SchemaColumn;
+  if (!sameName(old.name, op.column.name) && find(w, op.column.name) >= 0) throw new Impossible(`column ${op.column.name} exists`);
+  const inPrimary = w.indexes.some((i) => i.kind === 'primary' && i.parts.some((p) => sameName(p.column, old.name)));
+  const next = columnOf(op.column, old.id, w.defaults, inPrimary || (op.column.type.base === 'timestamp' && !timestampNullable(op.column, w.context)), w.cs);
+  w.columns.splice(at, 1);
+  place(w, next, op.position ?? (at === 0 ? { first: true } : { after: (w.columns[at - 1] as SchemaColumn).name }));
+  if (op.column.generated) w.resnapshot.push(`${next.name} becomes a generated column`);
+  if (next.autoIncrement && !old.autoIncrement) w.resnapshot.push(`${next.name} becomes AUTO_INCREMENT`);
+  if (op.column.primaryKey) addIndex(w.indexes, { name: 'PRIMARY', kind: 'primary', parts: [{ column: next.name }] });
+  if (op.column.unique) addIndex(w.indexes, { name: undefined, kind: 'unique', parts: [{ column: next.name }] });
+  if (old.name !== next.name) {
+    renameInIndexes(w, old.name, next.name);
+    w.changes.push({ op: 'rename', id: old.id, from: old.name });
+  }
+  if (old.nullable === false && next.nullable === true && old.type === next.type) w.changes.push({ op: 'widen', id: old.id, from: old.type });
+  else if (old.nullable && !next.nullable && w.context.strictSqlMode !== true) w.resnapshot.push(`${next.name} becomes NOT NULL (NULLs become defaults)`);
+  else if (old.type !== next.type || old.charset !== next.charset || old.collation !== next.collation) {
+    if (isWidening(old, next, w.cs)) w.changes.push({ op: 'widen', id: old.id, from: old.type });
+    else w.resnapshot.push(`${old.name} ${old.type} → ${next.type}${next.charset !== old.charset ? ` (${old.charset} → ${next.charset})` : ''} changes values`);
+  }
+}
+
+/** The version the statement leaves, and whether its changes derive from the previous one or need a copy. */
+function alterResult(previous: SchemaVersion, w: AlterWork): EvolveResult {
+  const { columns, indexes, defaults, lastColumnId, changes, resnapshot, structureKnown, versioningChange, rowPeriod, periods, cs } = w;
+  let versioning = previous.versioning;
   if (versioningChange === true) {
     if (versioning) throw new Impossible('ADD SYSTEM VERSIONING of a system-versioned table');
     if (!rowPeriod.start !== !rowPeriod.end) throw new Impossible('a ROW START column without ROW END, or the reverse');
     versioning = rowPeriod.start && rowPeriod.end ? { start: rowPeriod.start, end: rowPeriod.end, hidden: false } : HIDDEN_VERSIONING;
   } else if (versioningChange === false) {
     if (!versioning) throw new Impossible('DROP SYSTEM VERSIONING of a table without it');
-    if (!versioning.hidden && (find(versioning.start) >= 0 || find(versioning.end) >= 0))
+    if (!versioning.hidden && (find(w, versioning.start) >= 0 || find(w, versioning.end) >= 0))
       throw new Impossible('DROP SYSTEM VERSIONING keeping its period columns');
     versioning = undefined;
   } else if (rowPeriod.start || rowPeriod.end) throw new Impossible('ROW START/END columns without ADD SYSTEM VERSIONING');

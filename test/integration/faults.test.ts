@@ -163,14 +163,15 @@ describe('on a private server (these change server-wide settings)', () => {
       const open = await sourceStatus(source.config, source.clients.store);
       expect(open).toMatchObject({ retentionSeconds: 7200, timeToPurgeSeconds: 7200 }); // the current file is not purgeable yet
       await admin.query('FLUSH BINARY LOGS');
-      await new Promise((resolve) => setTimeout(resolve, 2100));
-      const closed = await sourceStatus(source.config, source.clients.store);
+      // Status asked 2.1 s after the flush: its clock says so, instead of a wait.
+      const later = Date.now() + 2100;
+      const closed = await sourceStatus(source.config, source.clients.store, later);
       expect(closed.timeToPurgeSeconds).toBeGreaterThan(7200 - 10);
       expect(closed.timeToPurgeSeconds).toBeLessThanOrEqual(7200 - 1); // the clock runs from when the next file started
       // Read again through a binlog stream that pauses (1 s, three idle ticks) before its first event.
       const proxy = await stallingProxy(new URL(server.url), 1000);
       try {
-        const stalled = await sourceStatus({ ...source.config, mysqlUrl: proxy.url }, source.clients.store);
+        const stalled = await sourceStatus({ ...source.config, mysqlUrl: proxy.url }, source.clients.store, later);
         expect(stalled.timeToPurgeSeconds).toBeGreaterThan(7200 - 15);
         expect(stalled.timeToPurgeSeconds).toBeLessThanOrEqual(7200 - 1);
       } finally {

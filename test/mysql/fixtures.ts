@@ -53,6 +53,8 @@ function sqlFile(name: string): string[] {
 
 /** Every fixture, in the README's order (the three mysqlbinlog2parquet files are one history). */
 export function fixtures(): Fixture[] {
+  // Some fixtures read their schema from the folder's .sql files: without the folder, say which one is missing.
+  requireFixtures();
   return [
     {
       name: 'json (8.0.22, PARTIAL_UPDATE_ROWS, MINIMAL)',

@@ -61,10 +61,14 @@ async function refusals(file: string, server: Server): Promise<{ ddl: number; re
   return { ddl, refused };
 }
 
-const scripts = (folder: string) =>
-  readdirSync(join(ROOT, folder))
+/** The scripts of one folder; fails (never skips) naming the folder when it is missing. */
+function scripts(folder: string): string[] {
+  const dir = join(ROOT, folder);
+  if (!existsSync(dir)) throw new Error(`Debezium's test scripts not found at ${dir}: set SLUICE_DEBEZIUM_SCRIPTS to the folder holding sql/ and orig/`);
+  return readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort();
+}
 
 describe("Debezium's test scripts", () => {
   it('are where SLUICE_DEBEZIUM_SCRIPTS (default ../shared/peer-data/debezium) says', () => {

@@ -709,76 +709,10 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
   if (head.kind !== 'word') throw new Unclassified('an ALTER specification that does not start with a keyword');
   c.i++;
   switch (head.upper) {
-    case 'ADD': {
-      if (c.isWord('PARTITION')) {
-        c.rest();
-        return [{ op: 'noop', what: 'ADD PARTITION' }];
-      }
-      if (c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: true }]);
-      if (c.isWord('PERIOD') && (c.isWord('FOR', 1) || c.isWord('IF', 1))) {
-        c.expectWord('PERIOD');
-        c.eatWord('IF', 'NOT', 'EXISTS');
-        c.expectWord('FOR');
-        return done([{ op: 'period', add: true, period: periodBody(c) }]);
-      }
-      if (c.peek()?.kind === 'word' && CONSTRAINT_STARTS.has((c.peek() as Token).upper) && !c.isWord('COLUMN')) {
-        const index = constraintItem(c);
-        return done(index ? [{ op: 'add-index', index, ifNotExists: false }] : [{ op: 'noop', what: 'ADD FOREIGN KEY/CHECK' }]);
-      }
-      c.eatWord('COLUMN');
-      const ifNotExists = c.eatWord('IF', 'NOT', 'EXISTS');
-      if (c.isPunct('(')) {
-        // `ADD (c INT, d INT, PRIMARY KEY (c))`: columns and keys, as in CREATE TABLE.
-        const { items, periods } = tableItems(s, c.parenthesized());
-        return done([
-          ...items.map(
-            (item): AlterOp =>
-              'column' in item ? { op: 'add-column', column: item.column, ifNotExists } : { op: 'add-index', index: item.index, ifNotExists: false },
-          ),
-          ...periods.map((p): AlterOp => ({ op: 'period', add: true, period: p })),
-        ]);
-      }
-      const { tokens, position } = splitPosition(c.rest());
-      const [column] = parseColumns(s, [tokens]);
-      return [{ op: 'add-column', column: column as ColumnDefinition, ifNotExists, ...(position ? { position } : {}) }];
-    }
-    case 'DROP': {
-      if (c.eatWord('PRIMARY', 'KEY')) return done([{ op: 'drop-primary-key' }]);
-      if (c.eatWord('INDEX') || c.eatWord('KEY')) {
-        const ifExists = c.eatWord('IF', 'EXISTS');
-        return done([{ op: 'drop-index', name: c.namePart(), ifExists }]);
-      }
-      if (c.eatWord('FOREIGN', 'KEY')) {
-        c.eatWord('IF', 'EXISTS');
-        c.namePart();
-        return done([{ op: 'noop', what: 'DROP FOREIGN KEY' }]);
-      }
-      if (c.eatWord('CHECK')) {
-        c.namePart();
-        return done([{ op: 'noop', what: 'DROP CHECK' }]);
-      }
-      if (c.eatWord('CONSTRAINT')) {
-        c.eatWord('IF', 'EXISTS');
-        // A unique key of that name goes; a CHECK or FOREIGN KEY changes nothing sluice records.
-        return done([{ op: 'drop-index', name: c.namePart(), ifExists: true }]);
-      }
-      if (c.eatWord('PARTITION')) {
-        c.rest();
-        return [{ op: 'rows-changed', reason: 'DROP PARTITION deletes rows', structureKept: true }];
-      }
-      if (c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: false }]);
-      if (c.isWord('PERIOD') && (c.isWord('FOR', 1) || c.isWord('IF', 1))) {
-        c.expectWord('PERIOD');
-        c.eatWord('IF', 'EXISTS');
-        c.expectWord('FOR');
-        return done([{ op: 'period', add: false, period: { name: c.namePart() } }]);
-      }
-      c.eatWord('COLUMN');
-      const ifExists = c.eatWord('IF', 'EXISTS');
-      const name = c.namePart();
-      if (!c.eatWord('RESTRICT')) c.eatWord('CASCADE');
-      return done([{ op: 'drop-column', name, ifExists }]);
-    }
+    case 'ADD':
+      return alterAdd(s, c, done);
+    case 'DROP':
+      return alterDrop(c, done);
     case 'MODIFY':
     case 'CHANGE': {
       c.eatWord('COLUMN');
@@ -890,6 +824,83 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
       c.i--;
       return tableOptions(c);
   }
+}
+
+/** Checks that a specification's tokens are all read, and returns its items. */
+type SpecDone = (items: SpecItem[]) => SpecItem[];
+
+/** `ADD …` after the ADD: a column, columns and keys in parentheses, a key or constraint, a partition, a period, system versioning. */
+function alterAdd(s: Statement, c: Cursor, done: SpecDone): SpecItem[] {
+  if (c.isWord('PARTITION')) {
+    c.rest();
+    return [{ op: 'noop', what: 'ADD PARTITION' }];
+  }
+  if (c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: true }]);
+  if (c.isWord('PERIOD') && (c.isWord('FOR', 1) || c.isWord('IF', 1))) {
+    c.expectWord('PERIOD');
+    c.eatWord('IF', 'NOT', 'EXISTS');
+    c.expectWord('FOR');
+    return done([{ op: 'period', add: true, period: periodBody(c) }]);
+  }
+  if (c.peek()?.kind === 'word' && CONSTRAINT_STARTS.has((c.peek() as Token).upper) && !c.isWord('COLUMN')) {
+    const index = constraintItem(c);
+    return done(index ? [{ op: 'add-index', index, ifNotExists: false }] : [{ op: 'noop', what: 'ADD FOREIGN KEY/CHECK' }]);
+  }
+  c.eatWord('COLUMN');
+  const ifNotExists = c.eatWord('IF', 'NOT', 'EXISTS');
+  if (c.isPunct('(')) {
+    // `ADD (c INT, d INT, PRIMARY KEY (c))`: columns and keys, as in CREATE TABLE.
+    const { items, periods } = tableItems(s, c.parenthesized());
+    return done([
+      ...items.map(
+        (item): AlterOp =>
+          'column' in item ? { op: 'add-column', column: item.column, ifNotExists } : { op: 'add-index', index: item.index, ifNotExists: false },
+      ),
+      ...periods.map((p): AlterOp => ({ op: 'period', add: true, period: p })),
+    ]);
+  }
+  const { tokens, position } = splitPosition(c.rest());
+  const [column] = parseColumns(s, [tokens]);
+  return [{ op: 'add-column', column: column as ColumnDefinition, ifNotExists, ...(position ? { position } : {}) }];
+}
+
+/** `DROP …` after the DROP: a column, a key or constraint, a partition, a period, system versioning. */
+function alterDrop(c: Cursor, done: SpecDone): SpecItem[] {
+  if (c.eatWord('PRIMARY', 'KEY')) return done([{ op: 'drop-primary-key' }]);
+  if (c.eatWord('INDEX') || c.eatWord('KEY')) {
+    const ifExists = c.eatWord('IF', 'EXISTS');
+    return done([{ op: 'drop-index', name: c.namePart(), ifExists }]);
+  }
+  if (c.eatWord('FOREIGN', 'KEY')) {
+    c.eatWord('IF', 'EXISTS');
+    c.namePart();
+    return done([{ op: 'noop', what: 'DROP FOREIGN KEY' }]);
+  }
+  if (c.eatWord('CHECK')) {
+    c.namePart();
+    return done([{ op: 'noop', what: 'DROP CHECK' }]);
+  }
+  if (c.eatWord('CONSTRAINT')) {
+    c.eatWord('IF', 'EXISTS');
+    // A unique key of that name goes; a CHECK or FOREIGN KEY changes nothing sluice records.
+    return done([{ op: 'drop-index', name: c.namePart(), ifExists: true }]);
+  }
+  if (c.eatWord('PARTITION')) {
+    c.rest();
+    return [{ op: 'rows-changed', reason: 'DROP PARTITION deletes rows', structureKept: true }];
+  }
+  if (c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: false }]);
+  if (c.isWord('PERIOD') && (c.isWord('FOR', 1) || c.isWord('IF', 1))) {
+    c.expectWord('PERIOD');
+    c.eatWord('IF', 'EXISTS');
+    c.expectWord('FOR');
+    return done([{ op: 'period', add: false, period: { name: c.namePart() } }]);
+  }
+  c.eatWord('COLUMN');
+  const ifExists = c.eatWord('IF', 'EXISTS');
+  const name = c.namePart();
+  if (!c.eatWord('RESTRICT')) c.eatWord('CASCADE');
+  return done([{ op: 'drop-column', name, ifExists }]);
 }
 
 /** A run of table options (`ENGINE=InnoDB COMMENT 'x'`, `DEFAULT CHARSET latin1`, `ALGORITHM=INPLACE`…). */
