@@ -13,9 +13,7 @@ const BUDGET = 150;
 /** Today's offenders, `file: function` (enclosing names `/`-joined) → lines. */
 const OFFENDERS: Readonly<Record<string, number>> = {
   'lib/cli/main.ts: commands': 495,
-  'lib/source/mysql/ddl/column-def.ts: columnDefinition': 173,
   'lib/iceberg/rest.ts: restCatalog': 154,
-  'lib/source/mysql/snapshot-reader.ts: pagingConnection': 152,
 };
 
 const key = (f: FunctionLength) => `${f.file}: ${f.name}`;
