@@ -3,7 +3,7 @@ import { type BinlogPosition, formatPosition } from '../core/position.ts';
 import { ErrorCode, PositionForeignError, type SluiceError } from '../errors.ts';
 import { noMetrics } from '../log.ts';
 import { type GtidStart, mariadbGtidStart, mysqlGtidPosition } from '../source/mysql/binlog-scan.ts';
-import { dialectOf } from '../source/mysql/dialect.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { gtidCoverage, type ServerIdentity, serverIdentity } from '../source/mysql/history.ts';
 import { connect } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';

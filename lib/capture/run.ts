@@ -21,7 +21,7 @@ import { StagingSweep } from '../sink/s3/staging-sweep.ts';
 import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { historyAt, startupPosition } from '../source/mysql/binlog-scan.ts';
-import { dialectOf } from '../source/mysql/dialect.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables, showInvisiblePrimaryKeys } from '../source/mysql/schema.ts';
 import {

@@ -200,7 +200,7 @@ function commands(cli: Cli): Command {
       const { connect, preflight } = await import('../source/mysql/server.ts');
       const { filterWarnings } = await import('../source/mysql/filter-check.ts');
       const { lockWarning } = await import('../source/mysql/grants.ts');
-      const { dialectOf } = await import('../source/mysql/dialect.ts');
+      const { dialectOf } = await import('../source/mysql/dialect/dialect.ts');
       const { rdsBinlogRetention, retentionWarning } = await import('../source/mysql/rds.ts');
       const { mysqlTarget, redact } = await import('../source/mysql/target.ts');
       const { config, clients } = await cli.configure(program.opts());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerFlavor } from '../../lib/source/mysql/flavor.ts';
+import { parseServerFlavor } from '../../lib/source/mysql/dialect/dialect.ts';
 import { checkGrants, lockWarning, parseGrants, parseRoles, sessionGrants } from '../../lib/source/mysql/grants.ts';
 import type { SqlConnection } from '../../lib/source/mysql/server.ts';
 

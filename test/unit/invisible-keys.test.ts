@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerFlavor } from '../../lib/source/mysql/flavor.ts';
+import { parseServerFlavor } from '../../lib/source/mysql/dialect/dialect.ts';
 import { showInvisiblePrimaryKeys } from '../../lib/source/mysql/schema.ts';
 import type { SqlConnection } from '../../lib/source/mysql/server.ts';
 

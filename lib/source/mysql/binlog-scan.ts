@@ -7,7 +7,7 @@ import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../er
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
 import { type ClassifyContext, classifyDdl, type DdlClassification } from './ddl/classify.ts';
-import { type Dialect, dialectOf } from './dialect.ts';
+import { type Dialect, dialectOf } from './dialect/dialect.ts';
 import { BinlogHistories, checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';

@@ -16,7 +16,7 @@
  * `ALL PRIVILEGES` for global grants but lists each.
  */
 import { ErrorCode, PreflightError } from '../../errors.ts';
-import type { ServerFlavor } from './flavor.ts';
+import type { ServerFlavor } from './dialect/dialect.ts';
 import type { SqlConnection } from './server.ts';
 
 /** A role as MySQL prints it: `name`@`host`, backticks inside doubled. */

@@ -2,7 +2,7 @@ import { GtidPosition, GtidSet, type MariadbGtid, parseGtid, parseMariadbGtid } 
 import type { BinlogHistory } from '../../core/history.ts';
 import { type BinlogPosition, fileNumber, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { ErrorCode, PositionForeignError, PositionLostError, SluiceError } from '../../errors.ts';
-import { type Dialect, dialectOf } from './dialect.ts';
+import { type Dialect, dialectOf } from './dialect/dialect.ts';
 import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.ts';
 
 /*

@@ -5,7 +5,7 @@ import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema
 import type { TableRef } from '../../schema/definition.ts';
 import { type InformationSchemaIndexRow, type SchemaVersion, versionFromInformationSchema } from '../../schema/version.ts';
 import { type ClassifyContext, classifyDdl } from './ddl/classify.ts';
-import { parseServerFlavor } from './flavor.ts';
+import { parseServerFlavor } from './dialect/dialect.ts';
 import { listTables, showInvisiblePrimaryKeys } from './schema.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 

@@ -2,8 +2,8 @@ import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
 import { authRefusal } from './auth.ts';
-import { dialectOf } from './dialect.ts';
-import type { ServerFlavor } from './flavor.ts';
+import type { ServerFlavor } from './dialect/dialect.ts';
+import { dialectOf } from './dialect/dialect.ts';
 import { checkGrants } from './grants.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
