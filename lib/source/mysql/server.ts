@@ -2,7 +2,6 @@ import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
 import { authRefusal } from './auth.ts';
-import type { ServerFlavor } from './dialect/dialect.ts';
 import { dialectOf } from './dialect/dialect.ts';
 import { checkGrants } from './grants.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
@@ -114,13 +113,13 @@ export function settingsProblem(vars: Readonly<Record<string, string | undefined
   return undefined;
 }
 
-/** Checks the settings and grants CDC needs (the flavor is read when not given); each failure says the statement that fixes it. */
-export async function preflight(conn: SqlConnection, flavor?: ServerFlavor): Promise<void> {
+/** Checks the settings and grants CDC needs, the latter as the connection's dialect reads them; each failure says the statement that fixes it. */
+export async function preflight(conn: SqlConnection): Promise<void> {
   const list = await rows<{ Variable_name: string; Value: string }>(
     conn,
     `SHOW GLOBAL VARIABLES WHERE Variable_name IN (${PREFLIGHT_VARIABLES.map((v) => `'${v}'`).join(', ')})`,
   );
   const problem = settingsProblem(Object.fromEntries(list.map((r) => [r.Variable_name, r.Value])));
   if (problem) throw problem;
-  await checkGrants(conn, flavor ?? (await dialectOf(conn)).flavor);
+  await checkGrants(conn, await dialectOf(conn));
 }

@@ -1,6 +1,7 @@
 import type { GtidSet } from '../../../core/gtid-set.ts';
 import type { BinlogPosition } from '../../../core/position.ts';
 import type { TableRef } from '../../../core/table-ref.ts';
+import type { SessionGrants } from '../grants.ts';
 import type { SqlConnection } from '../server.ts';
 import { mariadbDialect } from './mariadb.ts';
 import { mysqlDialect } from './mysql.ts';
@@ -111,6 +112,18 @@ export interface Dialect {
    * `end` — and returns it. On refusal nothing is held. SNAPSHOT_BUSY (retriable) when a lock waits too long.
    */
   snapshotPoint(conn: SqlConnection, tables: readonly TableRef[]): Promise<SnapshotPoint>;
+  /** What a new session of the account holds: global privileges, the roles active at login (MySQL) and those granted (grants.ts). */
+  sessionGrants(conn: SqlConnection): Promise<SessionGrants>;
+  /**
+   * The global privileges the account would hold with `roles` active: MySQL, where a granted role
+   * counts only while it is active; undefined on MariaDB, whose SHOW GRANTS includes its current role's.
+   */
+  privilegesWithRoles(conn: SqlConnection, roles: readonly string[]): Promise<ReadonlySet<string> | undefined>;
+  /**
+   * What snapshots and `verify` cannot do for lack of a lock grant (a warning for `doctor`);
+   * undefined when nothing lacks, and on MariaDB, whose consistent snapshot reports its binlog position.
+   */
+  lockWarning(conn: SqlConnection): Promise<string | undefined>;
 }
 
 /** The dialect a server of this flavor speaks. */

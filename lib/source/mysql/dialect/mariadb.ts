@@ -1,3 +1,4 @@
+import { grantLines, parseGrants } from '../grants.ts';
 import type { SqlConnection } from '../server.ts';
 import { rows, statusPosition } from './common.ts';
 import type { Dialect, ServerFlavor, SnapshotPoint } from './dialect.ts';
@@ -58,5 +59,9 @@ export function mariadbDialect(flavor: ServerFlavor): Dialect {
       return Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
     },
     snapshotPoint: (conn) => mariadbSnapshotPoint(conn),
+    // SHOW GRANTS includes the current (default) role's grants: one statement says it all.
+    sessionGrants: async (conn) => ({ ...parseGrants(await grantLines(conn, 'SHOW GRANTS')), activeRoles: [] }),
+    privilegesWithRoles: async () => undefined,
+    lockWarning: async () => undefined,
   };
 }

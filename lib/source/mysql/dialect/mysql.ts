@@ -3,6 +3,7 @@ import { type BinlogPosition, LOG_POS_MODULUS } from '../../../core/position.ts'
 import type { SqlConnection } from '../server.ts';
 import { rows, statusPosition } from './common.ts';
 import type { Dialect, MysqlGtidState, ServerFlavor } from './dialect.ts';
+import { mysqlLockWarning, mysqlPrivilegesWithRoles, mysqlSessionGrants } from './mysql-grants.ts';
 import { mysqlSettledEnd, mysqlSnapshotPoint } from './mysql-locks.ts';
 
 /**
@@ -100,5 +101,8 @@ export function mysqlDialect(flavor: ServerFlavor): Dialect {
       return Number(row?.seconds ?? 0) || Math.round(Number(row?.days ?? 0) * 86_400);
     },
     snapshotPoint: (conn, tables) => mysqlSnapshotPoint(conn, binlogStatus, tables),
+    sessionGrants: mysqlSessionGrants,
+    privilegesWithRoles: mysqlPrivilegesWithRoles,
+    lockWarning: mysqlLockWarning,
   };
 }
