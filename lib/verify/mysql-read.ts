@@ -88,8 +88,7 @@ export async function writeChanges(
         if (item.kind === 'query' && item.ddl) {
           const c = await classifyDdl(item.query, {
             defaultDb: item.db,
-            serverVersion: traits.serverVersion,
-            serverKind: traits.serverKind,
+            comments: traits.comments,
             lowerCaseTableNames: traits.lowerCaseTableNames,
             ...item.sqlMode,
           });

@@ -4,7 +4,7 @@ import { ErrorCode, SluiceError } from '../../errors.ts';
 import { type Row, rowProperty } from '../../format/event.ts';
 import { dialectOf } from './dialect/dialect.ts';
 import type { RowPacket, WireColumn } from './row-lines.ts';
-import { selectAs, showInvisiblePrimaryKeys, type TableInfo } from './schema.ts';
+import { selectAs, type TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
@@ -143,7 +143,7 @@ export function pagingConnection(target: MysqlTarget) {
     async init() {
       await promise.query("SET time_zone = '+00:00'");
       // Every column in ordinal order is selected by name (tableInfo), invisible ones included.
-      await showInvisiblePrimaryKeys(this.sql, (await dialectOf(this.sql)).flavor);
+      await (await dialectOf(this.sql)).prepareSession(this.sql);
     },
     /** Streams one page's rows in key order, in batches of whatever has arrived (one await per batch, not per row). */
     async *page(info: TableInfo, after: KeyValues | null, upTo: KeyValues | null, limit: number): AsyncGenerator<Row[]> {

@@ -1,6 +1,7 @@
 import type { GtidSet } from '../../../core/gtid-set.ts';
 import type { BinlogPosition } from '../../../core/position.ts';
 import type { TableRef } from '../../../core/table-ref.ts';
+import type { CommentRules } from '../ddl/lexer.ts';
 import type { SessionGrants } from '../grants.ts';
 import type { SqlConnection } from '../server.ts';
 import { mariadbDialect } from './mariadb.ts';
@@ -75,6 +76,10 @@ export interface Dialect {
   readonly binlogStatus: string;
   /** The statement that resets the binlog, for messages that name it. */
   readonly resetStatement: string;
+  /** How the server reads the executable comments of the DDL it logs (the DDL classifier's lexer). */
+  readonly comments: CommentRules;
+  /** Sets what sluice's reads need on a new session: MySQL 8.0.30+ shows its generated invisible primary key. */
+  prepareSession(conn: SqlConnection): Promise<void>;
   /**
    * The server's current end of binlog. Transactions before it may not be committed in the engine
    * yet (see `settledEnd`): a read after it need not see them.

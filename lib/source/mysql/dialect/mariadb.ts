@@ -26,6 +26,10 @@ export function mariadbDialect(flavor: ServerFlavor): Dialect {
     flavor,
     binlogStatus,
     resetStatement: 'RESET MASTER',
+    // `/*M!` runs; `/*!` of MySQL-only versions (50700–99999) does not.
+    comments: { version: flavor.version, mariadbComments: true, sixDigitVersions: true, mysqlOnlyVersions: false },
+    // INVISIBLE columns (10.3+) are always listed in information_schema.
+    prepareSession: async () => {},
     binlogEnd: (conn) => statusPosition(conn, binlogStatus),
     async settledEnd(conn) {
       // The binlog position of a consistent snapshot is exact (taken with the engine's commit

@@ -67,6 +67,17 @@ async function mysqlGtidState(conn: SqlConnection): Promise<MysqlGtidState> {
   };
 }
 
+/** MySQL reads six-digit versions in executable comments from 8.1.0 on. */
+const SIX_DIGIT_COMMENTS_FROM = 80100;
+
+/**
+ * MySQL 8.0.30 added generated invisible primary keys (`my_row_id`,
+ * `sql_generate_invisible_primary_key`) and the session variable that shows them to the session's
+ * information_schema: the binlog's row images carry the column, so the schema history and the
+ * snapshot's column list must too. Other INVISIBLE columns (8.0.23+) are always listed there.
+ */
+const GIPK_FROM = 80030;
+
 export function mysqlDialect(flavor: ServerFlavor): Dialect {
   // SHOW BINARY LOG STATUS from 8.2.0; SHOW MASTER STATUS deprecated there and removed in 8.4.0.
   const binlogStatus = flavor.version >= 80200 ? 'SHOW BINARY LOG STATUS' : 'SHOW MASTER STATUS';
@@ -74,6 +85,10 @@ export function mysqlDialect(flavor: ServerFlavor): Dialect {
     flavor,
     binlogStatus,
     resetStatement: flavor.version >= 80200 ? 'RESET BINARY LOGS AND GTIDS' : 'RESET MASTER',
+    comments: { version: flavor.version, mariadbComments: false, sixDigitVersions: flavor.version >= SIX_DIGIT_COMMENTS_FROM, mysqlOnlyVersions: true },
+    async prepareSession(conn) {
+      if (flavor.version >= GIPK_FROM) await conn.query('SET SESSION show_gipk_in_create_table_and_information_schema = ON');
+    },
     binlogEnd: (conn) => statusPosition(conn, binlogStatus),
     settledEnd: (conn, tables) => mysqlSettledEnd(conn, binlogStatus, tables),
     gtidsBefore: mysqlPreviousGtids,
