@@ -39,3 +39,9 @@ export function busy(lock: string, error: unknown): SluiceError {
     { cause: error, retriable: true },
   );
 }
+
+/** The binlog files the server lists (SHOW BINARY LOGS), oldest first, with their sizes. */
+export async function binaryLogs(conn: SqlConnection): Promise<{ file: string; size: number }[]> {
+  const list = await rows<{ Log_name: string; File_size: string | number }>(conn, 'SHOW BINARY LOGS');
+  return list.map((r) => ({ file: r.Log_name, size: Number(r.File_size) }));
+}

@@ -1,8 +1,10 @@
-import type { GtidSet } from '../../../core/gtid-set.ts';
+import type { GtidPosition, GtidSet } from '../../../core/gtid-set.ts';
+import type { BinlogHistory } from '../../../core/history.ts';
 import type { BinlogPosition } from '../../../core/position.ts';
 import type { TableRef } from '../../../core/table-ref.ts';
 import type { CommentRules } from '../ddl/lexer.ts';
 import type { SessionGrants } from '../grants.ts';
+import type { ServerIdentity } from '../history.ts';
 import type { SqlConnection } from '../server.ts';
 import { mariadbDialect } from './mariadb.ts';
 import { mysqlDialect } from './mysql.ts';
@@ -69,6 +71,47 @@ export interface MysqlGtidState {
   readonly purged: GtidSet;
 }
 
+/** A transaction as a scan sees it begin: its GTID (null without one), binlog time and (MySQL) original commit time in µs. */
+export interface ScannedTransaction {
+  readonly gtid: string | null;
+  readonly tsMs: number;
+  readonly commitUs?: number;
+}
+
+/**
+ * Scans the binlog from `start` without decoding any rows, showing `visit` each transaction as it
+ * begins with the transaction boundary just before it, until `visit` returns true or the stream
+ * reaches `end`; returns the last boundary read (binlog-scan.ts binds it to a server).
+ */
+export type TransactionScan = (
+  start: BinlogPosition,
+  end: BinlogPosition,
+  visit: (txn: ScannedTransaction, before: BinlogPosition) => boolean,
+) => Promise<BinlogPosition>;
+
+/** A transaction sluice has read, and when it was written: a GTID alone does not tell it from another with the same GTID (after RESET MASTER). */
+export interface GtidIdentity {
+  readonly gtid: string;
+  readonly at: number;
+}
+
+/** Where a GTID start ends on this server, and what the scan that found it saw. */
+export interface GtidStart {
+  /** The boundary to read from, carrying the GTID state it starts after (`gtidPos`/`gtidSkip` on MariaDB, `gtidSet` on MySQL). */
+  readonly position: BinlogPosition;
+  /** MariaDB: the domains' last GTIDs the server's binlog does not hold (the scan reached its end without them). */
+  readonly missing?: GtidPosition;
+  /** MariaDB: the GTID state before the file the scan began with, when that is the oldest binlog and holds domains the start did not name. */
+  readonly unnamed?: GtidPosition;
+  /** When `identity`'s transaction was written on this server, if the scan passed it. */
+  readonly identityAt?: number;
+  /** MySQL: when `identity`'s transaction was first committed (µs), as this server logged it, if the scan passed it. */
+  readonly identityCommitUs?: number;
+}
+
+/** Whether a server carries the transactions a position has read and those after it: what to reposition by, or what is not there. */
+export type GtidCoverage = { readonly held: true; readonly gtid: string } | { readonly held: false; readonly missing: string };
+
 /** The statements and shapes one server flavor and version speaks. */
 export interface Dialect {
   readonly flavor: ServerFlavor;
@@ -129,6 +172,34 @@ export interface Dialect {
    * undefined when nothing lacks, and on MariaDB, whose consistent snapshot reports its binlog position.
    */
   lockWarning(conn: SqlConnection): Promise<string | undefined>;
+  /**
+   * Throws CONFIG unless `text` (SLUICE_STARTUP=gtid:…) has this server's GTID shape: MariaDB's
+   * `d-s-n,…` position, MySQL's `uuid:n-m,…` set.
+   */
+  checkStartupGtid(text: string): void;
+  /**
+   * Where the transactions `text` names end on this server (a `gtid:` start, a move to another
+   * server): the boundary before the first transaction not read, found with `scan`, carrying the
+   * GTID state it starts after; `identity`'s transaction is looked for on the way.
+   */
+  gtidStart(conn: SqlConnection, scan: TransactionScan, text: string, identity?: GtidIdentity): Promise<GtidStart>;
+  /**
+   * Whether the server holds every transaction `position` has read and still has every one after
+   * it, by its GTID state alone (no binlog is read). That the very transaction is in the binlog,
+   * and is the one read, only a scan tells (`gtidStart` with an identity).
+   */
+  gtidCoverage(conn: SqlConnection, position: BinlogPosition): Promise<GtidCoverage>;
+  /**
+   * The stored position's checks by GTID and server identity before reading (history.ts, whose
+   * header has them): why the server is on another history, if it is. POSITION_LOST when what
+   * follows the position is purged.
+   */
+  storedPositionEvidence(
+    conn: SqlConnection,
+    position: BinlogPosition,
+    history: BinlogHistory | undefined,
+    server: ServerIdentity,
+  ): Promise<string | undefined>;
 }
 
 /** The dialect a server of this flavor speaks. */

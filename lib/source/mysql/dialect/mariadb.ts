@@ -2,6 +2,7 @@ import { grantLines, parseGrants } from '../grants.ts';
 import type { SqlConnection } from '../server.ts';
 import { rows, statusPosition } from './common.ts';
 import type { Dialect, ServerFlavor, SnapshotPoint } from './dialect.ts';
+import { checkMariadbStartupGtid, mariadbCoverage, mariadbGtidStart, mariadbStoredEvidence } from './mariadb-gtid.ts';
 
 /** MariaDB's consistent-snapshot point: the transaction's own binlog_snapshot_file/position. */
 async function mariadbSnapshotPoint(conn: SqlConnection): Promise<SnapshotPoint> {
@@ -22,7 +23,7 @@ async function mariadbSnapshotPoint(conn: SqlConnection): Promise<SnapshotPoint>
 
 export function mariadbDialect(flavor: ServerFlavor): Dialect {
   const binlogStatus = 'SHOW MASTER STATUS';
-  return {
+  const dialect: Dialect = {
     flavor,
     binlogStatus,
     resetStatement: 'RESET MASTER',
@@ -67,5 +68,10 @@ export function mariadbDialect(flavor: ServerFlavor): Dialect {
     sessionGrants: async (conn) => ({ ...parseGrants(await grantLines(conn, 'SHOW GRANTS')), activeRoles: [] }),
     privilegesWithRoles: async () => undefined,
     lockWarning: async () => undefined,
+    checkStartupGtid: (text) => checkMariadbStartupGtid(text, flavor.text),
+    gtidStart: (conn, scan, text, identity) => mariadbGtidStart(dialect, conn, scan, text, identity),
+    gtidCoverage: (conn, position) => mariadbCoverage(dialect, conn, position),
+    storedPositionEvidence: (conn, position, history, server) => mariadbStoredEvidence(dialect, conn, position, history, server),
   };
+  return dialect;
 }

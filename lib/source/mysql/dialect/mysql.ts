@@ -4,6 +4,7 @@ import type { SqlConnection } from '../server.ts';
 import { rows, statusPosition } from './common.ts';
 import type { Dialect, MysqlGtidState, ServerFlavor } from './dialect.ts';
 import { mysqlLockWarning, mysqlPrivilegesWithRoles, mysqlSessionGrants } from './mysql-grants.ts';
+import { checkMysqlStartupGtid, mysqlCoverage, mysqlGtidPosition, mysqlStoredEvidence } from './mysql-gtid.ts';
 import { mysqlSettledEnd, mysqlSnapshotPoint } from './mysql-locks.ts';
 
 /**
@@ -81,7 +82,7 @@ const GIPK_FROM = 80030;
 export function mysqlDialect(flavor: ServerFlavor): Dialect {
   // SHOW BINARY LOG STATUS from 8.2.0; SHOW MASTER STATUS deprecated there and removed in 8.4.0.
   const binlogStatus = flavor.version >= 80200 ? 'SHOW BINARY LOG STATUS' : 'SHOW MASTER STATUS';
-  return {
+  const dialect: Dialect = {
     flavor,
     binlogStatus,
     resetStatement: flavor.version >= 80200 ? 'RESET BINARY LOGS AND GTIDS' : 'RESET MASTER',
@@ -119,5 +120,10 @@ export function mysqlDialect(flavor: ServerFlavor): Dialect {
     sessionGrants: mysqlSessionGrants,
     privilegesWithRoles: mysqlPrivilegesWithRoles,
     lockWarning: mysqlLockWarning,
+    checkStartupGtid: (text) => checkMysqlStartupGtid(text, flavor.text),
+    gtidStart: (conn, scan, text, identity) => mysqlGtidPosition(dialect, conn, scan, text, identity),
+    gtidCoverage: (conn, position) => mysqlCoverage(dialect, conn, position),
+    storedPositionEvidence: (conn, position, history, server) => mysqlStoredEvidence(dialect, conn, position, history, server),
   };
+  return dialect;
 }
