@@ -24,6 +24,13 @@ import { mysqlDialect } from './mysql.ts';
  * | settled binlog end (`settledEnd`) | binlog_snapshot_% of a consistent snapshot | the end, then WAIT_FOR_EXECUTED_GTID_SET(@@gtid_owned) (gtid_mode ON), else the end read under LOCK TABLES … READ or FTWRL | same |
  * | binlog retention              | @@expire_logs_days, @@binlog_expire_logs_seconds (10.6+) | both (expire_logs_days deprecated) | @@binlog_expire_logs_seconds (expire_logs_days removed in 8.4) |
  * | reset statement (messages)    | RESET MASTER                                 | RESET MASTER             | RESET BINARY LOGS AND GTIDS (8.2+; RESET MASTER removed in 8.4) |
+ * | grants (`sessionGrants`)      | SHOW GRANTS (the current role's included)    | SHOW GRANTS, CURRENT_ROLE(), SHOW GRANTS … USING the active roles | same |
+ * | session setup (`prepareSession`) | nothing                                   | show_gipk_in_create_table_and_information_schema (8.0.30+) | same |
+ * | executable comments (`comments`) | `/*!` but 50700–99999, `/*M!`, six digits | `/*!`, five digits        | `/*!`, six digits (8.1+)                 |
+ * | GTIDs (`gtidStart`, `gtidCoverage`, `storedPositionEvidence`) | `d-s-n` per domain, @@gtid_binlog_state, @@server_id | `uuid:n-m` sets, @@gtid_executed/@@gtid_purged, @@server_uuid | same |
+ *
+ * One file per server implements it: mysql.ts (with mysql-locks.ts, mysql-grants.ts,
+ * mysql-gtid.ts) and mariadb.ts (with mariadb-gtid.ts); common.ts holds what both send alike.
  *
  * Statements that read the same everywhere stay where they are used: SHOW BINARY LOGS, SHOW BINLOG
  * EVENTS IN … FROM … LIMIT …, SHOW GLOBAL VARIABLES WHERE …, START TRANSACTION WITH CONSISTENT
@@ -112,9 +119,12 @@ export interface GtidStart {
 /** Whether a server carries the transactions a position has read and those after it: what to reposition by, or what is not there. */
 export type GtidCoverage = { readonly held: true; readonly gtid: string } | { readonly held: false; readonly missing: string };
 
-/** The statements and shapes one server flavor and version speaks. */
+/**
+ * The statements, shapes and capabilities of one server flavor and version (Kysely's
+ * `DialectAdapter` is the model): callers ask it what to send and what the server can do, never
+ * which server it is — it has no member that says so.
+ */
 export interface Dialect {
-  readonly flavor: ServerFlavor;
   /** The statement that reports the binlog's current end (File, Position). */
   readonly binlogStatus: string;
   /** The statement that resets the binlog, for messages that name it. */

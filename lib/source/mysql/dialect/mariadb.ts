@@ -24,7 +24,6 @@ async function mariadbSnapshotPoint(conn: SqlConnection): Promise<SnapshotPoint>
 export function mariadbDialect(flavor: ServerFlavor): Dialect {
   const binlogStatus = 'SHOW MASTER STATUS';
   const dialect: Dialect = {
-    flavor,
     binlogStatus,
     resetStatement: 'RESET MASTER',
     // `/*M!` runs; `/*!` of MySQL-only versions (50700–99999) does not.

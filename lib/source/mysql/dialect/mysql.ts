@@ -83,7 +83,6 @@ export function mysqlDialect(flavor: ServerFlavor): Dialect {
   // SHOW BINARY LOG STATUS from 8.2.0; SHOW MASTER STATUS deprecated there and removed in 8.4.0.
   const binlogStatus = flavor.version >= 80200 ? 'SHOW BINARY LOG STATUS' : 'SHOW MASTER STATUS';
   const dialect: Dialect = {
-    flavor,
     binlogStatus,
     resetStatement: flavor.version >= 80200 ? 'RESET BINARY LOGS AND GTIDS' : 'RESET MASTER',
     comments: { version: flavor.version, mariadbComments: false, sixDigitVersions: flavor.version >= SIX_DIGIT_COMMENTS_FROM, mysqlOnlyVersions: true },
