@@ -21,6 +21,7 @@ async function mariadbSnapshotPoint(conn: SqlConnection): Promise<SnapshotPoint>
   };
 }
 
+/** MariaDB 10.5+ (the table in dialect.ts). */
 export function mariadbDialect(flavor: ServerFlavor): Dialect {
   const binlogStatus = 'SHOW MASTER STATUS';
   const dialect: Dialect = {

@@ -79,6 +79,7 @@ const SIX_DIGIT_COMMENTS_FROM = 80100;
  */
 const GIPK_FROM = 80030;
 
+/** MySQL 8.0, 8.4 and 9.x, Aurora MySQL 3 (the table in dialect.ts). */
 export function mysqlDialect(flavor: ServerFlavor): Dialect {
   // SHOW BINARY LOG STATUS from 8.2.0; SHOW MASTER STATUS deprecated there and removed in 8.4.0.
   const binlogStatus = flavor.version >= 80200 ? 'SHOW BINARY LOG STATUS' : 'SHOW MASTER STATUS';
