@@ -2,8 +2,8 @@ import type { BinlogHistory } from '../core/history.ts';
 import { type BinlogPosition, formatPosition } from '../core/position.ts';
 import { ErrorCode, PositionForeignError, type SluiceError } from '../errors.ts';
 import { noMetrics } from '../log.ts';
-import { type GtidStart, mariadbGtidStart, mysqlGtidPosition } from '../source/mysql/binlog-scan.ts';
-import { dialectOf } from '../source/mysql/dialect.ts';
+import { transactionScan } from '../source/mysql/binlog-scan.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { gtidCoverage, type ServerIdentity, serverIdentity } from '../source/mysql/history.ts';
 import { connect } from '../source/mysql/server.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';
@@ -113,11 +113,7 @@ export async function followHistory(deps: CaptureDeps, state: SourceState, owner
         "the stored position does not record when its last transaction was written (it was stored by an earlier sluice), so nothing shows that this server's transaction of that GTID is the one read",
       );
     const identity = { gtid: stored.gtid, at: stored.gtidTime };
-    const dialect = await dialectOf(conn);
-    const found: GtidStart =
-      dialect.flavor.kind === 'mariadb'
-        ? await mariadbGtidStart(target, conn, dialect, gtid, identity)
-        : await mysqlGtidPosition(target, conn, dialect, gtid, identity);
+    const found = await (await dialectOf(conn)).gtidStart(conn, transactionScan(target), gtid, identity);
     if (found.missing) throw notFollowed(foreign, `this server's binlog does not hold ${found.missing}, which sluice had read`);
     if (found.unnamed)
       throw notFollowed(

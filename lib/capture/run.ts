@@ -21,9 +21,9 @@ import { StagingSweep } from '../sink/s3/staging-sweep.ts';
 import { requestJob, requestSnapshot } from '../snapshot/plan.ts';
 import { type BinlogItem, BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { historyAt, startupPosition } from '../source/mysql/binlog-scan.ts';
-import { dialectOf } from '../source/mysql/dialect.ts';
+import { type Dialect, dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
-import { listTables, showInvisiblePrimaryKeys } from '../source/mysql/schema.ts';
+import { listTables } from '../source/mysql/schema.ts';
 import {
   createdSince,
   databaseCollations,
@@ -100,6 +100,8 @@ interface RunStart {
   /** MySQL: gtid_purged when the run started (BinlogReaderOptions.purged). */
   purged?: string;
   requested?: SnapshotJob;
+  /** The server's dialect, chosen once for the run. */
+  dialect: Dialect;
   traits: ServerTraits;
   catalog: Catalog;
   /** Control events the run writes before reading (tables that entered or left the filters), and their snapshots. */
@@ -110,18 +112,19 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
   const { config, log } = deps;
   const conn = await connect(await mysqlTarget(config));
   try {
+    const dialect = await dialectOf(conn);
     await preflight(conn); // every run: one query, and a setting may change between two ticks
-    const traits = await serverTraits(conn);
+    const traits = await serverTraits(conn, dialect);
     // The server's character sets, read once per run: the catalog records them when they changed.
     const charsets = await readCharsets(conn);
     const target = await masterPosition(conn);
     await history.checkStored(conn);
-    const purged = (await (await dialectOf(conn)).gtidState(conn))?.purged.toString() || undefined;
+    const purged = (await dialect.gtidState(conn))?.purged.toString() || undefined;
     if (state.position) {
       const opened = await openCatalog(deps, conn, state, state.position, traits);
       if (opened.catalog.useCharsets(charsets) && state.catalog !== undefined)
         log.info("the server's character sets differ from the catalog's; DDL from here on is read with the server's");
-      return { start: await withGtids(conn, state.position), target, purged, traits, ...opened };
+      return { start: await withGtids(dialect, conn, state.position), target, purged, dialect, traits, ...opened };
     }
     // First run. Starting at the server's current position (initial, latest): the tables' versions
     // are read there, with no DDL between them and the position, so the catalog is exact from the start.
@@ -143,13 +146,13 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
         await deps.onSnapshotRequested?.(requested);
       }
     } else start = fresh?.position ?? (await startupPosition(config, conn, log));
-    start = await withGtids(conn, start);
+    start = await withGtids(dialect, conn, start);
     // Stored before the stream reads there: with its history, which tells it from the next one (historyAt).
     if (!earlier) history.know(start, await historyAt(await mysqlTarget(config), conn, start));
     const at = { epoch: state.epoch, commitSeq: state.commitSeq + 1 };
     const catalog = fresh ? catalogOf(config, fresh.versions, fresh.databases, start, at) : await initialCatalog(conn, deps, start, at, traits);
     catalog.useCharsets(charsets);
-    return { start, target, purged, requested, traits, catalog, opening: { events: [], snapshots: [] } };
+    return { start, target, purged, requested, dialect, traits, catalog, opening: { events: [], snapshots: [] } };
   } finally {
     await conn.end();
   }
@@ -161,8 +164,8 @@ async function startPosition(deps: CaptureDeps, state: SourceState, history: Bin
  * domain's last, MySQL the exact set); the stream carries them on, so every position the run stores
  * has them, and the history checks and following a failover (follow.ts) work from its first commit.
  */
-async function withGtids(conn: SqlConnection, position: BinlogPosition): Promise<BinlogPosition> {
-  return (await dialectOf(conn)).withGtids(conn, position);
+async function withGtids(dialect: Dialect, conn: SqlConnection, position: BinlogPosition): Promise<BinlogPosition> {
+  return dialect.withGtids(conn, position);
 }
 
 /** The filters as the catalog records them. */
@@ -440,7 +443,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   /** Where to start and what the tables are there; the stream, having committed what it decided before reading (undefined: initial-only). */
   async function openStream(current: SourceState): Promise<CaptureStream | undefined> {
     state = current;
-    const { start, target, purged, requested, traits, catalog, opening } = await startPosition(deps, state, history);
+    const { start, target, purged, requested, dialect, traits, catalog, opening } = await startPosition(deps, state, history);
     result.snapshotRequested = requested?.id;
     if (config.startup.mode === 'initial-only' && !state.position) {
       log.info('initial-only: the snapshot copies the tables; the poller does not stream');
@@ -454,7 +457,8 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       acceptDatabase: databaseFilter(config),
       readVersion: async (table, previous) => {
         const conn = await connect(target$);
-        return showInvisiblePrimaryKeys(conn, { kind: traits.serverKind ?? 'mariadb', version: traits.serverVersion })
+        return dialect
+          .prepareSession(conn)
           .then(() => readTableVersion(conn, table, previous))
           .finally(() => conn.end());
       },

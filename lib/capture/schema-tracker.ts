@@ -172,8 +172,7 @@ export class SchemaTracker {
     const classify = this.deps.classify ?? classifyDdl;
     const result = await classify(statement.query, {
       defaultDb: statement.db,
-      serverVersion: this.deps.traits.serverVersion,
-      serverKind: this.deps.traits.serverKind,
+      comments: this.deps.traits.comments,
       ansiQuotes: statement.sqlMode.ansiQuotes,
       noBackslashEscapes: statement.sqlMode.noBackslashEscapes,
       realAsFloat: statement.sqlMode.realAsFloat,

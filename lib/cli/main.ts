@@ -199,8 +199,7 @@ function commands(cli: Cli): Command {
     .action(async () => {
       const { connect, preflight } = await import('../source/mysql/server.ts');
       const { filterWarnings } = await import('../source/mysql/filter-check.ts');
-      const { lockWarning } = await import('../source/mysql/grants.ts');
-      const { dialectOf } = await import('../source/mysql/dialect.ts');
+      const { dialectOf } = await import('../source/mysql/dialect/dialect.ts');
       const { rdsBinlogRetention, retentionWarning } = await import('../source/mysql/rds.ts');
       const { mysqlTarget, redact } = await import('../source/mysql/target.ts');
       const { config, clients } = await cli.configure(program.opts());
@@ -220,7 +219,7 @@ function commands(cli: Cli): Command {
         try {
           await preflight(conn);
           warnings.push(...(await filterWarnings(conn, config)));
-          const locks = await lockWarning(conn, (await dialectOf(conn)).flavor);
+          const locks = await (await dialectOf(conn)).lockWarning(conn);
           if (locks) warnings.push(locks);
           const retention = retentionWarning(await rdsBinlogRetention(conn));
           if (retention) warnings.push(retention);

@@ -9,6 +9,7 @@ import type { TableRef } from '../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import { historyAt, startupPosition, tablesWritten } from '../source/mysql/binlog-scan.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { serverTraits } from '../source/mysql/schema-read.ts';
 import { connect, type SqlConnection } from '../source/mysql/server.ts';
@@ -257,8 +258,8 @@ async function whatResetSkips(config: Config, conn: SqlConnection, state: Source
       await new BinlogHistories({ position: stored }).checkStored(conn);
     // The file's creation time, asked here: a scan of an empty range may end before its stream shows it.
     if ((await historyAt(await mysqlTarget(config), conn, stored)).created !== recorded.created) return 'all';
-    const traits = await serverTraits(conn);
-    const context = { serverVersion: traits.serverVersion, serverKind: traits.serverKind, lowerCaseTableNames: traits.lowerCaseTableNames };
+    const traits = await serverTraits(conn, await dialectOf(conn));
+    const context = { comments: traits.comments, lowerCaseTableNames: traits.lowerCaseTableNames };
     const range = { from: stored, to: forward ? position : stored };
     written = await tablesWritten(await mysqlTarget(config), range, tableFilter(config), context, new BinlogHistories(state));
   } catch (error) {

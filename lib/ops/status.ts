@@ -7,7 +7,7 @@ import { catalogKey } from '../sink/s3/keys.ts';
 import { getJson } from '../sink/s3/objects.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
-import { dialectOf } from '../source/mysql/dialect.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { filterWarnings } from '../source/mysql/filter-check.ts';
 import { rdsBinlogRetention, retentionWarning } from '../source/mysql/rds.ts';
 import { binaryLogs, connect, masterPosition, type SqlConnection } from '../source/mysql/server.ts';

@@ -11,7 +11,7 @@ import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
 import type { SchemaVersion } from '../schema/version.ts';
 import { Batch } from '../sink/s3/batch.ts';
 import { chunkStaging, pad, snapshotDataKey, snapshotManifestKey } from '../sink/s3/keys.ts';
-import { dialectOf } from '../source/mysql/dialect.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import type { TableInfo } from '../source/mysql/schema.ts';
 import { pagingConnection } from '../source/mysql/snapshot-reader.ts';
 import { mysqlTarget } from '../source/mysql/target.ts';

@@ -5,7 +5,7 @@ import { encodeKey, encodeRow, encodeShape } from '../format/event.ts';
 import { BinlogReader } from '../source/mysql/binlog-reader.ts';
 import { SCAN_SILENCE_MS } from '../source/mysql/binlog-scan.ts';
 import { classifyDdl } from '../source/mysql/ddl/classify.ts';
-import { dialectOf } from '../source/mysql/dialect.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { tableInfo } from '../source/mysql/schema.ts';
 import type { serverTraits } from '../source/mysql/schema-read.ts';
 import type { pagingConnection } from '../source/mysql/snapshot-reader.ts';
@@ -88,8 +88,7 @@ export async function writeChanges(
         if (item.kind === 'query' && item.ddl) {
           const c = await classifyDdl(item.query, {
             defaultDb: item.db,
-            serverVersion: traits.serverVersion,
-            serverKind: traits.serverKind,
+            comments: traits.comments,
             lowerCaseTableNames: traits.lowerCaseTableNames,
             ...item.sqlMode,
           });

@@ -11,6 +11,7 @@ import { seqAfter } from '../format/seq.ts';
 import { sqlString } from '../materialize/projection.ts';
 import { type Materialized, materializeRule } from '../materialize/rule.ts';
 import { loadTable, type OutputSource, type OutputTable, outputTables, tableDir } from '../materialize/table.ts';
+import { dialectOf } from '../source/mysql/dialect/dialect.ts';
 import { BinlogHistories } from '../source/mysql/history.ts';
 import { listTables } from '../source/mysql/schema.ts';
 import { serverTraits } from '../source/mysql/schema-read.ts';
@@ -125,7 +126,7 @@ export async function verify(
       { from: outputPosition, to: mysqlPosition },
       new Set(names.map(tableKey)),
       changesFile,
-      await serverTraits(reader.sql),
+      await serverTraits(reader.sql, await dialectOf(reader.sql)),
     );
     await loadSkipped(duck, changesFile, changing.longest);
 

@@ -4,6 +4,7 @@ import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
 import { readTableVersion } from '../../lib/source/mysql/schema-read.ts';
 import type { SqlConnection } from '../../lib/source/mysql/server.ts';
+import { mariadbComments } from '../support/comment-rules.ts';
 import { MARIADB_MANUAL } from '../support/manual-ddl.ts';
 import { quoted, testSource } from '../support/source.ts';
 
@@ -48,7 +49,7 @@ describe("the MariaDB manual's CREATE/ALTER TABLE examples (real MariaDB)", () =
           const [[{ mode }]] = (await conn.query('SELECT @@sql_mode AS mode')) as unknown as [[{ mode: string }]];
           const context = {
             defaultDb: db,
-            serverVersion: 101119,
+            comments: mariadbComments(101119),
             ansiQuotes: /ANSI_QUOTES/.test(mode),
             realAsFloat: /REAL_AS_FLOAT/.test(mode),
             foreignTypes: /ORACLE|MAXDB/.test(mode),

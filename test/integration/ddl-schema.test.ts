@@ -8,7 +8,9 @@ import { Catalog } from '../../lib/schema/catalog.ts';
 import { tableMapColumns } from '../../lib/schema/column-type.ts';
 import { currentRowsMap, evolve, type SchemaVersion, structureFromTableMap, structureOf, versionFromInformationSchema } from '../../lib/schema/version.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
+import { dialectOf } from '../../lib/source/mysql/dialect/dialect.ts';
 import { readCharsets, serverTraits } from '../../lib/source/mysql/schema-read.ts';
+import { mariadbComments } from '../support/comment-rules.ts';
 import { testSource } from '../support/source.ts';
 
 /**
@@ -250,7 +252,7 @@ describe('schema evolution vs the real server (information_schema and binlog tab
     const conn = await connect(source.db);
     try {
       const server = await serverContext(conn, source.db);
-      const ctx = { defaultDb: source.db, serverVersion: server.serverVersion };
+      const ctx = { defaultDb: source.db, comments: mariadbComments(server.serverVersion) };
       const versions = new Map<string, SchemaVersion | undefined>();
       // ALTER of a system-versioned table needs it; a sequence for DEFAULT NEXT VALUE FOR.
       await conn.query('SET SESSION system_versioning_alter_history = KEEP');
@@ -416,7 +418,7 @@ describe('ADD COLUMN fills vs the values the server gives existing rows', () => 
     const conn = await connect(source.db);
     try {
       const server = await serverContext(conn, source.db);
-      const ctx = { defaultDb: source.db, serverVersion: server.serverVersion };
+      const ctx = { defaultDb: source.db, comments: mariadbComments(server.serverVersion) };
       await conn.query("SET SESSION sql_mode = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'");
       await conn.query('CREATE SEQUENCE s_fill');
       const create = 'CREATE TABLE f (id INT PRIMARY KEY)';
@@ -493,7 +495,7 @@ describe('database default charsets vs the real server', () => {
     await using source = await testSource('ddldb');
     const conn = await connect(source.db);
     try {
-      const traits = await serverTraits(conn as never);
+      const traits = await serverTraits(conn as never, await dialectOf(conn as never));
       const catalog = Catalog.from(undefined);
       catalog.useCharsets(await readCharsets(conn as never));
       const tracker = new SchemaTracker(catalog, {

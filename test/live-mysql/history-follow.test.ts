@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BinlogPosition } from '../../lib/core/position.ts';
-import { mysqlExecutedAt } from '../../lib/source/mysql/dialect.ts';
+import { mysqlExecutedAt } from '../../lib/source/mysql/dialect/mysql.ts';
 import {
   caughtUp,
   expectIcebergEqual,

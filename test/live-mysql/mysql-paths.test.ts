@@ -4,7 +4,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { comparePositions } from '../../lib/core/position.ts';
 import { parseTableRef } from '../../lib/core/table-ref.ts';
-import { dialectOf } from '../../lib/source/mysql/dialect.ts';
+import { dialectOf } from '../../lib/source/mysql/dialect/dialect.ts';
 import { connect } from '../../lib/source/mysql/server.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { verify } from '../../lib/verify/verify.ts';

@@ -11,7 +11,7 @@ import { resetState } from '../../lib/ops/state-admin.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { BinlogReader } from '../../lib/source/mysql/binlog-reader.ts';
 import { startupPosition } from '../../lib/source/mysql/binlog-scan.ts';
-import { dialectOf } from '../../lib/source/mysql/dialect.ts';
+import { dialectOf } from '../../lib/source/mysql/dialect/dialect.ts';
 import { BinlogHistories } from '../../lib/source/mysql/history.ts';
 import { connect, masterPosition, type SqlConnection } from '../../lib/source/mysql/server.ts';
 import { InMemoryStateStore } from '../../lib/state/memory.ts';

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
+import { mariadbComments, mysqlComments } from '../support/comment-rules.ts';
 import { splitStatements } from '../support/sql-script.ts';
 
 /*
@@ -40,7 +41,10 @@ async function refusals(file: string, server: Server): Promise<{ ddl: number; re
     if (DML.test(statement)) continue;
     ddl++;
     const short = statement.replace(/\s+/g, ' ').slice(0, 100);
-    const result = await classifyDdl(statement, { defaultDb: db, ...server });
+    const result = await classifyDdl(statement, {
+      defaultDb: db,
+      comments: (server.serverKind === 'mysql' ? mysqlComments : mariadbComments)(server.serverVersion),
+    });
     if (result.kind === 'unknown') refused.push(`${short} → ${result.reason}`);
     if (result.kind !== 'tables') continue;
     for (const { table, change } of result.effects) {
@@ -97,8 +101,7 @@ describe("Debezium's test scripts", () => {
   it('SERIAL DEFAULT VALUE is NOT NULL AUTO_INCREMENT UNIQUE of the integer column it follows', async () => {
     const result = await classifyDdl('CREATE TABLE t (id SMALLINT UNSIGNED SERIAL DEFAULT VALUE, v INT)', {
       defaultDb: 'd',
-      serverKind: 'mysql',
-      serverVersion: 80046,
+      comments: mysqlComments(80046),
     });
     if (result.kind !== 'tables') throw new Error(JSON.stringify(result));
     const next = evolve(undefined, (result.effects[0] as (typeof result.effects)[0]).change, { db: 'd', table: 't' }).next;

@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { type EventFiles, longestLine } from '../../lib/materialize/events.ts';
 import { evolve, type SchemaColumn, type SchemaVersion } from '../../lib/schema/version.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
+import { mariadbComments } from './comment-rules.ts';
 import type { RefEvent } from './rule-reference.ts';
 
 /**
@@ -154,7 +155,7 @@ export async function workload(seed: number, steps = 60, resets = 1): Promise<Wo
   };
 
   const ddl = async (statement: string) => {
-    const c = await classifyDdl(statement, { defaultDb: db, serverVersion: 101119 });
+    const c = await classifyDdl(statement, { defaultDb: db, comments: mariadbComments(101119) });
     if (c.kind !== 'tables' || c.effects.length !== 1) throw new Error(`${statement}: ${c.kind}`);
     const result = evolve(current, (c.effects[0] as { change: Parameters<typeof evolve>[1] }).change, {
       db,
@@ -385,7 +386,7 @@ export async function versionsFrom(
   const out: { version: SchemaVersion; path: string }[] = [];
   let current: SchemaVersion | undefined;
   for (const statement of statements) {
-    const c = await classifyDdl(statement, { defaultDb: at.db, serverVersion: 101119 });
+    const c = await classifyDdl(statement, { defaultDb: at.db, comments: mariadbComments(101119) });
     if (c.kind !== 'tables') throw new Error(`${statement}: ${c.kind}`);
     for (const { change } of c.effects) {
       const result = evolve(current, change, { ...at, explicitDefaultsForTimestamp: true, databaseCollation: 'utf8mb4_unicode_ci' });

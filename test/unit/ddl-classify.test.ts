@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { AlterOp, TableChange } from '../../lib/schema/definition.ts';
 import { classifyDdl, type DdlClassification } from '../../lib/source/mysql/ddl/classify.ts';
 import { lex, render } from '../../lib/source/mysql/ddl/lexer.ts';
+import { mariadbComments, mysqlComments } from '../support/comment-rules.ts';
 
-const ctx = { defaultDb: 'd0', serverVersion: 101119 };
+const ctx = { defaultDb: 'd0', comments: mariadbComments(101119) };
 
 function op(o: AlterOp): string {
   switch (o.op) {
@@ -270,7 +271,7 @@ describe('DDL classification (corpus)', () => {
   });
 
   it('reads the column syntax of MySQL 8.0–9.x as a MySQL server wrote it', async () => {
-    const mysql = { defaultDb: 'd0', serverKind: 'mysql' as const, serverVersion: 90600 };
+    const mysql = { defaultDb: 'd0', comments: mysqlComments(90600) };
     const result = await classifyDdl(
       'CREATE TABLE t (id INT NOT NULL AUTO_INCREMENT, b INT /*!80023 INVISIBLE */, c INT DEFAULT (b + 1), ' +
         'd VARCHAR(5) COLLATE utf8mb4_0900_ai_ci, g POINT NOT NULL /*!80003 SRID 4326 */, v VECTOR(3), w VECTOR, s SMALLINT UNSIGNED SERIAL DEFAULT VALUE, ' +
@@ -311,7 +312,7 @@ describe('DDL classification (corpus)', () => {
 
   it('keeps the server-version decision of executable comments', async () => {
     const at = (serverVersion: number) =>
-      classifyDdl('ALTER TABLE t /*!100200 ADD COLUMN a INT */ /*M!110000 , ADD COLUMN b INT */', { ...ctx, serverVersion });
+      classifyDdl('ALTER TABLE t /*!100200 ADD COLUMN a INT */ /*M!110000 , ADD COLUMN b INT */', { ...ctx, comments: mariadbComments(serverVersion) });
     expect(summary(await at(101119))).toBe('d0.t alter[add a]');
     expect(summary(await at(110400))).toBe('d0.t alter[add a; add b]');
     expect(summary(await at(100100))).toBe('d0.t alter[]');
@@ -319,7 +320,7 @@ describe('DDL classification (corpus)', () => {
 });
 
 describe('pre-lexer', () => {
-  const tokens = (text: string, options = {}) => lex(text, { serverVersion: 101119, ...options }).map((t) => `${t.kind}:${t.value}`);
+  const tokens = (text: string, options = {}) => lex(text, { comments: mariadbComments(101119), ...options }).map((t) => `${t.kind}:${t.value}`);
 
   it('unescapes strings and identifiers like the server', () => {
     expect(tokens("'it''s' 'a\\nb' `x``y` \"q\"")).toEqual(["string:it's", 'string:a\nb', 'ident:x`y', 'string:q']);
@@ -363,12 +364,12 @@ describe('pre-lexer', () => {
   });
 
   it('renders tokens back with identifiers in backticks', () => {
-    expect(render(lex('CREATE TABLE "a b".c/*x*/(d INT)', { serverVersion: 101119, ansiQuotes: true }))).toBe('CREATE TABLE `a b`.c (d INT)');
+    expect(render(lex('CREATE TABLE "a b".c/*x*/(d INT)', { comments: mariadbComments(101119), ansiQuotes: true }))).toBe('CREATE TABLE `a b`.c (d INT)');
   });
 
   it('runs executable comments as the server that wrote the statement did', () => {
     const words = (text: string, serverKind: 'mysql' | 'mariadb', serverVersion: number) =>
-      lex(text, { serverVersion, serverKind })
+      lex(text, { comments: (serverKind === 'mysql' ? mysqlComments : mariadbComments)(serverVersion) })
         .map((t) => t.value)
         .join(' ');
     // MySQL 8 runs its own versions, which MariaDB skips as MySQL-only (50700–99999).
@@ -390,6 +391,6 @@ describe('pre-lexer', () => {
   });
 
   it('refuses unterminated strings, identifiers and comments', () => {
-    for (const text of ["'abc", '`abc', '/* abc', '/*!50000 abc', "x'4"]) expect(() => lex(text, { serverVersion: 101119 })).toThrow();
+    for (const text of ["'abc", '`abc', '/* abc', '/*!50000 abc', "x'4"]) expect(() => lex(text, { comments: mariadbComments(101119) })).toThrow();
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { evolve, type SchemaVersion } from '../../lib/schema/version.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
+import { mysqlComments } from '../support/comment-rules.ts';
 import { MYSQL_MANUAL } from '../support/manual-ddl.ts';
 
 /*
@@ -17,7 +18,7 @@ describe("the MySQL 8.0 manual's CREATE/ALTER TABLE examples", () => {
     for (const { page, statements } of MYSQL_MANUAL) {
       const versions = new Map<string, SchemaVersion | undefined>();
       for (const statement of statements) {
-        const classified = await classifyDdl(statement, { defaultDb: 'd', serverKind: 'mysql', serverVersion: 80046 });
+        const classified = await classifyDdl(statement, { defaultDb: 'd', comments: mysqlComments(80046) });
         let known = classified.kind !== 'unknown';
         if (classified.kind === 'tables')
           for (const { table, change } of classified.effects) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { dialectOf, mysqlExecutedAt } from '../../lib/source/mysql/dialect.ts';
+import { dialectOf } from '../../lib/source/mysql/dialect/dialect.ts';
+import { mysqlExecutedAt } from '../../lib/source/mysql/dialect/mysql.ts';
 import { masterPosition } from '../../lib/source/mysql/server.ts';
 import { readAtKnownPosition } from '../../lib/verify/mysql-read.ts';
 import { FakeServer } from '../support/fake-mysql.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerFlavor } from '../../lib/source/mysql/flavor.ts';
+import { parseServerFlavor } from '../../lib/source/mysql/dialect/dialect.ts';
 
 describe('parseServerFlavor', () => {
   it('reads MySQL, Aurora and MariaDB versions as /*!NNNNN*/ numbers', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerFlavor } from '../../lib/source/mysql/flavor.ts';
-import { checkGrants, lockWarning, parseGrants, parseRoles, sessionGrants } from '../../lib/source/mysql/grants.ts';
+import { dialectFor, parseServerFlavor } from '../../lib/source/mysql/dialect/dialect.ts';
+import { checkGrants, parseGrants, parseRoles } from '../../lib/source/mysql/grants.ts';
 import type { SqlConnection } from '../../lib/source/mysql/server.ts';
 
 /*
@@ -9,9 +9,9 @@ import type { SqlConnection } from '../../lib/source/mysql/server.ts';
  * granted roles as `GRANT `r`@`%` TO …`, their privileges only with USING; "Using Roles":
  * CURRENT_ROLE() lists the active roles as `r`@`%`,… or NONE) and as MariaDB 10.11 answers.
  */
-const mysql84 = parseServerFlavor('8.4.3', 'MySQL Community Server - GPL');
-const mysql80 = parseServerFlavor('8.0.39', 'Source distribution');
-const mariadb = parseServerFlavor('10.11.19-MariaDB-0+deb12u1', 'Debian 12');
+const mysql84 = dialectFor(parseServerFlavor('8.4.3', 'MySQL Community Server - GPL'));
+const mysql80 = dialectFor(parseServerFlavor('8.0.39', 'Source distribution'));
+const mariadb = dialectFor(parseServerFlavor('10.11.19-MariaDB-0+deb12u1', 'Debian 12'));
 
 type Answer = string[] | Record<string, string> | Error;
 function fakeServer(answers: Record<string, Answer>) {
@@ -64,7 +64,7 @@ describe('grants through MySQL 8 roles and dynamic privileges', () => {
         'GRANT `rds_superuser_role`@`%` TO `admin`@`%`',
       ],
     });
-    const grants = await sessionGrants(conn, mysql80);
+    const grants = await mysql80.sessionGrants(conn);
     expect(grants.activeRoles).toEqual(['`rds_superuser_role`@`%`']);
     expect(grants.privileges.has('REPLICATION SLAVE')).toBe(true);
     await expect(checkGrants(conn, mysql80)).resolves.toBeUndefined();
@@ -126,22 +126,22 @@ describe('grants through MySQL 8 roles and dynamic privileges', () => {
   it('doctor’s lock warning: MySQL without RELOAD or LOCK TABLES on *.* is told what stops (every snapshot too when gtid_mode is not ON); either grant, a role’s included, or MariaDB: none', async () => {
     const cdc = 'GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `sluice`@`%`';
     const gtidOn = fakeServer({ 'SHOW GRANTS': [cdc], ...noRoles, 'SELECT @@GLOBAL.gtid_mode AS mode': { mode: 'ON' } });
-    const on = await lockWarning(gtidOn.conn, mysql80);
+    const on = await mysql80.lockWarning(gtidOn.conn);
     expect(on).toMatch(/neither RELOAD nor LOCK TABLES on \*\.\*: keyless tables cannot be snapshotted \(SNAPSHOT_NO_KEY\).*GRANT LOCK TABLES ON \*\.\*/);
     expect(on).not.toMatch(/SNAPSHOT_NO_POINT/);
     const permissive = fakeServer({ 'SHOW GRANTS': [cdc], ...noRoles, 'SELECT @@GLOBAL.gtid_mode AS mode': { mode: 'OFF_PERMISSIVE' } });
-    expect(await lockWarning(permissive.conn, mysql80)).toMatch(/gtid_mode is OFF_PERMISSIVE: every snapshot stops \(SNAPSHOT_NO_POINT\)/);
+    expect(await mysql80.lockWarning(permissive.conn)).toMatch(/gtid_mode is OFF_PERMISSIVE: every snapshot stops \(SNAPSHOT_NO_POINT\)/);
     for (const grants of [[cdc.replace('SELECT,', 'SELECT, LOCK TABLES,')], [cdc.replace('SELECT,', 'SELECT, RELOAD,')]]) {
-      expect(await lockWarning(fakeServer({ 'SHOW GRANTS': grants, ...noRoles }).conn, mysql84)).toBeUndefined();
+      expect(await mysql84.lockWarning(fakeServer({ 'SHOW GRANTS': grants, ...noRoles }).conn)).toBeUndefined();
     }
     const viaRole = fakeServer({
       'SHOW GRANTS': [cdc, CDC_ROLE],
       'SELECT CURRENT_ROLE() AS roles': { roles: '`cdc`@`%`' },
       'SHOW GRANTS FOR CURRENT_USER() USING `cdc`@`%`': [cdc, 'GRANT LOCK TABLES ON *.* TO `sluice`@`%`'],
     });
-    expect(await lockWarning(viaRole.conn, mysql84)).toBeUndefined();
+    expect(await mysql84.lockWarning(viaRole.conn)).toBeUndefined();
     const maria = fakeServer({});
-    expect(await lockWarning(maria.conn, mariadb)).toBeUndefined();
+    expect(await mariadb.lockWarning(maria.conn)).toBeUndefined();
     expect(maria.asked).toEqual([]);
   });
 });

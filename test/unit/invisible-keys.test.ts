@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerFlavor } from '../../lib/source/mysql/flavor.ts';
-import { showInvisiblePrimaryKeys } from '../../lib/source/mysql/schema.ts';
+import { dialectFor, parseServerFlavor } from '../../lib/source/mysql/dialect/dialect.ts';
 import type { SqlConnection } from '../../lib/source/mysql/server.ts';
 
-describe('showInvisiblePrimaryKeys', () => {
+describe("the dialect's session setup (prepareSession)", () => {
   it("shows MySQL 8.0.30+'s generated invisible primary key to the session's information_schema, and asks nothing of other servers", async () => {
     const sent = async (version: string, comment: string) => {
       const queries: string[] = [];
@@ -12,7 +11,7 @@ describe('showInvisiblePrimaryKeys', () => {
         return [[], []];
       };
       const conn = { query, end: async () => {} } as unknown as SqlConnection;
-      await showInvisiblePrimaryKeys(conn, parseServerFlavor(version, comment));
+      await dialectFor(parseServerFlavor(version, comment)).prepareSession(conn);
       return queries;
     };
     expect(await sent('8.0.30', 'MySQL Community Server - GPL')).toEqual(['SET SESSION show_gipk_in_create_table_and_information_schema = ON']);

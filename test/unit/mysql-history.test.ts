@@ -3,8 +3,8 @@ import { loadConfig } from '../../lib/config/config.ts';
 import type { BinlogHistory } from '../../lib/core/history.ts';
 import type { BinlogPosition } from '../../lib/core/position.ts';
 import type { SluiceError } from '../../lib/errors.ts';
-import { mysqlGtidStart } from '../../lib/source/mysql/binlog-scan.ts';
-import { dialectOf } from '../../lib/source/mysql/dialect.ts';
+import { dialectOf } from '../../lib/source/mysql/dialect/dialect.ts';
+import { mysqlGtidStart } from '../../lib/source/mysql/dialect/mysql-gtid.ts';
 import { BinlogHistories, checkStartPosition, gtidCoverage } from '../../lib/source/mysql/history.ts';
 import { FakeServer, type FakeServerOptions } from '../support/fake-mysql.ts';
 

@@ -5,8 +5,9 @@ import { informationSchemaType, normalizeType, tableMapType } from '../../lib/sc
 import { evolve, type SchemaVersion, structureFromTableMap, structureOf } from '../../lib/schema/version.ts';
 import { queryStatusVars, sqlModeFlags } from '../../lib/source/mysql/binlog-reader.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
+import { mariadbComments, mysqlComments } from '../support/comment-rules.ts';
 
-const ctx = { defaultDb: 'd', serverVersion: 101119 };
+const ctx = { defaultDb: 'd', comments: mariadbComments(101119) };
 const env = { explicitDefaultsForTimestamp: true, databaseCollation: 'utf8mb4_unicode_ci' };
 
 /** Runs statements through classify + evolve for table d.t, returning every step's result. */
@@ -152,7 +153,7 @@ describe('character sets from the server', () => {
 describe('invisible columns in the schema history', () => {
   it("keeps MySQL's generated invisible primary key and INVISIBLE columns as the columns they are in the row images", async () => {
     // What MySQL 8.0.30+ shows of a table it gave a GIPK (SHOW CREATE TABLE with show_gipk_in_create_table_and_information_schema).
-    const mysql = { defaultDb: 'd', serverKind: 'mysql' as const, serverVersion: 80403 };
+    const mysql = { defaultDb: 'd', comments: mysqlComments(80403) };
     const created = await classifyDdl(
       'CREATE TABLE t (`my_row_id` bigint unsigned NOT NULL AUTO_INCREMENT /*!80023 INVISIBLE */, c1 VARCHAR(50), c2 INT /*!80023 INVISIBLE */, PRIMARY KEY (`my_row_id`))',
       mysql,

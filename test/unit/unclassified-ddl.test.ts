@@ -7,6 +7,7 @@ import { silentLog } from '../../lib/log.ts';
 import { Catalog } from '../../lib/schema/catalog.ts';
 import type { TableRef } from '../../lib/schema/definition.ts';
 import type { SchemaVersion } from '../../lib/schema/version.ts';
+import { mariadbComments } from '../support/comment-rules.ts';
 
 /** A one-column version of `table`, numbered after `previous`. */
 function version(table: TableRef, previous?: SchemaVersion): SchemaVersion {
@@ -37,7 +38,7 @@ function tracker(unknownDdl: 'resnapshot' | 'stop', overrides: TrackerDeps['over
     { db: 'other', table: 'x' },
   ];
   return new SchemaTracker(catalog, {
-    traits: { serverVersion: 101119, lowerCaseTableNames: false, explicitDefaultsForTimestamp: true },
+    traits: { comments: mariadbComments(101119), lowerCaseTableNames: false, explicitDefaultsForTimestamp: true },
     accept: (db) => db === 'shop',
     acceptDatabase: (db) => db === 'shop',
     readVersion: async (table, previous) => (onServer.some((t) => t.db === table.db && t.table === table.table) ? version(table, previous) : undefined),

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { writtenTables } from '../../lib/source/mysql/ddl/written-tables.ts';
+import { mariadbComments } from '../support/comment-rules.ts';
 
-const V = 101119;
+const V = mariadbComments(101119);
 const w = (sql: string, db = 'app') => writtenTables(sql, db, V);
 
 describe('tables a statement-logged DML writes', () => {

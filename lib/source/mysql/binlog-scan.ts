@@ -1,26 +1,18 @@
 import type { Config } from '../../config/config.ts';
-import { GtidPosition, GtidSet, isMariadbGtidPosition, parseMariadbGtid } from '../../core/gtid-set.ts';
 import type { BinlogHistory } from '../../core/history.ts';
 import { type BinlogPosition, comparePositions, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { type TableRef, tableKey } from '../../core/table-ref.ts';
-import { ConfigError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
 import type { Log } from '../../log.ts';
 import { BinlogReader } from './binlog-reader.ts';
 import { type ClassifyContext, classifyDdl, type DdlClassification } from './ddl/classify.ts';
-import { type Dialect, dialectOf } from './dialect.ts';
+import { dialectOf, type ScannedTransaction, type TransactionScan } from './dialect/dialect.ts';
 import { BinlogHistories, checkStartPosition } from './history.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 import { type MysqlTarget, mysqlTarget } from './target.ts';
 
 /** How long a scan of the binlog up to a known end waits for the stream to go on before it gives up. */
 export const SCAN_SILENCE_MS = 30_000;
-
-/** A transaction as a scan sees it begin: its GTID (null without one), binlog time and (MySQL) original commit time in µs. */
-interface ScannedTransaction {
-  readonly gtid: string | null;
-  readonly tsMs: number;
-  readonly commitUs?: number;
-}
 
 /**
  * Scans the binlog from `start` without decoding any rows, showing `visit` each transaction as it
@@ -64,6 +56,11 @@ async function scanTransactions(
   }
 }
 
+/** `scanTransactions` on `target`'s binlog: how a dialect's GTID start (Dialect.gtidStart) reads the stream. */
+export function transactionScan(target: MysqlTarget): TransactionScan {
+  return (start, end, visit) => scanTransactions(target, start, end, visit);
+}
+
 /** The transaction boundary just before the first transaction `stop` accepts, or `end` if none does before it. */
 async function boundaryBefore(
   target: MysqlTarget,
@@ -104,162 +101,6 @@ async function positionAtTime(target: MysqlTarget, conn: SqlConnection, at: numb
   }
   if (!from) return end;
   return boundaryBefore(target, { file: from.file, pos: 4 }, end, (txn) => txn.tsMs >= at);
-}
-
-/** A transaction sluice has read, and when it was written: a GTID alone does not tell it from another with the same GTID (after RESET MASTER). */
-export interface GtidIdentity {
-  readonly gtid: string;
-  readonly at: number;
-}
-
-/** Where a GTID start ends on this server, and what the scan that found it saw. */
-export interface GtidStart {
-  /** The boundary to read from, carrying the GTID state it starts after (`gtidPos`/`gtidSkip` on MariaDB, `gtidSet` on MySQL). */
-  readonly position: BinlogPosition;
-  /** MariaDB: the domains' last GTIDs the server's binlog does not hold (the scan reached its end without them). */
-  readonly missing?: GtidPosition;
-  /** MariaDB: the GTID state before the file the scan began with, when that is the oldest binlog and holds domains the start did not name. */
-  readonly unnamed?: GtidPosition;
-  /** When `identity`'s transaction was written on this server, if the scan passed it. */
-  readonly identityAt?: number;
-  /** MySQL: when `identity`'s transaction was first committed (µs), as this server logged it, if the scan passed it. */
-  readonly identityCommitUs?: number;
-}
-
-/** Whether a file's starting GTID state (a domain's last GTID before it) lies at or before the domain's last GTID wanted: the same one, or an earlier one of its server. */
-function startsBefore(state: GtidPosition, wanted: GtidPosition): boolean {
-  return state.gtids().every((g) => {
-    const w = wanted.get(g.domain);
-    return w !== undefined && (w.text === g.text || (w.server === g.server && g.seq < w.seq));
-  });
-}
-
-/**
- * `gtid:<d-s-n,...>` (MariaDB), as a replica resumes from its gtid_slave_pos: every listed domain's
- * transactions up to and including its GTID were read, in this server's binlog order (which is
- * the domain's order; sequence numbers alone do not order it), and a domain not listed is read from
- * the oldest binlog on. The scan starts in the newest file that begins before every listed GTID
- * (and before `identity`'s transaction, to see it), and the position is the boundary before the
- * first transaction not read; a domain whose GTID this server logs after that boundary (another
- * order of the domains than the old server's) is skipped up to it by the stream (`gtidSkip`).
- */
-export async function mariadbGtidStart(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string, identity?: GtidIdentity): Promise<GtidStart> {
-  const wanted = GtidPosition.parse(text);
-  const known = identity && parseMariadbGtid(identity.gtid);
-  const end = await dialect.binlogEnd(conn);
-  const logs = await binaryLogs(conn);
-  let from: { file: string; before: GtidPosition } | undefined;
-  for (const log of [...logs].reverse()) {
-    const before = GtidPosition.ofState((await dialect.gtidsBefore(conn, log.file)).split(','));
-    from = { file: log.file, before };
-    if (startsBefore(before, wanted) && !(known && before.holds(known))) break;
-  }
-  if (!from) return { position: end, missing: wanted };
-  let pending = wanted;
-  for (const gtid of from.before.gtids()) if (wanted.holds(gtid)) pending = pending.without(gtid.domain);
-  let start: { before: BinlogPosition; skip: GtidPosition } | undefined;
-  let identityAt: number | undefined;
-  const last = await scanTransactions(target, { file: from.file, pos: 4 }, end, (txn, before) => {
-    const gtid = parseMariadbGtid(txn.gtid);
-    const until = gtid && pending.get(gtid.domain);
-    if (gtid && until) {
-      // A transaction of a domain before its last GTID read: read already.
-      if (until.text === gtid.text) {
-        pending = pending.without(gtid.domain);
-        if (known?.text === gtid.text) identityAt = txn.tsMs;
-      }
-    } else start ??= { before, skip: pending };
-    return start !== undefined && pending.isEmpty && (!known || identityAt !== undefined);
-  });
-  const at = start ?? { before: last, skip: pending };
-  const unnamed = from.before.gtids().filter((g) => !wanted.get(g.domain));
-  return {
-    position: { ...at.before, gtidPos: wanted.toString(), ...(at.skip.isEmpty ? {} : { gtidSkip: at.skip.toString() }) },
-    ...(pending.isEmpty ? {} : { missing: pending }),
-    ...(unnamed.length ? { unnamed: GtidPosition.ofState(unnamed.map((g) => g.text)) } : {}),
-    ...(identityAt === undefined ? {} : { identityAt }),
-  };
-}
-
-/** `gtid:<d-s-n,...>` (MariaDB): the boundary before the first transaction the position has not read. */
-async function positionAfterMariadbGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, gtid: string): Promise<BinlogPosition> {
-  const { position, missing } = await mariadbGtidStart(target, conn, dialect, gtid);
-  if (missing)
-    throw new SluiceError(
-      ErrorCode.POSITION_FOREIGN,
-      `gtid:${gtid} names transactions this server's binlog does not hold (${missing}); nothing was stored. Take the GTIDs from this server's history (@@gtid_binlog_pos at the point wanted, or BINLOG_GTID_POS).`,
-    );
-  return position;
-}
-
-/**
- * Where a MySQL GTID set's transactions end, as a file and offset: the newest file whose
- * Previous_gtids (the set executed before the file) the set includes, scanned from its start to
- * the first transaction the set lacks. The server must hold every transaction of the set and still
- * have those after it (not in gtid_purged); else nothing is stored and the error says what differs.
- */
-export async function mysqlGtidStart(
-  conn: SqlConnection,
-  dialect: Dialect,
-  text: string,
-  identity?: GtidIdentity,
-): Promise<{ from: string | undefined; covered: GtidSet }> {
-  const covered = GtidSet.parse(text);
-  const state = await dialect.gtidState(conn);
-  if (state && !state.executed.includes(covered)) {
-    throw new SluiceError(
-      ErrorCode.POSITION_FOREIGN,
-      `gtid:${text} holds transactions this server never executed (${covered.subtract(state.executed)}; its gtid_executed is "${state.executed}"): the set comes from another server or history; nothing was stored. Take the set from this server's history (a savepoint, or @@gtid_executed at the point wanted).`,
-    );
-  }
-  const lost = state?.executed.subtract(covered).intersect(state.purged);
-  if (lost && !lost.isEmpty) {
-    throw new PositionLostError(
-      `the transactions after gtid:${text} are partly purged from this server's binlog (${lost} is in gtid_purged); nothing was stored. Re-snapshot the source (SLUICE_STARTUP=initial, or \`sluice state reset --to latest\`, after which the next run copies every table again).`,
-    );
-  }
-  const logs = await binaryLogs(conn);
-  for (const log of [...logs].reverse()) {
-    const before = GtidSet.parse(await dialect.gtidsBefore(conn, log.file));
-    // With `identity`, a file that starts before its transaction, so that the scan passes it.
-    if (covered.includes(before) && !(identity && before.contains(identity.gtid))) return { from: log.file, covered };
-  }
-  return { from: logs[0]?.file, covered };
-}
-
-/**
- * `gtid:<uuid:1-5,...>` (MySQL): the boundary before the first transaction the set does not hold,
- * carrying the set itself (with what the scan found before it) as executed there. A set with a gap
- * holds transactions after that boundary; the stream skips them, as a replica does (BinlogReader).
- */
-export async function mysqlGtidPosition(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string, identity?: GtidIdentity): Promise<GtidStart> {
-  const end = await dialect.binlogEnd(conn);
-  const { from, covered } = await mysqlGtidStart(conn, dialect, text, identity);
-  let found: BinlogPosition | undefined;
-  let identityAt: number | undefined;
-  let identityCommitUs: number | undefined;
-  const last = from
-    ? await scanTransactions(target, { file: from, pos: 4 }, end, (txn, before) => {
-        if (txn.gtid !== null && !covered.contains(txn.gtid)) found ??= before;
-        else if (identity && txn.gtid === identity.gtid) {
-          identityAt = txn.tsMs;
-          identityCommitUs = txn.commitUs;
-        }
-        return found !== undefined && (!identity || identityAt !== undefined);
-      })
-    : end;
-  const start = found ?? last;
-  const scanned = start.gtidSet && GtidSet.is(start.gtidSet) ? GtidSet.parse(start.gtidSet) : GtidSet.EMPTY;
-  const executed = covered.union(scanned);
-  return {
-    position: executed.isEmpty ? start : { ...start, gtidSet: executed.toString() },
-    ...(identityAt === undefined ? {} : { identityAt }),
-    ...(identityCommitUs === undefined ? {} : { identityCommitUs }),
-  };
-}
-
-async function positionAfterMysqlGtid(target: MysqlTarget, conn: SqlConnection, dialect: Dialect, text: string): Promise<BinlogPosition> {
-  return (await mysqlGtidPosition(target, conn, dialect, text)).position;
 }
 
 /**
@@ -325,12 +166,15 @@ export async function startupPosition(config: Config, conn: SqlConnection, log: 
       break;
     case 'gtid': {
       const dialect = await dialectOf(conn);
-      if (dialect.flavor.kind === 'mariadb' ? !isMariadbGtidPosition(startup.gtid) : !GtidSet.is(startup.gtid))
-        throw new ConfigError(
-          `SLUICE_STARTUP=gtid:${startup.gtid} is a ${dialect.flavor.kind === 'mariadb' ? 'MySQL GTID set' : 'MariaDB GTID position'}, but the server is ${dialect.flavor.text} (${dialect.flavor.kind === 'mariadb' ? 'MariaDB: d-s-n, e.g. gtid:0-1-1234' : 'MySQL: uuid:n-m, e.g. gtid:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5'})`,
+      dialect.checkStartupGtid(startup.gtid);
+      // The boundary before the first transaction the GTIDs do not name.
+      const { position, missing } = await dialect.gtidStart(conn, transactionScan(await mysqlTarget(config)), startup.gtid);
+      if (missing)
+        throw new SluiceError(
+          ErrorCode.POSITION_FOREIGN,
+          `gtid:${startup.gtid} names transactions this server's binlog does not hold (${missing}); nothing was stored. Take the GTIDs from this server's history (@@gtid_binlog_pos at the point wanted, or BINLOG_GTID_POS).`,
         );
-      const find = dialect.flavor.kind === 'mariadb' ? positionAfterMariadbGtid : positionAfterMysqlGtid;
-      start = await find(await mysqlTarget(config), conn, dialect, startup.gtid);
+      start = position;
       break;
     }
   }

@@ -16,7 +16,7 @@
  * `ALL PRIVILEGES` for global grants but lists each.
  */
 import { ErrorCode, PreflightError } from '../../errors.ts';
-import type { ServerFlavor } from './flavor.ts';
+import type { Dialect } from './dialect/dialect.ts';
 import type { SqlConnection } from './server.ts';
 
 /** A role as MySQL prints it: `name`@`host`, backticks inside doubled. */
@@ -64,14 +64,10 @@ export function missingGrants(privileges: ReadonlySet<string>): string[] {
   return NEEDED.filter((need) => !need.any.some((p) => privileges.has(p))).map((need) => need.grant);
 }
 
-async function grantLines(conn: SqlConnection, sql: string): Promise<string[]> {
+/** The first column of every row `sql` (a SHOW GRANTS) answers. */
+export async function grantLines(conn: SqlConnection, sql: string): Promise<string[]> {
   const [rows] = await conn.query(sql);
   return (rows as Record<string, string>[]).map((r) => Object.values(r)[0] ?? '');
-}
-
-/** The account's grants with the privileges of `roles` included (the roles must be granted to it). */
-async function grantsUsing(conn: SqlConnection, roles: readonly string[]): Promise<string[]> {
-  return grantLines(conn, `SHOW GRANTS FOR CURRENT_USER() USING ${roles.join(', ')}`);
 }
 
 /** What sluice's sessions hold: global privileges, the roles active at login and those granted. */
@@ -81,62 +77,22 @@ export interface SessionGrants {
   readonly grantedRoles: readonly string[];
 }
 
-/** Reads the global privileges a new session of this account holds, roles included on MySQL. */
-export async function sessionGrants(conn: SqlConnection, flavor: ServerFlavor): Promise<SessionGrants> {
-  const own = parseGrants(await grantLines(conn, 'SHOW GRANTS'));
-  if (flavor.kind === 'mariadb') return { ...own, activeRoles: [] };
-  const [rows] = await conn.query('SELECT CURRENT_ROLE() AS roles');
-  const activeRoles = parseRoles((rows as { roles: string | null }[])[0]?.roles ?? '');
-  if (activeRoles.length === 0) return { ...own, activeRoles };
-  // USING names roles granted to the account; should the server refuse one (a mandatory role is not
-  // granted), each role's own grants are read instead (SHOW GRANTS FOR a role needs SELECT on mysql.*,
-  // which the SELECT ON *.* sluice needs includes).
-  const lines = await grantsUsing(conn, activeRoles).catch(async () =>
-    (await Promise.all(activeRoles.map((role) => grantLines(conn, `SHOW GRANTS FOR ${role}`).catch(() => [])))).flat(),
-  );
-  const withRoles = parseGrants(lines);
-  return { privileges: new Set([...own.privileges, ...withRoles.privileges]), activeRoles, grantedRoles: own.grantedRoles };
-}
-
 /** Checks that the account holds what CDC needs in every new session; the error names the statements that fix it. */
-export async function checkGrants(conn: SqlConnection, flavor: ServerFlavor): Promise<void> {
-  const grants = await sessionGrants(conn, flavor);
+export async function checkGrants(conn: SqlConnection, dialect: Dialect): Promise<void> {
+  const grants = await dialect.sessionGrants(conn);
   const missing = missingGrants(grants.privileges);
   if (!missing.length) return;
   const fix = "GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '<user>'@'%';";
   // Granted but inactive roles: their privileges do not reach sluice's sessions. Say so when they would help.
   const inactive = grants.grantedRoles.filter((role) => !grants.activeRoles.includes(role));
-  if (flavor.kind === 'mysql' && inactive.length) {
-    const all = parseGrants(await grantsUsing(conn, [...grants.activeRoles, ...inactive]).catch(() => []));
-    if (missingGrants(new Set([...grants.privileges, ...all.privileges])).length < missing.length) {
-      throw new PreflightError(
-        ErrorCode.PREFLIGHT_GRANTS,
-        `the MySQL user lacks ${missing.join(', ')} in its sessions: role ${inactive.join(', ')} holds ${missing.length > 1 ? 'some of them' : 'it'} but is not active at login. ` +
-          `Fix: SET DEFAULT ROLE ${inactive.join(', ')} TO '<user>'@'%'; (or SET PERSIST activate_all_roles_on_login = ON, on RDS/Aurora in the parameter group), or ${fix}`,
-      );
-    }
+  const all = inactive.length ? await dialect.privilegesWithRoles(conn, [...grants.activeRoles, ...inactive]) : undefined;
+  if (all && missingGrants(new Set([...grants.privileges, ...all])).length < missing.length) {
+    throw new PreflightError(
+      ErrorCode.PREFLIGHT_GRANTS,
+      `the MySQL user lacks ${missing.join(', ')} in its sessions: role ${inactive.join(', ')} holds ${missing.length > 1 ? 'some of them' : 'it'} but is not active at login. ` +
+        `Fix: SET DEFAULT ROLE ${inactive.join(', ')} TO '<user>'@'%'; (or SET PERSIST activate_all_roles_on_login = ON, on RDS/Aurora in the parameter group), or ${fix}`,
+    );
   }
   const via = grants.activeRoles.length ? ` (with its active role${grants.activeRoles.length > 1 ? 's' : ''} ${grants.activeRoles.join(', ')})` : '';
   throw new PreflightError(ErrorCode.PREFLIGHT_GRANTS, `the MySQL user lacks ${missing.join(', ')}${via}. Fix: ${fix}`);
-}
-
-/**
- * MySQL: what the account cannot do for lack of a lock to pin a binlog point with (dialect.ts
- * `snapshotPoint`, `settledEnd`): neither RELOAD (FLUSH TABLES WITH READ LOCK) nor LOCK TABLES
- * granted globally. With gtid_mode ON only keyless tables and `verify` need one; otherwise every
- * snapshot page does. A warning, not a failure: LOCK TABLES may be granted on the captured
- * databases alone, and capture itself needs neither. Undefined when nothing is lacking, and on
- * MariaDB, which reports a consistent snapshot's binlog position itself.
- */
-export async function lockWarning(conn: SqlConnection, flavor: ServerFlavor): Promise<string | undefined> {
-  if (flavor.kind === 'mariadb') return undefined;
-  const { privileges } = await sessionGrants(conn, flavor);
-  if (['ALL PRIVILEGES', 'RELOAD', 'LOCK TABLES'].some((p) => privileges.has(p))) return undefined;
-  const [rows] = await conn.query('SELECT @@GLOBAL.gtid_mode AS mode');
-  const mode = String((rows as { mode: string | null }[])[0]?.mode ?? 'OFF');
-  const fix = "GRANT LOCK TABLES ON *.* TO '<user>'@'%'; (RDS and Aurora) or GRANT RELOAD ON *.* TO '<user>'@'%'; (docs/RUNBOOK.md \"MySQL versions\")";
-  const keyless = 'keyless tables cannot be snapshotted (SNAPSHOT_NO_KEY) and `sluice verify` refuses (VERIFY_UNSUPPORTED)';
-  return mode.toUpperCase() === 'ON'
-    ? `the MySQL user holds neither RELOAD nor LOCK TABLES on *.*: ${keyless}, unless LOCK TABLES is granted on their databases. Fix: ${fix}`
-    : `the MySQL user holds neither RELOAD nor LOCK TABLES on *.*, and gtid_mode is ${mode}: every snapshot stops (SNAPSHOT_NO_POINT) and ${keyless}, unless LOCK TABLES is granted on the captured databases. Fix: ${fix}, or gtid_mode=ON`;
 }

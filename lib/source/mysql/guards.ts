@@ -2,6 +2,7 @@ import { type BinlogPosition, formatPosition } from '../../core/position.ts';
 import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
+import type { CommentRules } from './ddl/lexer.ts';
 import { writtenTables } from './ddl/written-tables.ts';
 import type { BinlogHistories } from './history.ts';
 import type { SqlConnection } from './server.ts';
@@ -39,8 +40,8 @@ export type Verdict = undefined | 'drop' | SluiceError | Promise<SluiceError>;
 /** MySQL column types whose values binlog_row_image=NOBLOB leaves out when unchanged. */
 const BLOB_TYPES = new Set([245 /* JSON */, 249, 250, 251, 252 /* (TINY|MEDIUM|LONG)BLOB/TEXT */, 255 /* GEOMETRY */]);
 
-/** Statements' executable comments are read as a 10.0 server would (the version matters only to DDL). */
-const STATEMENT_VERSION = 100000;
+/** Statements' executable comments are read as a MariaDB 10.0 server would (the rules matter only to DDL). */
+const STATEMENT_COMMENTS: CommentRules = { version: 100000, mariadbComments: true, sixDigitVersions: true, mysqlOnlyVersions: false };
 
 /** How long to keep reading a violating transaction to find its end before stopping without it. */
 const DRAIN_MS = 10_000;
@@ -184,7 +185,7 @@ export class StreamGuard {
     }
     const accept = this.options.accept;
     if (!accept) return undefined;
-    const written = writtenTables(query, ev.schema ?? '', STATEMENT_VERSION);
+    const written = writtenTables(query, ev.schema ?? '', STATEMENT_COMMENTS);
     const captured = written?.filter((t) => accept(t.db, t.table));
     if (captured && !captured.length) return undefined;
     return this.violate(ev, type, file, end, {

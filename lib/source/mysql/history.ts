@@ -1,8 +1,10 @@
-import { GtidPosition, GtidSet, type MariadbGtid, parseGtid, parseMariadbGtid } from '../../core/gtid-set.ts';
+import { type GtidPosition, parseGtid, parseMariadbGtid } from '../../core/gtid-set.ts';
 import type { BinlogHistory } from '../../core/history.ts';
-import { type BinlogPosition, fileNumber, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
-import { ErrorCode, PositionForeignError, PositionLostError, SluiceError } from '../../errors.ts';
-import { type Dialect, dialectOf } from './dialect.ts';
+import { type BinlogPosition, fileNumber, formatPosition } from '../../core/position.ts';
+import { ErrorCode, PositionForeignError, SluiceError } from '../../errors.ts';
+import { dialectOf, type GtidCoverage } from './dialect/dialect.ts';
+import { judgedDomains } from './dialect/mariadb-gtid.ts';
+import { readSet } from './dialect/mysql-gtid.ts';
 import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.ts';
 
 /*
@@ -49,29 +51,6 @@ import { binaryLogs, checkPositionReadable, type SqlConnection } from './server.
  * last GTID alone (it must be in gtid_executed) and by the file timestamps, as on MariaDB.
  */
 
-/**
- * MariaDB: every domain's last transaction a position has read — its `gtidPos`, else its last GTID
- * alone (positions stored before every domain's was recorded); undefined without either.
- */
-export function readPosition(position: BinlogPosition): GtidPosition | undefined {
-  try {
-    if (position.gtidPos) return GtidPosition.parse(position.gtidPos);
-    const last = parseMariadbGtid(position.gtid);
-    return last ? GtidPosition.EMPTY.with(last) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** MariaDB: the domains a position still skips further on in its binlog (`gtidSkip`). */
-function skipped(position: BinlogPosition): GtidPosition {
-  try {
-    return GtidPosition.parse(position.gtidSkip ?? '');
-  } catch {
-    return GtidPosition.EMPTY;
-  }
-}
-
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
 /** Who a server is, for histories and messages: `@@server_id`, and `@@server_uuid` on MySQL. */
@@ -107,10 +86,7 @@ export class BinlogHistories {
     /** The stored state: the position to resume from and its history, if recorded. */
     private readonly stored: { readonly position?: BinlogPosition; readonly history?: BinlogHistory } = {},
   ) {
-    const position = stored.position;
-    let domains = position ? readPosition(position) : undefined;
-    if (position && domains) for (const gtid of skipped(position).gtids()) domains = domains.without(gtid.domain);
-    this.storedDomains = domains;
+    this.storedDomains = stored.position ? judgedDomains(stored.position) : undefined;
   }
 
   /** The history to store with `position`: known once the stream has entered its file (or read at a start the run took, `know`). */
@@ -161,58 +137,8 @@ export class BinlogHistories {
         evidence: `offset ${position.pos} is not the start of an event in this server's ${position.file}`,
       });
     }
-    const dialect = await dialectOf(conn);
-    if (dialect.flavor.kind === 'mysql') return this.checkMysql(conn, dialect, position, history);
-    // MariaDB has no uuid: a server_id other than the one recorded is another server, whose files
-    // of the same names may have been created in the same second (a replica built with its primary).
-    const was = history?.serverId;
-    const now = this.server.serverId;
-    if (was !== undefined && now !== undefined && was !== now) {
-      throw await foreignError(async () => conn, { position, evidence: `it was recorded on server_id ${was}; this server is server_id ${now}` });
-    }
-    const expected = this.storedDomains;
-    // BINLOG_GTID_POS answers NULL past 4 GiB (sql/item_strfunc.cc: pos > UINT_MAX32): such a
-    // position is checked by the stream's first GTIDs alone (onEvent).
-    if (history || !expected || expected.isEmpty || position.pos >= LOG_POS_MODULUS) return;
-    const here = (await dialect.gtidsAt(conn, position)) ?? '';
-    const at = GtidPosition.ofState(here.split(','));
-    const differing = expected.gtids().filter((gtid) => !at.holds(gtid));
-    if (differing.length) {
-      throw await foreignError(async () => conn, {
-        position,
-        evidence: `this server's GTID position at ${formatPosition({ ...position, gtid: undefined })} is ${here ? `"${here}"` : 'empty'}, not ${differing.map((g) => g.text).join(',')}`,
-      });
-    }
-  }
-
-  /** The MySQL checks before reading (see the header): GTID sets, then the server's uuid. */
-  private async checkMysql(conn: SqlConnection, dialect: Dialect, position: BinlogPosition, history: BinlogHistory | undefined): Promise<void> {
-    const state = await dialect.gtidState(conn);
-    const read = readSet(position);
-    if (state && read && !read.isEmpty) {
-      const missing = read.subtract(state.executed);
-      if (!missing.isEmpty) {
-        throw await foreignError(async () => conn, {
-          position,
-          evidence: `this server's gtid_executed (${state.executed.isEmpty ? 'empty' : `"${state.executed}"`}) lacks ${missing}, which sluice had already read`,
-        });
-      }
-      const lost = position.gtidSet ? state.executed.subtract(read).intersect(state.purged) : GtidSet.EMPTY;
-      if (!lost.isEmpty) {
-        throw new PositionLostError(
-          `the transactions after the stored position ${formatPosition(position)} were partly purged from this server's binlog: ${lost} is in gtid_purged. ` +
-            'Nothing was skipped silently: `sluice state reset --to latest` (the next run copies every table again), and keep binlogs longer than your longest outage (docs/RUNBOOK.md, POSITION_LOST).',
-        );
-      }
-    }
-    const was = history?.serverUuid;
-    const now = this.server.serverUuid;
-    if (was && now && was !== now && history?.file !== position.file) {
-      throw await foreignError(async () => conn, {
-        position,
-        evidence: `it was recorded on server_uuid ${was}; this server is ${now}, and nothing recorded shows that its ${position.file} is the same file`,
-      });
-    }
+    const evidence = await (await dialectOf(conn)).storedPositionEvidence(conn, position, history, this.server);
+    if (evidence) throw await foreignError(async () => conn, { position, evidence });
   }
 
   /**
@@ -337,58 +263,11 @@ export async function checkStartPosition(conn: SqlConnection, position: BinlogPo
 
 /**
  * Whether the server holds every transaction a position has read and still has every one after it,
- * by its GTID state alone (no binlog is read): `gtid` is what to reposition by, `missing` says
- * what is not there. MySQL: `@@gtid_executed` must include the position's set and nothing after
- * the set may be in `@@gtid_purged`, whatever the server's uuid, file names and offsets. MariaDB:
- * for every domain the position has read, the server's binlog state must reach that domain's last
- * GTID read (its server's sequence number at least as high), and its oldest binlog must not start
- * after it. That the very transaction is in the binlog, and is the one read (not another one of
- * the same GTID, after RESET MASTER), only a scan tells (lib/source/mysql/binlog-scan.ts).
+ * by its GTID state alone (Dialect.gtidCoverage): `gtid` is what to reposition by, `missing` says
+ * what is not there.
  */
-export async function gtidCoverage(conn: SqlConnection, position: BinlogPosition): Promise<{ held: true; gtid: string } | { held: false; missing: string }> {
-  const dialect = await dialectOf(conn);
-  if (dialect.flavor.kind === 'mysql') {
-    const read = position.gtidSet ? readSet(position) : undefined;
-    if (!read || read.isEmpty)
-      return { held: false, missing: 'the stored position records no GTID set (gtid_mode OFF, or stored by a sluice that did not record sets)' };
-    const state = await dialect.gtidState(conn);
-    if (!state?.on && state?.executed.isEmpty) return { held: false, missing: "this server's gtid_mode is OFF" };
-    const lacking = state ? read.subtract(state.executed) : read;
-    if (!lacking.isEmpty)
-      return {
-        held: false,
-        missing: `this server's gtid_executed lacks ${lacking}, which sluice had read (the transactions the old server had that this one never got)`,
-      };
-    const lost = state ? state.executed.subtract(read).intersect(state.purged) : GtidSet.EMPTY;
-    if (!lost.isEmpty)
-      return { held: false, missing: `the transactions after the position are partly purged from this server's binlog (${lost} is in gtid_purged)` };
-    return { held: true, gtid: read.toString() };
-  }
-  const read = readPosition(position);
-  if (!read || read.isEmpty) return { held: false, missing: 'the stored position records no GTID (it was stored before GTIDs were, or the server logs none)' };
-  const [state] = await conn.query('SELECT @@gtid_binlog_state AS state');
-  const logged = String((state as { state: string | null }[])[0]?.state ?? '')
-    .split(',')
-    .map((part) => parseMariadbGtid(part))
-    .filter((g): g is MariadbGtid => g !== undefined);
-  const [oldest] = await binaryLogs(conn);
-  const before = oldest ? GtidPosition.ofState(((await dialect.gtidsBefore(conn, oldest.file)) || '').split(',')) : GtidPosition.EMPTY;
-  const problems: string[] = [];
-  for (const gtid of read.gtids()) {
-    const last = logged.find((g) => g.domain === gtid.domain && g.server === gtid.server);
-    if (!last) problems.push(`it has no transaction of server ${gtid.server} in domain ${gtid.domain}, so none up to ${gtid.text}`);
-    else if (last.seq < gtid.seq)
-      problems.push(
-        `it lacks ${last.seq + 1n === gtid.seq ? gtid.text : `${gtid.domain}-${gtid.server}-${last.seq + 1n} to ${gtid.text}`} (its binlog state ends that domain and server at ${last.text})`,
-      );
-    else {
-      const first = before.get(gtid.domain);
-      if (first && first.text !== gtid.text && first.seq >= gtid.seq)
-        problems.push(`its oldest binlog ${oldest?.file} starts after ${gtid.text} (at ${first.text}): what follows ${gtid.text} is purged`);
-    }
-  }
-  if (problems.length) return { held: false, missing: `of the transactions sluice had read (${read}), ${problems.join('; ')}` };
-  return { held: true, gtid: read.toString() };
+export async function gtidCoverage(conn: SqlConnection, position: BinlogPosition): Promise<GtidCoverage> {
+  return (await dialectOf(conn)).gtidCoverage(conn, position);
 }
 
 /**
@@ -409,16 +288,6 @@ async function foreignError(sql: () => Promise<SqlConnection>, mismatch: Mismatc
     `the stored position ${formatPosition(position)} belongs to another binlog history: ${evidence}. The binlog was reset (RESET MASTER, RESET BINARY LOGS AND GTIDS), restored, or this is another server (failover, Blue/Green); nothing was read. ${recovery} (docs/RUNBOOK.md, POSITION_FOREIGN)`,
     evidence,
   );
-}
-
-/** MySQL: the transactions a position has read — its set, else its last GTID alone; undefined for other shapes. */
-function readSet(position: BinlogPosition): GtidSet | undefined {
-  try {
-    if (position.gtidSet) return GtidSet.parse(position.gtidSet);
-    return position.gtid && GtidSet.is(position.gtid) ? GtidSet.EMPTY.add(position.gtid) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** MySQL: whether `gtid` can follow a position whose last transaction is `last`: another source's, or a later one of the same. */

@@ -5,8 +5,9 @@ import { type InformationSchemaColumn, UnsupportedTypeError } from '../../schema
 import type { TableRef } from '../../schema/definition.ts';
 import { type InformationSchemaIndexRow, type SchemaVersion, versionFromInformationSchema } from '../../schema/version.ts';
 import { type ClassifyContext, classifyDdl } from './ddl/classify.ts';
-import { parseServerFlavor } from './flavor.ts';
-import { listTables, showInvisiblePrimaryKeys } from './schema.ts';
+import type { CommentRules } from './ddl/lexer.ts';
+import type { Dialect } from './dialect/dialect.ts';
+import { listTables } from './schema.ts';
 import { binaryLogs, masterPosition, type SqlConnection } from './server.ts';
 
 /*
@@ -22,28 +23,24 @@ async function rows<T>(conn: SqlConnection, sql: string, values: unknown[] = [])
 
 /** What the server tells about how it reads DDL (read once per run). */
 export interface ServerTraits {
-  /** 10.11.19 → 101119: decides which executable comments ran. */
-  readonly serverVersion: number;
-  /** MySQL or MariaDB (`ServerFlavor.kind`): decides which executable comments ran. MariaDB when not given. */
-  readonly serverKind?: 'mysql' | 'mariadb';
+  /** Which executable comments ran: the server's dialect's rules. */
+  readonly comments: CommentRules;
   readonly lowerCaseTableNames: boolean;
   readonly explicitDefaultsForTimestamp: boolean;
   /** `@@collation_server`: the defaults of a CREATE DATABASE that names no charset or collation. */
   readonly serverCollation?: string;
 }
 
-/** What decides how the server read a DDL statement (the binlog's statements are read by the same rules). */
-export async function serverTraits(conn: SqlConnection): Promise<ServerTraits> {
-  const [row] = await rows<{ version: string; comment: string | null; lower: number | string; explicit: number | string | null; collation: string | null }>(
+/** What decides how the server (of `dialect`) read a DDL statement (the binlog's statements are read by the same rules). */
+export async function serverTraits(conn: SqlConnection, dialect: Dialect): Promise<ServerTraits> {
+  const [row] = await rows<{ lower: number | string; explicit: number | string | null; collation: string | null }>(
     conn,
-    'SELECT VERSION() AS version, @@version_comment AS comment, @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit, @@collation_server AS collation',
+    'SELECT @@lower_case_table_names AS `lower`, @@explicit_defaults_for_timestamp AS explicit, @@collation_server AS collation',
   );
-  const flavor = parseServerFlavor(String(row?.version ?? ''), row?.comment ?? '');
   // The versions this connection reads include MySQL's generated invisible primary key.
-  await showInvisiblePrimaryKeys(conn, flavor);
+  await dialect.prepareSession(conn);
   return {
-    serverVersion: flavor.version,
-    serverKind: flavor.kind,
+    comments: dialect.comments,
     lowerCaseTableNames: Number(row?.lower ?? 0) === 1,
     explicitDefaultsForTimestamp: Number(row?.explicit ?? 1) === 1,
     ...(row?.collation ? { serverCollation: row.collation } : {}),

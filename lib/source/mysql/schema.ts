@@ -35,20 +35,6 @@ const INTEGERS = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
 const LOGICAL = new Set<string>(['uuid', 'inet4', 'inet6'] satisfies LogicalType[]);
 const id = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
-/** MySQL 8.0.30 added generated invisible primary keys, and the session variable that shows them. */
-const GIPK_FROM = 80030;
-
-/**
- * Makes MySQL's generated invisible primary key (`my_row_id`, `sql_generate_invisible_primary_key`)
- * visible to this session's information_schema (`show_gipk_in_create_table_and_information_schema`,
- * a session variable): the binlog's row images carry it, so the schema history and the snapshot's
- * column list must too. Other INVISIBLE columns (MySQL 8.0.23+, MariaDB 10.3+) are always listed
- * there. A no-op on MariaDB and older MySQL.
- */
-export async function showInvisiblePrimaryKeys(conn: SqlConnection, server: { readonly kind: 'mysql' | 'mariadb'; readonly version: number }): Promise<void> {
-  if (server.kind === 'mysql' && server.version >= GIPK_FROM) await conn.query('SET SESSION show_gipk_in_create_table_and_information_schema = ON');
-}
-
 /**
  * Whether the server says `table` does not exist (ER_NO_SUCH_TABLE), as opposed to existing out of
  * the user's sight (ER_TABLEACCESS_DENIED) — information_schema cannot tell the two apart.

@@ -2,10 +2,13 @@ import mysql from 'mysql2/promise';
 import { type BinlogPosition, comparePositions, fileNumber, formatPosition } from '../../core/position.ts';
 import { ErrorCode, PositionLostError, PreflightError, SluiceError } from '../../errors.ts';
 import { authRefusal } from './auth.ts';
-import { dialectOf } from './dialect.ts';
-import type { ServerFlavor } from './flavor.ts';
+import { binaryLogs } from './dialect/common.ts';
+import { dialectOf } from './dialect/dialect.ts';
 import { checkGrants } from './grants.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
+
+// SHOW BINARY LOGS reads the same on every server; the dialects' GTID code needs it too.
+export { binaryLogs };
 
 /** The minimal connection surface sluice uses, so tests and other drivers can stand in. */
 export interface SqlConnection {
@@ -50,11 +53,6 @@ async function rows<T>(conn: SqlConnection, sql: string, values?: unknown[]): Pr
  */
 export async function masterPosition(conn: SqlConnection): Promise<BinlogPosition> {
   return (await dialectOf(conn)).binlogEnd(conn);
-}
-
-export async function binaryLogs(conn: SqlConnection): Promise<{ file: string; size: number }[]> {
-  const list = await rows<{ Log_name: string; File_size: string | number }>(conn, 'SHOW BINARY LOGS');
-  return list.map((r) => ({ file: r.Log_name, size: Number(r.File_size) }));
 }
 
 /** Fails fast with a PositionLostError if the position's file was purged or lies beyond the server's binlog. */
@@ -114,13 +112,13 @@ export function settingsProblem(vars: Readonly<Record<string, string | undefined
   return undefined;
 }
 
-/** Checks the settings and grants CDC needs (the flavor is read when not given); each failure says the statement that fixes it. */
-export async function preflight(conn: SqlConnection, flavor?: ServerFlavor): Promise<void> {
+/** Checks the settings and grants CDC needs, the latter as the connection's dialect reads them; each failure says the statement that fixes it. */
+export async function preflight(conn: SqlConnection): Promise<void> {
   const list = await rows<{ Variable_name: string; Value: string }>(
     conn,
     `SHOW GLOBAL VARIABLES WHERE Variable_name IN (${PREFLIGHT_VARIABLES.map((v) => `'${v}'`).join(', ')})`,
   );
   const problem = settingsProblem(Object.fromEntries(list.map((r) => [r.Variable_name, r.Value])));
   if (problem) throw problem;
-  await checkGrants(conn, flavor ?? (await dialectOf(conn)).flavor);
+  await checkGrants(conn, await dialectOf(conn));
 }

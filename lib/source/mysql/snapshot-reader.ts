@@ -2,9 +2,9 @@ import mysql from 'mysql2';
 import type { KeyValues } from '../../core/key-values.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import { type Row, rowProperty } from '../../format/event.ts';
-import { serverFlavor } from './flavor.ts';
+import { dialectOf } from './dialect/dialect.ts';
 import type { RowPacket, WireColumn } from './row-lines.ts';
-import { selectAs, showInvisiblePrimaryKeys, type TableInfo } from './schema.ts';
+import { selectAs, type TableInfo } from './schema.ts';
 import type { SqlConnection } from './server.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
@@ -155,7 +155,7 @@ export class PagingConnection {
   async init(): Promise<void> {
     await this.promise.query("SET time_zone = '+00:00'");
     // Every column in ordinal order is selected by name (tableInfo), invisible ones included.
-    await showInvisiblePrimaryKeys(this.sql, await serverFlavor(this.sql));
+    await (await dialectOf(this.sql)).prepareSession(this.sql);
   }
 
   /** Streams one page's rows in key order, in batches of whatever has arrived (one await per batch, not per row). */

@@ -13,8 +13,8 @@ export function isAtomicCreateSelect(text: string): boolean {
   if (!/^\s*CREATE\b/i.test(text) || !/\bTRANSACTION\s*;?\s*$/i.test(text)) return false;
   let tokens: Token[];
   try {
-    // MySQL writes the statement itself, without executable comments: the version does not matter.
-    tokens = lex(text, { serverVersion: 80021, serverKind: 'mysql' }).filter((t) => t.raw !== ';');
+    // MySQL writes the statement itself, without executable comments: the rules do not matter (8.0.21's).
+    tokens = lex(text, { comments: { version: 80021, mariadbComments: false, sixDigitVersions: false, mysqlOnlyVersions: true } }).filter((t) => t.raw !== ';');
   } catch {
     return false;
   }

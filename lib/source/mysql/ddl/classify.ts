@@ -12,7 +12,7 @@ import type {
   TableRef,
 } from '../../../schema/definition.ts';
 import { columnDefinition } from './column-def.ts';
-import { describeToken, LexError, lex, type Token } from './lexer.ts';
+import { type CommentRules, describeToken, LexError, lex, type Token } from './lexer.ts';
 
 export type { TableChange, TableEffect, TableRef };
 
@@ -60,10 +60,8 @@ export type DdlClassification =
 export interface ClassifyContext {
   /** The Query event's default database (`QueryEvent.schema`); '' when none. */
   readonly defaultDb: string;
-  /** The writing server's version, 10.11.19 → 101119, 8.0.46 → 80046 (`ServerFlavor.version`). */
-  readonly serverVersion: number;
-  /** The writing server's flavor (`ServerFlavor.kind`): which executable comments ran. MariaDB when not given. */
-  readonly serverKind?: 'mysql' | 'mariadb';
+  /** How the writing server read executable comments: its dialect's (`Dialect.comments`). */
+  readonly comments: CommentRules;
   /** The statement's sql_mode flags (Query event status vars); both default to off, the server default. */
   readonly ansiQuotes?: boolean;
   readonly noBackslashEscapes?: boolean;

@@ -38,11 +38,24 @@ export interface Token {
   readonly escaped?: boolean;
 }
 
+/**
+ * How the server that wrote a statement read its executable comments (`/*!NNNNN … *\/`, MariaDB's
+ * `/*M!NNNNNN … *\/`): the writing server's dialect says (`Dialect.comments`).
+ */
+export interface CommentRules {
+  /** The server's version, as `/*!` comments number it: 10.11.19 → 101119, 8.0.46 → 80046. */
+  readonly version: number;
+  /** `/*M!` comments run (MariaDB); to MySQL they are plain comments. */
+  readonly mariadbComments: boolean;
+  /** `/*!` versions may have six digits (MariaDB; MySQL from 8.1.0); else five are read. */
+  readonly sixDigitVersions: boolean;
+  /** `/*!` comments of the MySQL-only versions 50700–99999 run (MySQL); MariaDB skips them. */
+  readonly mysqlOnlyVersions: boolean;
+}
+
 export interface LexOptions {
-  /** The version of the server that wrote the statement, as `/*!` comments number it: 10.11.19 → 101119, 8.0.46 → 80046. */
-  readonly serverVersion: number;
-  /** Which server wrote it (`ServerFlavor.kind`): decides which executable comments ran. MariaDB when not given. */
-  readonly serverKind?: 'mysql' | 'mariadb';
+  /** How the server that wrote the statement read its executable comments. */
+  readonly comments: CommentRules;
   /** sql_mode ANSI_QUOTES of the session that ran the statement: `"x"` is an identifier. */
   readonly ansiQuotes?: boolean;
   /** sql_mode NO_BACKSLASH_ESCAPES: a backslash in a string is an ordinary character. */
@@ -61,23 +74,20 @@ const MULTI_PUNCT = ['<=>', '<=', '>=', '<>', '!=', ':=', '||', '&&', '<<', '>>'
 /** MySQL-only versions that MariaDB skips inside `/*!` (but runs inside `/*M!`). */
 const MYSQL_ONLY_FROM = 50700;
 const MYSQL_ONLY_TO = 99999;
-/** MySQL reads six-digit versions in comments from 8.1.0 on. */
-const MYSQL_SIX_DIGITS_FROM = 80100;
 
 /**
  * Whether the executable comment starting at `text[at]` (right after `/*!` or `/*M!`) ran on the
  * server that wrote it, and how many version digits it has.
  */
 function executableRuns(text: string, at: number, maria: boolean, options: LexOptions): { runs: boolean; digits: number } {
-  const mysql = options.serverKind === 'mysql';
+  const rules = options.comments;
   // `/*M!` is no executable comment to MySQL: the caller skips it as a comment.
-  if (mysql && maria) return { runs: false, digits: 0 };
-  const six = !mysql || options.serverVersion >= MYSQL_SIX_DIGITS_FROM;
-  const digits = (six ? /^\d{5,6}/ : /^\d{5}/).exec(text.slice(at, at + 6))?.[0];
+  if (maria && !rules.mariadbComments) return { runs: false, digits: 0 };
+  const digits = (rules.sixDigitVersions ? /^\d{5,6}/ : /^\d{5}/).exec(text.slice(at, at + 6))?.[0];
   if (digits === undefined) return { runs: true, digits: 0 };
   const version = Number(digits);
-  if (version > options.serverVersion) return { runs: false, digits: digits.length };
-  return { runs: mysql || maria || version < MYSQL_ONLY_FROM || version > MYSQL_ONLY_TO, digits: digits.length };
+  if (version > rules.version) return { runs: false, digits: digits.length };
+  return { runs: rules.mysqlOnlyVersions || maria || version < MYSQL_ONLY_FROM || version > MYSQL_ONLY_TO, digits: digits.length };
 }
 
 export function lex(text: string, options: LexOptions): Token[] {

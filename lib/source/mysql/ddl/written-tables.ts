@@ -1,6 +1,6 @@
 import type { TableRef } from '../../../core/table-ref.ts';
 import type { SqlModeFlags } from '../binlog-reader.ts';
-import { lex } from './lexer.ts';
+import { type CommentRules, lex } from './lexer.ts';
 
 /**
  * The tables a DML statement logged as text writes: INSERT/REPLACE's target, every table an
@@ -9,10 +9,10 @@ import { lex } from './lexer.ts';
  * statement's default database. Null when it cannot tell (unreadable text, CALL, a subquery
  * where the tables are listed): the caller then treats every captured table as written.
  */
-export function writtenTables(text: string, defaultDb: string, serverVersion: number, sqlMode: SqlModeFlags = {}): TableRef[] | null {
+export function writtenTables(text: string, defaultDb: string, comments: CommentRules, sqlMode: SqlModeFlags = {}): TableRef[] | null {
   let tokens: ReturnType<typeof lex>;
   try {
-    tokens = lex(text, { serverVersion, ansiQuotes: sqlMode.ansiQuotes, noBackslashEscapes: sqlMode.noBackslashEscapes });
+    tokens = lex(text, { comments, ansiQuotes: sqlMode.ansiQuotes, noBackslashEscapes: sqlMode.noBackslashEscapes });
   } catch {
     return null;
   }
