@@ -1,3 +1,4 @@
+import { isLive } from '../commit/lease.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import type { Log } from '../log.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -29,7 +30,7 @@ export async function leasedChunks(snapshots: SnapshotStore, job: SnapshotJob, n
   for (const table of job.tables ?? [])
     for (let n = 0; n < table.chunks; n++) {
       const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
-      if (chunk && !chunk.done && chunk.lease && chunk.lease.expiresAt > now)
+      if (chunk && !chunk.done && isLive(chunk.lease, now))
         leased.push({ table: formatTableRef(table), n, owner: chunk.lease.owner, expiresAt: chunk.lease.expiresAt });
     }
   return leased.sort((a, b) => a.expiresAt - b.expiresAt);
@@ -80,7 +81,7 @@ export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob
   for (const table of job.tables ?? []) {
     for (let n = 0; n < table.chunks; n++) {
       const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
-      if (chunk && (!chunk.done || chunk.pending) && chunk.lease && chunk.lease.expiresAt > now) return false;
+      if (chunk && (!chunk.done || chunk.pending) && isLive(chunk.lease, now)) return false;
     }
   }
   return !(await allChunksDone(snapshots, job));
