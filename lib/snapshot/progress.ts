@@ -36,6 +36,22 @@ export async function leasedChunks(snapshots: SnapshotStore, job: SnapshotJob, n
   return leased.sort((a, b) => a.expiresAt - b.expiresAt);
 }
 
+/** A job's progress in one line: a bar, rows of the estimate, chunks, rate and ETA (`sluice snapshot`). */
+export function progressLine(tables: readonly TableProgress[]): string {
+  const rows = tables.reduce((a, t) => a + t.rows, 0);
+  const estimate = Math.max(
+    tables.reduce((a, t) => a + t.estimatedRows, 0),
+    rows,
+    1,
+  );
+  const done = tables.every((t) => t.chunksDone === t.chunks);
+  const share = done ? 1 : Math.min(rows / estimate, 0.99);
+  const bar = `${'#'.repeat(Math.round(share * 30))}${'-'.repeat(30 - Math.round(share * 30))}`;
+  const rate = tables.reduce((a, t) => a + t.rowsPerSecond, 0);
+  const eta = Math.max(0, ...tables.map((t) => t.etaSeconds ?? 0));
+  return `[${bar}] ${Math.round(share * 100)}% ${rows.toLocaleString('en-US')}/${estimate.toLocaleString('en-US')} rows, ${tables.reduce((a, t) => a + t.chunksDone, 0)}/${tables.reduce((a, t) => a + t.chunks, 0)} chunks, ${rate.toLocaleString('en-US')} rows/s${done ? '' : `, ETA ${eta}s`}`;
+}
+
 export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJob, now = Date.now()): Promise<TableProgress[]> {
   const progress: TableProgress[] = [];
   for (const table of job.tables ?? []) {

@@ -22,8 +22,7 @@ export function snapshotCommand(program: Command, cli: Cli): void {
     .action(async (options: { tables?: string; all?: boolean; workers: number; seconds: number; wait?: boolean }) => {
       const { createLogger } = await import('../../log.ts');
       const { snapshotsToRun, planSnapshot } = await import('../../snapshot/plan.ts');
-      const { runSnapshotWorker } = await import('../../snapshot/worker.ts');
-      const { leasedChunks } = await import('../../snapshot/progress.ts');
+      const { runJobWorkers } = await import('../../snapshot/run-workers.ts');
       const wait = options.wait ?? cli.io.stdout.isTTY === true;
       if (options.all && options.tables !== undefined) throw new ConfigError('give either --all or --tables, not both');
       const tables = options.tables === undefined ? [] : parseTableRefs(options.tables, '--tables');
@@ -50,28 +49,16 @@ export function snapshotCommand(program: Command, cli: Cli): void {
         try {
           const left = () => options.seconds * 1000 - (Date.now() - started);
           const host = hostname().replace(/[^A-Za-z0-9-]/g, '-');
-          const work = () =>
-            Promise.all(
-              Array.from({ length: Math.max(1, options.workers) }, (_, i) =>
-                runSnapshotWorker(deps, { budgetMs: Math.max(1000, left()), snapshotId: job.id, workerId: `cli-${host}-${process.pid}-${i}` }),
+          const { results, done, leased } = await runJobWorkers(deps, planned, {
+            workers: options.workers,
+            left,
+            wait,
+            workerId: (i) => `cli-${host}-${process.pid}-${i}`,
+            onWait: (first, held) =>
+              cli.err(
+                `waiting for ${held} chunk(s) other workers hold: ${first.table} #${first.n} by ${first.owner} until ${new Date(first.expiresAt).toISOString()}`,
               ),
-            );
-          const results = await work();
-          let done = results.some((r) => r.complete);
-          // Chunks a killed worker still holds: wait for its lease (renewed by every page while alive) when asked to.
-          let leased = done ? [] : await leasedChunks(clients.snapshots, planned);
-          while (!done && wait && leased.length && !results.some((r) => r.timedOut)) {
-            const first = leased[0] as (typeof leased)[number];
-            const pause = first.expiresAt - Date.now() + 250;
-            if (pause >= left()) break;
-            cli.err(
-              `waiting for ${leased.length} chunk(s) other workers hold: ${first.table} #${first.n} by ${first.owner} until ${new Date(first.expiresAt).toISOString()}`,
-            );
-            await new Promise((resolve) => setTimeout(resolve, Math.max(0, pause)));
-            results.push(...(await work()));
-            done = results.some((r) => r.complete);
-            leased = done ? [] : await leasedChunks(clients.snapshots, planned);
-          }
+          });
           clearInterval(timer);
           await printProgress(cli.io.stderr, clients.snapshots, planned, false);
           const rows = results.reduce((a, r) => a + r.rows, 0);
@@ -92,20 +79,8 @@ export function snapshotCommand(program: Command, cli: Cli): void {
 
 /** The snapshot progress bar: redrawn in place on a terminal, printed once at the end otherwise. */
 async function printProgress(stderr: CliIo['stderr'], snapshots: SnapshotStore, job: SnapshotJob, live: boolean): Promise<void> {
-  const { snapshotProgress } = await import('../../snapshot/progress.ts');
-  const tables = await snapshotProgress(snapshots, job);
-  const rows = tables.reduce((a, t) => a + t.rows, 0);
-  const estimate = Math.max(
-    tables.reduce((a, t) => a + t.estimatedRows, 0),
-    rows,
-    1,
-  );
-  const done = tables.every((t) => t.chunksDone === t.chunks);
-  const share = done ? 1 : Math.min(rows / estimate, 0.99);
-  const bar = `${'#'.repeat(Math.round(share * 30))}${'-'.repeat(30 - Math.round(share * 30))}`;
-  const rate = tables.reduce((a, t) => a + t.rowsPerSecond, 0);
-  const eta = Math.max(0, ...tables.map((t) => t.etaSeconds ?? 0));
-  const line = `[${bar}] ${Math.round(share * 100)}% ${rows.toLocaleString('en-US')}/${estimate.toLocaleString('en-US')} rows, ${tables.reduce((a, t) => a + t.chunksDone, 0)}/${tables.reduce((a, t) => a + t.chunks, 0)} chunks, ${rate.toLocaleString('en-US')} rows/s${done ? '' : `, ETA ${eta}s`}`;
+  const { progressLine, snapshotProgress } = await import('../../snapshot/progress.ts');
+  const line = progressLine(await snapshotProgress(snapshots, job));
   if (live && stderr.isTTY) stderr.write(`\r${line}`);
   else if (!live) stderr.write(`${stderr.isTTY ? '\r' : ''}${line}\n`);
 }
