@@ -90,6 +90,21 @@ export async function allChunksDone(snapshots: SnapshotStore, job: SnapshotJob):
   return true;
 }
 
+/** The unfinished snapshots (several may run: the initial copy, re-snapshots DDL asked for), else the last one, each with its progress per table (`sluice status`). */
+export async function snapshotSummaries(snapshots: SnapshotStore, sourceId: string) {
+  const active = await snapshots.activeJobs(sourceId);
+  const latest = active.length ? [] : [await snapshots.latestJob(sourceId)].filter((j) => j !== undefined);
+  return Promise.all(
+    [...active, ...latest].map(async (job) => ({
+      id: job.id,
+      status: job.status,
+      ...(job.reason ? { reason: job.reason } : {}),
+      error: job.error,
+      tables: await snapshotProgress(snapshots, job),
+    })),
+  );
+}
+
 /** True when a snapshot is unfinished and no worker holds a live lease on any of its chunks (all died or stopped). */
 export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob, now: number): Promise<boolean> {
   if (job.status === 'done') return false;

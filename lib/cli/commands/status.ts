@@ -10,24 +10,13 @@ export function statusCommand(program: Command, cli: Cli): void {
     .description('stored vs server position, lag, last commit, lease, pending renames, errors, snapshots, the Iceberg merge per table')
     .option('--json', 'machine-readable output')
     .action(async (options: { json?: boolean }) => {
-      const { snapshotProgress } = await import('../../snapshot/progress.ts');
+      const { snapshotSummaries } = await import('../../snapshot/progress.ts');
       const { sourceStatus } = await import('../../ops/status.ts');
       const { icebergStatus } = await import('../../iceberg/status.ts');
       const { config, clients } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
-      // The unfinished snapshots (several may run: the initial copy, re-snapshots DDL asked for), else the last one.
-      const active = await clients.snapshots.activeJobs(config.sourceId);
-      const latest = active.length ? [] : [await clients.snapshots.latestJob(config.sourceId)].filter((j) => j !== undefined);
-      const snapshots = await Promise.all(
-        [...active, ...latest].map(async (job) => ({
-          id: job.id,
-          status: job.status,
-          ...(job.reason ? { reason: job.reason } : {}),
-          error: job.error,
-          tables: await snapshotProgress(clients.snapshots, job),
-        })),
-      );
+      const snapshots = await snapshotSummaries(clients.snapshots, config.sourceId);
       if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg }, null, 2));
       const rows: [string, string][] = [
         ['source', status.source],
