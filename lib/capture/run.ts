@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type Faults, noFaults } from '../commit/faults.ts';
+import { acquireLease, sourceLease } from '../commit/lease.ts';
 import { type SourceAdvance, sourceLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, commit, type Ledger, recover } from '../commit/protocol.ts';
 import { type Config, databaseFilter, tableFilter } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, formatPosition, LOG_POS_MODULUS } from '../core/position.ts';
-import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
+import { ErrorCode, isFatal, SluiceError } from '../errors.ts';
 import { encodeSource, markerLine } from '../format/event.ts';
 import { epochField, type ManifestDdl } from '../format/manifest.ts';
 import { runControlPrefix, seq } from '../format/seq.ts';
@@ -356,40 +357,26 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
   const { config, store, log } = deps;
   const clock = deps.clock ?? Date.now;
   const runId = options.runId ?? randomUUID();
-  const startedAt = clock();
-  // The run's time starts once it holds the lease (a run that waited for it still gets its budget).
-  let limits = deadlines(startedAt, options.budgetMs, config.safetyMarginMs);
   const result: CaptureResult = { status: 'captured', runId, commits: 0, heartbeats: 0, events: 0, transactions: 0, caughtUp: false };
 
   // The lease is short and renewed while the run works (never past the run's end), so a killed run
   // blocks the source for one lease, not for its whole run; every write stays fenced by it.
-  const leaseUntil = (now: number) => Math.min(limits.leaseExpires, now + config.leaseMs);
-  let state: SourceState;
-  let waiting = false;
-  for (;;) {
-    const now = clock();
-    limits = deadlines(now, options.budgetMs, config.safetyMarginMs);
-    try {
-      state = await store.acquireLease(config.sourceId, runId, leaseUntil(now), now);
-      break;
-    } catch (error) {
-      if (!(error instanceof LeaseLostError)) throw error;
-      if (clock() - startedAt >= (options.waitForLeaseMs ?? 0)) {
-        log.info('another run holds the lease; exiting', { reason: error.message });
-        return { ...result, status: 'busy', reason: error.message };
-      }
-      if (!waiting) options.onLeaseBusy?.(error.message);
-      waiting = true;
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
+  const lease = await acquireLease(sourceLease(store, config.sourceId), {
+    owner: runId,
+    clock,
+    leaseMs: config.leaseMs,
+    budgetMs: options.budgetMs,
+    heartbeat: { log, warning: 'could not renew the capture lease; commits fail once it has run out' },
+    waitMs: options.waitForLeaseMs,
+    onBusy: options.onLeaseBusy,
+  });
+  if ('busy' in lease) {
+    log.info('another run holds the lease; exiting', { reason: lease.busy });
+    return { ...result, status: 'busy', reason: lease.busy };
   }
-  const renewal = setInterval(() => {
-    const now = clock();
-    store
-      .renewLease(config.sourceId, runId, leaseUntil(now), now)
-      .catch((error: Error) => log.warn('could not renew the capture lease; commits fail once it has run out', { error }));
-  }, config.leaseMs / 4);
-  renewal.unref();
+  // The run's time starts once it holds the lease (a run that waited for it still gets its budget).
+  const limits = deadlines(lease.acquiredAt, options.budgetMs, config.safetyMarginMs);
+  let state: SourceState = lease.held;
   const ctx: CommitContext = { s3: deps.s3, bucket: config.bucket, faults: deps.faults ?? noFaults, log, clock };
   // Recovery deletes a crashed run's staging at once; this run's commits leave theirs to the sweep.
   const sweep = new StagingSweep(deps.s3, config.bucket, log);
@@ -434,10 +421,10 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
     if (isFatal(error)) await store.recordError(config.sourceId, { code: error.code, message: error.message }, clock()).catch(() => {});
     throw error;
   } finally {
-    clearInterval(renewal);
+    lease.stop();
     await stream?.stop();
     await sweep.flush();
-    await store.releaseLease(config.sourceId, runId).catch((e) => log.warn('could not release lease', { error: String(e) }));
+    await lease.release().catch((e) => log.warn('could not release lease', { error: String(e) }));
   }
 
   /** Where to start and what the tables are there; the stream, having committed what it decided before reading (undefined: initial-only). */

@@ -1,5 +1,8 @@
 import { parseTableRef } from '../core/table-ref.ts';
+import type { Log, MetricsSink } from '../log.ts';
+import type { SnapshotStore } from '../state/snapshot-store.ts';
 import { planSnapshot, type SnapshotChoice, type SnapshotDeps, snapshotsToRun } from './plan.ts';
+import { snapshotProgress } from './progress.ts';
 import { runSnapshotWorker, type WorkerResult } from './worker.ts';
 
 /** What the snapshot Lambda is invoked with: no `worker` = plan and fan out; `worker` = copy. */
@@ -39,4 +42,17 @@ export async function snapshotInvocation(
   const result = await runSnapshotWorker(deps, { budgetMs: options.budgetMs, snapshotId: event.snapshotId, workerId: options.workerId });
   if (result.timedOut && !result.complete) await invoke(event);
   return result;
+}
+
+/** The snapshot function's report after an invocation: one log line and, for a worker, the rows it copied and the job's longest ETA. */
+export async function reportSnapshot(
+  deps: { readonly sourceId: string; readonly snapshots: SnapshotStore; readonly metrics: MetricsSink; readonly log: Log },
+  result: WorkerResult | { snapshot: string; workers: number },
+): Promise<void> {
+  deps.log.info('snapshot invocation finished', { ...result });
+  if (!('rows' in result)) return;
+  deps.metrics.addMetric('SnapshotRows', 'Count', result.rows);
+  const job = await deps.snapshots.job(deps.sourceId, result.snapshot);
+  const etas = job ? (await snapshotProgress(deps.snapshots, job)).map((t) => t.etaSeconds).filter((s) => s !== null) : [];
+  if (etas.length) deps.metrics.addMetric('SnapshotEtaSeconds', 'Seconds', Math.max(...etas));
 }

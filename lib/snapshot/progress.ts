@@ -1,3 +1,4 @@
+import { isLive } from '../commit/lease.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import type { Log } from '../log.ts';
 import type { SnapshotJob, SnapshotStore } from '../state/snapshot-store.ts';
@@ -29,10 +30,26 @@ export async function leasedChunks(snapshots: SnapshotStore, job: SnapshotJob, n
   for (const table of job.tables ?? [])
     for (let n = 0; n < table.chunks; n++) {
       const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
-      if (chunk && !chunk.done && chunk.lease && chunk.lease.expiresAt > now)
+      if (chunk && !chunk.done && isLive(chunk.lease, now))
         leased.push({ table: formatTableRef(table), n, owner: chunk.lease.owner, expiresAt: chunk.lease.expiresAt });
     }
   return leased.sort((a, b) => a.expiresAt - b.expiresAt);
+}
+
+/** A job's progress in one line: a bar, rows of the estimate, chunks, rate and ETA (`sluice snapshot`). */
+export function progressLine(tables: readonly TableProgress[]): string {
+  const rows = tables.reduce((a, t) => a + t.rows, 0);
+  const estimate = Math.max(
+    tables.reduce((a, t) => a + t.estimatedRows, 0),
+    rows,
+    1,
+  );
+  const done = tables.every((t) => t.chunksDone === t.chunks);
+  const share = done ? 1 : Math.min(rows / estimate, 0.99);
+  const bar = `${'#'.repeat(Math.round(share * 30))}${'-'.repeat(30 - Math.round(share * 30))}`;
+  const rate = tables.reduce((a, t) => a + t.rowsPerSecond, 0);
+  const eta = Math.max(0, ...tables.map((t) => t.etaSeconds ?? 0));
+  return `[${bar}] ${Math.round(share * 100)}% ${rows.toLocaleString('en-US')}/${estimate.toLocaleString('en-US')} rows, ${tables.reduce((a, t) => a + t.chunksDone, 0)}/${tables.reduce((a, t) => a + t.chunks, 0)} chunks, ${rate.toLocaleString('en-US')} rows/s${done ? '' : `, ETA ${eta}s`}`;
 }
 
 export async function snapshotProgress(snapshots: SnapshotStore, job: SnapshotJob, now = Date.now()): Promise<TableProgress[]> {
@@ -73,6 +90,21 @@ export async function allChunksDone(snapshots: SnapshotStore, job: SnapshotJob):
   return true;
 }
 
+/** The unfinished snapshots (several may run: the initial copy, re-snapshots DDL asked for), else the last one, each with its progress per table (`sluice status`). */
+export async function snapshotSummaries(snapshots: SnapshotStore, sourceId: string) {
+  const active = await snapshots.activeJobs(sourceId);
+  const latest = active.length ? [] : [await snapshots.latestJob(sourceId)].filter((j) => j !== undefined);
+  return Promise.all(
+    [...active, ...latest].map(async (job) => ({
+      id: job.id,
+      status: job.status,
+      ...(job.reason ? { reason: job.reason } : {}),
+      error: job.error,
+      tables: await snapshotProgress(snapshots, job),
+    })),
+  );
+}
+
 /** True when a snapshot is unfinished and no worker holds a live lease on any of its chunks (all died or stopped). */
 export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob, now: number): Promise<boolean> {
   if (job.status === 'done') return false;
@@ -80,7 +112,7 @@ export async function snapshotStalled(snapshots: SnapshotStore, job: SnapshotJob
   for (const table of job.tables ?? []) {
     for (let n = 0; n < table.chunks; n++) {
       const chunk = await snapshots.chunk(job.sourceId, job.id, table.id, n);
-      if (chunk && (!chunk.done || chunk.pending) && chunk.lease && chunk.lease.expiresAt > now) return false;
+      if (chunk && (!chunk.done || chunk.pending) && isLive(chunk.lease, now)) return false;
     }
   }
   return !(await allChunksDone(snapshots, job));

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { noFaults } from '../commit/faults.ts';
+import { acquireLease, chunkLease, type Lease } from '../commit/lease.ts';
 import { chunkLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, type CommitTarget, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
-import { ErrorCode, isFatal, LeaseLostError, SluiceError } from '../errors.ts';
+import { ErrorCode, isFatal, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeShape, encodeSource, markerLine } from '../format/event.ts';
 import { epochField } from '../format/manifest.ts';
 import { snapshotPagePrefix, snapshotSeq } from '../format/seq.ts';
@@ -102,33 +103,30 @@ async function copyJob(deps: SnapshotDeps, job: SnapshotJob, budgetMs: number, o
           result.timedOut = true;
           continue;
         }
-        let chunk: ChunkState;
-        try {
-          chunk = await snapshots.claim(config.sourceId, job.id, table.id, n, owner, Math.min(leaseExpires, clock() + config.snapshot.leaseMs), clock());
-        } catch (error) {
-          if (error instanceof LeaseLostError) {
-            remaining++;
-            continue;
-          }
-          throw error;
+        // No heartbeat: every page commit renews the chunk's lease (chunkLedger), never past this worker's.
+        const lease = await acquireLease(chunkLease(snapshots, job, table.id, n), { owner, clock, leaseMs: config.snapshot.leaseMs, deadline: leaseExpires });
+        if ('busy' in lease) {
+          remaining++;
+          continue;
         }
+        let chunk = lease.held;
         try {
           if (reading) {
-            const copy: TableCopy = { deps, ctx, owner, job, planned: table, reading, reader, schema, softDeadline, hardDeadline: leaseExpires, result };
-            chunk = await (reading.info.key.length ? copyChunk : copyWhole)(copy, chunk).catch(async (error) => {
+            const copy: TableCopy = { deps, ctx, job, planned: table, reading, reader, schema, softDeadline, result };
+            chunk = await (reading.info.key.length ? copyChunk : copyWhole)(copy, lease).catch(async (error) => {
               reading = unlessGone(error);
               // Pages may have committed before the table went: go on from the chunk as stored.
               return (await snapshots.chunk(config.sourceId, job.id, table.id, n)) ?? chunk;
             });
           }
-          if (!reading) chunk = await skipGone(deps, ctx, owner, job, chunk, leaseExpires);
+          if (!reading) chunk = await skipGone(deps, ctx, job, lease, chunk);
           if (chunk.done) result.chunksFinished++;
           else {
             remaining++;
             result.timedOut = true;
           }
         } finally {
-          await snapshots.release(config.sourceId, job.id, table.id, n, owner);
+          await lease.release();
         }
       }
     }
@@ -153,16 +151,9 @@ function unlessGone(error: unknown): undefined {
  * its reset (`t drop`, `t rename-out`) after them and readers drop those rows anyway; a table
  * renamed into the captured set gets a snapshot of its own.
  */
-async function skipGone(
-  deps: SnapshotDeps,
-  ctx: CommitContext,
-  owner: string,
-  job: SnapshotJob,
-  claimed: ChunkState,
-  hardDeadline: number,
-): Promise<ChunkState> {
-  const { ledger, stagingRoot, id } = chunkWork(deps, owner, job, claimed, ctx.clock, hardDeadline);
-  const chunk = await recover(ctx, ledger, claimed, stagingRoot);
+async function skipGone(deps: SnapshotDeps, ctx: CommitContext, job: SnapshotJob, lease: Lease<ChunkState>, current: ChunkState): Promise<ChunkState> {
+  const { ledger, stagingRoot, id } = chunkWork(deps, job, lease, ctx.clock);
+  const chunk = await recover(ctx, ledger, current, stagingRoot);
   if (chunk.done) return chunk;
   deps.log.warn('snapshot skips a table that no longer exists (dropped or renamed)', { snapshot: job.id, chunk: id });
   return advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
@@ -172,7 +163,6 @@ async function skipGone(
 interface TableCopy {
   readonly deps: SnapshotDeps;
   readonly ctx: CommitContext;
-  readonly owner: string;
   readonly job: SnapshotJob;
   readonly planned: PlannedTable;
   /** Updated in place when the table's structure changed (readTable again). */
@@ -181,8 +171,6 @@ interface TableCopy {
   readonly schema: PageSchema;
   /** Stop starting pages (the worker's budget less the safety margin). */
   readonly softDeadline: number;
-  /** The worker's lease: no chunk lease is renewed past it. */
-  readonly hardDeadline: number;
   readonly result: WorkerResult;
 }
 
@@ -223,12 +211,13 @@ async function readTable(
  * cursor mean nothing under the new key: the chunk then copies the whole table by the new key from
  * the start, keeping its progress only in memory (a keyed table's rows read twice merge by seq).
  */
-async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkState> {
-  const { deps, ctx, owner, job, planned, reading, reader, schema, softDeadline, hardDeadline, result } = copy;
+async function copyChunk(copy: TableCopy, lease: Lease<ChunkState>, claimed: ChunkState = lease.held): Promise<ChunkState> {
+  const { deps, ctx, job, planned, reading, reader, schema, softDeadline, result } = copy;
+  const { owner } = lease;
   const { config } = deps;
   const { sourceId } = config;
   const clock = ctx.clock;
-  const { ledger, stagingRoot, id } = chunkWork(deps, owner, job, claimed, clock, hardDeadline);
+  const { ledger, stagingRoot, id } = chunkWork(deps, job, lease, clock);
   // Roll forward a page committed by a worker that died before its renames, then drop its leftovers.
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
 
@@ -257,7 +246,7 @@ async function copyChunk(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
       const info = reading.info;
       if (!info.key.length) {
         await settle();
-        return copyWhole(copy, chunk);
+        return copyWhole(copy, lease, chunk);
       }
       const whole = !sameNames(info.key, planned.key);
       const stored = await schema.epoch();
@@ -359,9 +348,10 @@ function shapeOf(info: TableInfo, version: SchemaVersion | undefined): EncodedSh
 }
 
 /** A chunk's ledger (every page commit renews its lease, never past this worker's budget) and staging area. */
-function chunkWork(deps: SnapshotDeps, owner: string, job: SnapshotJob, claimed: ChunkState, clock: () => number, hardDeadline: number) {
+function chunkWork(deps: SnapshotDeps, job: SnapshotJob, lease: Lease<ChunkState>, clock: () => number) {
   const { config } = deps;
-  const ledger = chunkLedger(deps.snapshots, job, owner, clock, () => Math.min(hardDeadline, clock() + config.snapshot.leaseMs));
+  const claimed = lease.held;
+  const ledger = chunkLedger(deps.snapshots, job, lease.owner, clock, () => lease.until());
   const id = chunkId(claimed.table, claimed.n);
   const stagingRoot = chunkStaging(config.prefix, config.sourceId, job.id, id.replace('#', '-'));
   return { ledger, stagingRoot, id };
@@ -377,12 +367,13 @@ function chunkWork(deps: SnapshotDeps, owner: string, job: SnapshotJob, claimed:
  * another transaction: a worker that dies leaves its pages, and the next attempt supersedes them
  * with its own reset at its later watermark. Cost: one full read per attempt, within one worker run.
  */
-async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkState> {
+async function copyWhole(copy: TableCopy, lease: Lease<ChunkState>, claimed: ChunkState = lease.held): Promise<ChunkState> {
   // No soft deadline: an attempt cannot stop half-way; it reads on until done or out of lease.
-  const { deps, ctx, owner, job, reading, reader, schema, hardDeadline, result } = copy;
+  const { deps, ctx, job, reading, reader, schema, result } = copy;
+  const { owner } = lease;
   const { config } = deps;
   const clock = ctx.clock;
-  const { ledger, stagingRoot } = chunkWork(deps, owner, job, claimed, clock, hardDeadline);
+  const { ledger, stagingRoot } = chunkWork(deps, job, lease, clock);
   let chunk = await recover(ctx, ledger, claimed, stagingRoot);
   if (chunk.done) return chunk;
   const before = await schema.structureOf(reader.sql, reading.info);
@@ -399,7 +390,7 @@ async function copyWhole(copy: TableCopy, claimed: ChunkState): Promise<ChunkSta
   if (before !== reading.structure || (await schema.structureOf(reader.sql, reading.info)) !== before) {
     await point.end();
     Object.assign(reading, await readTable(reader, config, reading.info, schema));
-    return (reading.info.key.length ? copyChunk : copyWhole)(copy, chunk);
+    return (reading.info.key.length ? copyChunk : copyWhole)(copy, lease, chunk);
   }
   const info = reading.info;
   try {

@@ -12,7 +12,6 @@ const BUDGET = 150;
 
 /** Today's offenders, `file: function` (enclosing names `/`-joined) → lines. */
 const OFFENDERS: Readonly<Record<string, number>> = {
-  'lib/cli/main.ts: commands': 495,
   'lib/iceberg/rest.ts: restCatalog': 154,
 };
 

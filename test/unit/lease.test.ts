@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deadlines } from '../../lib/capture/policy.ts';
+import { acquireLease, isLive, sourceLease } from '../../lib/commit/lease.ts';
 import { sourceLedger } from '../../lib/commit/ledgers.ts';
 import { advance } from '../../lib/commit/protocol.ts';
 import { LeaseLostError, OffsetConflictError } from '../../lib/errors.ts';
@@ -42,5 +43,50 @@ describe('lease expiry (in-memory state store, simulated clock)', () => {
     await expect(ledger.commit(state, to(100), pending)).rejects.toBeInstanceOf(OffsetConflictError);
     await expect(ledger.commit(committed, to(200), pending)).rejects.toBeInstanceOf(OffsetConflictError); // one pending at a time
     expect((await store.get('s'))?.commitSeq).toBe(1);
+  });
+});
+
+describe('the lease module (lib/commit/lease.ts, in-memory state store, simulated clock)', () => {
+  it('acquires a free lease, reports a held one busy, renews never past the budget, refuses unfenced writes once it may have run out, and releases', async () => {
+    const store = new InMemoryStateStore();
+    let now = 0;
+    const clock = () => now;
+    const first = await acquireLease(sourceLease(store, 's'), { owner: 'run-1', clock, leaseMs: 1_000, budgetMs: 2_500 });
+    if ('busy' in first) throw new Error('the lease was free');
+    expect(first.acquiredAt).toBe(0);
+    expect((await store.get('s'))?.lease).toEqual({ owner: 'run-1', expiresAt: 1_000 });
+
+    const busy = await acquireLease(sourceLease(store, 's'), { owner: 'run-2', clock, leaseMs: 1_000 });
+    expect(busy).toEqual({ busy: expect.stringContaining('run-1') });
+
+    now = 700;
+    first.check('still writable');
+    now = 800;
+    expect(() => first.check('past three quarters of the lease')).toThrow(LeaseLostError);
+    await first.renew();
+    expect((await store.get('s'))?.lease?.expiresAt).toBe(1_800);
+    first.check('renewed');
+    now = 1_700;
+    await first.renew();
+    expect((await store.get('s'))?.lease?.expiresAt).toBe(2_500); // the budget, not now + leaseMs
+
+    await first.release();
+    expect((await store.get('s'))?.lease).toBeUndefined();
+    const second = await acquireLease(sourceLease(store, 's'), { owner: 'run-2', clock, leaseMs: 1_000 });
+    expect('busy' in second).toBe(false);
+  });
+
+  it('a lost lease fails its renewal, and a live lease is one whose expiry is still ahead', async () => {
+    const store = new InMemoryStateStore();
+    let now = 0;
+    const clock = () => now;
+    const lease = await acquireLease(sourceLease(store, 's'), { owner: 'run-1', clock, leaseMs: 1_000, deadline: 600 });
+    if ('busy' in lease) throw new Error('the lease was free');
+    expect(lease.until()).toBe(600);
+    now = 601;
+    expect(isLive((await store.get('s'))?.lease, now)).toBe(false);
+    await acquireLease(sourceLease(store, 's'), { owner: 'run-2', clock, leaseMs: 1_000 });
+    await expect(lease.renew()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(isLive((await store.get('s'))?.lease, now)).toBe(true);
   });
 });

@@ -1,0 +1,85 @@
+import type { Command } from 'commander';
+import { formatPosition } from '../../core/position.ts';
+import type { SourceStatus } from '../../ops/status.ts';
+import type { Cli } from '../cli.ts';
+
+/** `sluice status`: the source, its snapshots and the Iceberg merge, for people or as JSON. */
+export function statusCommand(program: Command, cli: Cli): void {
+  program
+    .command('status')
+    .description('stored vs server position, lag, last commit, lease, pending renames, errors, snapshots, the Iceberg merge per table')
+    .option('--json', 'machine-readable output')
+    .action(async (options: { json?: boolean }) => {
+      const { snapshotSummaries } = await import('../../snapshot/progress.ts');
+      const { sourceStatus } = await import('../../ops/status.ts');
+      const { icebergStatus } = await import('../../iceberg/status.ts');
+      const { config, clients } = await cli.configure(program.opts());
+      const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
+      const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
+      const snapshots = await snapshotSummaries(clients.snapshots, config.sourceId);
+      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg }, null, 2));
+      const rows: [string, string][] = [
+        ['source', status.source],
+        ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
+        [
+          'binlog history',
+          `history epoch ${status.epoch}${status.epoch ? '' : ' (never changed)'}${status.resync ? `; the next run resets and copies every table again (${status.resync.reason}, ${status.resync.at})` : ''}`,
+        ],
+        ...(status.lastReposition ? [['followed', repositionText(status.lastReposition)] as [string, string]] : []),
+        ['server position', status.master ? formatPosition(status.master) : `unknown (${status.mysqlError})`],
+        ['lag', status.lagBytes === undefined ? '-' : `${status.lagBytes} bytes of binlog`],
+        ['commits', `${status.commitSeq}${status.lastCommitAt ? `, last at ${status.lastCommitAt}` : ''}`],
+        ['lease', status.lease ? `${status.lease.owner} until ${status.lease.expiresAt}${status.lease.live ? '' : ' (expired)'}` : 'free'],
+        ['pending renames', status.pending ? `commit ${status.pending.commitSeq} (${status.pending.objects} objects)` : 'none'],
+      ];
+      rows.push([
+        'purge risk',
+        status.timeToPurgeSeconds === undefined
+          ? '-'
+          : status.timeToPurgeSeconds === null
+            ? 'none: the server does not purge binlogs automatically'
+            : `the stored binlog may be purged in ${Math.round(status.timeToPurgeSeconds / 60)} min (retention ${Math.round((status.retentionSeconds ?? 0) / 3600)} h)`,
+      ]);
+      if (typeof status.timeToPurgeSeconds === 'number' && status.timeToPurgeSeconds < 6 * 3600 && status.positionOnServer !== false) {
+        rows.push(['WARNING', 'the binlog sluice still needs is close to being purged: check that the poller runs and keeps up (docs/RUNBOOK.md)']);
+      }
+      if (status.positionOnServer === false) rows.push(['WARNING', 'the stored binlog file is no longer on the server: re-snapshot or reset the position']);
+      for (const warning of status.warnings ?? []) rows.push(['WARNING', warning]);
+      if (status.error) rows.push(['error', `${status.error.code}: ${status.error.message}`]);
+      // Automatic decisions stay visible while the table's version is the one they made (docs/RUNBOOK.md, "DDL sluice cannot classify").
+      for (const d of status.unclassifiedDdl ?? [])
+        rows.push([
+          'unclassified DDL',
+          `${d.table} at ${d.position}: ${d.kind === 'noop' ? 'recorded as changing nothing' : d.kind === 'resnapshot' ? 're-copied' : d.kind} (decided by ${d.decidedBy === 'sluice' ? 'sluice, SLUICE_DDL_UNKNOWN=resnapshot' : 'an operator, SLUICE_DDL_OVERRIDES'}; ${d.reason})`,
+        ]);
+      for (const snapshot of snapshots) {
+        rows.push(['snapshot', `${snapshot.id} (${snapshot.status})${snapshot.reason ? `: ${snapshot.reason}` : ''}`]);
+        if (snapshot.error) rows.push(['  error', `${snapshot.error.code}: ${snapshot.error.message}`]);
+        for (const t of snapshot.tables) {
+          rows.push([
+            `  ${t.table}`,
+            `${t.rows.toLocaleString('en-US')}/${t.estimatedRows.toLocaleString('en-US')} rows, ${t.chunksDone}/${t.chunks} chunks, ${t.rowsPerSecond.toLocaleString('en-US')} rows/s${t.etaSeconds ? `, ETA ${t.etaSeconds}s` : ''}`,
+          ]);
+        }
+      }
+      if (iceberg.length) rows.push(['iceberg', `${iceberg.length} table${iceberg.length === 1 ? '' : 's'} merged (sluice iceberg)`]);
+      for (const t of iceberg) {
+        const files =
+          t.dataFiles === undefined
+            ? 'no files yet'
+            : `${t.records?.toLocaleString('en-US')} row${t.records === 1 ? '' : 's'} in ${t.dataFiles} data + ${t.deleteFiles} delete files`;
+        const state = t.held ? `held: ${t.held}` : t.gone ? 'gone from the source (kept, empty)' : `${t.behind} commit${t.behind === 1 ? '' : 's'} behind`;
+        rows.push([`  ${t.table}`, `commit ${t.commitSeq}, ${state}; ${files}; ${t.lastCompactedAt ? `compacted ${t.lastCompactedAt}` : 'not compacted'}`]);
+        if (t.lease?.live) rows.push(['    lease', `${t.lease.owner} until ${t.lease.expiresAt}`]);
+        if (t.error) rows.push(['    error', `${t.error.code}: ${t.error.message} (at ${new Date(t.error.at).toISOString()})`]);
+      }
+      for (const [k, v] of rows) cli.out(`${k.padEnd(16)} ${v}`);
+    });
+}
+
+/** `sluice status`'s line for the last automatic move to another binlog history. */
+function repositionText(r: NonNullable<SourceStatus['lastReposition']>): string {
+  const server = (end: { serverId?: number; serverUuid?: string }) =>
+    end.serverId === undefined ? '' : ` (server_id ${end.serverId}${end.serverUuid ? `, ${end.serverUuid}` : ''})`;
+  return `${r.at}: the binlog history changed (${r.evidence}); followed the transactions by GTID ${r.gtid} from ${formatPosition(r.from.position)}${server(r.from)} to ${formatPosition(r.to.position)}${server(r.to)}, history epoch ${r.epoch}, nothing copied again`;
+}
