@@ -97,15 +97,14 @@ describe('crash recovery and fencing (real stack)', () => {
     await source.sql("INSERT INTO a VALUES (1,'x',1),(2,'y',2)");
 
     let successor: Awaited<ReturnType<typeof source.capture>> | undefined;
-    // The zombie stalls after staging (a GC pause, a frozen container) until its 3 s lease is gone;
-    // meanwhile a new run takes over, cleans the zombie's staging and commits the same changes.
+    // The zombie stalls after staging (a GC pause, a frozen container) until its 3 s lease is gone:
+    // a new run, 3.2 s later by its clock, takes over, cleans the zombie's staging and commits the same changes.
     const zombie = source.capture({
       budgetMs: 3_000,
       faults: {
         async hit(point) {
           if (point !== 'after-staging') return;
-          await new Promise((resolve) => setTimeout(resolve, 3_200));
-          successor = await source.capture();
+          successor = await source.capture({ clock: () => Date.now() + 3_200 });
         },
       },
     });

@@ -43,6 +43,9 @@ function writer(source: TestSource, table: string, ids: number) {
   };
 }
 
+/** A clock `ms` ahead of the wall clock: a lease left by a worker that died just now has run out by it. */
+const ahead = (ms: number) => () => Date.now() + ms;
+
 const snapshotRows = (events: ChangeEvent[], table: string) => events.filter((e) => e.op === 'r' && e.table === table);
 
 async function seed(source: TestSource, table: string, rows: number) {
@@ -106,8 +109,7 @@ describe('snapshot (real stack)', () => {
       await using source = await testSource('snapcrash', { SLUICE_SNAPSHOT_PAGE_ROWS: '100', SLUICE_SNAPSHOT_LEASE_SECONDS: '1' });
       await seed(source, 'a', 450);
       await expect(source.snapshot({ faults: crashAt(point) })).rejects.toBeInstanceOf(InjectedFault);
-      await new Promise((resolve) => setTimeout(resolve, 1100)); // the dead worker's chunk lease runs out
-      const rerun = await source.snapshot();
+      const rerun = await source.snapshot({ clock: ahead(1100) }); // the dead worker's chunk lease has run out by then
       expect(rerun.complete).toBe(true);
       const events = await source.events();
       const rows = snapshotRows(events, 'a');
@@ -134,8 +136,7 @@ describe('snapshot (real stack)', () => {
         ExpressionAttributeValues: { ':page': { N: String(chunk?.pages) } },
       }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 1100)); // the dead worker's chunk lease runs out
-    expect((await source.snapshot()).complete).toBe(true);
+    expect((await source.snapshot({ clock: ahead(1100) })).complete).toBe(true); // the dead worker's chunk lease has run out by then
     const rows = snapshotRows(await source.events(), 'a');
     expect(rows).toHaveLength(250);
     expect(new Set(rows.map((e) => e.seq)).size).toBe(250);
@@ -168,8 +169,7 @@ describe('snapshot (real stack)', () => {
     expect(killedAt?.done).toBe(false);
     expect(killedAt?.rows).toBeGreaterThan(0);
 
-    await new Promise((resolve) => setTimeout(resolve, 2100)); // the killed worker's lease runs out
-    const rerun = await source.snapshot();
+    const rerun = await source.snapshot({ clock: ahead(2100) }); // the killed worker's lease has run out by then
     expect(rerun.complete).toBe(true);
     expect(rerun.rows).toBe(20000 - (killedAt?.rows ?? 0)); // resumed at the cursor, not from zero
     const rows = snapshotRows(await source.events(), 'a');
@@ -201,8 +201,7 @@ describe('snapshot (real stack)', () => {
     expect((error as SluiceError).message).toMatch(/connection reading the snapshot was lost/);
     expect((error as SluiceError).retriable).toBe(true);
 
-    await new Promise((resolve) => setTimeout(resolve, 2100)); // the failed worker's chunk lease runs out
-    expect((await source.snapshot()).complete).toBe(true);
+    expect((await source.snapshot({ clock: ahead(2100) })).complete).toBe(true); // the failed worker's chunk lease has run out by then
     const rows = snapshotRows(await source.events(), 'a');
     expect(rows).toHaveLength(200000);
     expect(new Set(rows.map((e) => e.seq)).size).toBe(200000);

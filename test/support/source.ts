@@ -116,7 +116,16 @@ export async function testSource(name: string, overrides: Record<string, string>
      * `rowLines: false` writes every row through the reference path (SnapshotDeps.rowLines).
      */
     async snapshot(
-      options: { tables?: readonly (TableRef | string)[]; workers?: number; faults?: Faults; budgetMs?: number; config?: Config; rowLines?: boolean } = {},
+      options: {
+        tables?: readonly (TableRef | string)[];
+        workers?: number;
+        faults?: Faults;
+        budgetMs?: number;
+        config?: Config;
+        rowLines?: boolean;
+        /** The workers' clock (epoch ms): one ahead of the wall clock finds the leases of workers that died "earlier" run out. */
+        clock?: () => number;
+      } = {},
     ) {
       const tables = options.tables?.map((t) => (typeof t === 'string' ? parseTableRef(t) : t));
       const pending = tables ? [] : await snapshotsToRun(deps(options), 'pending');
@@ -124,7 +133,10 @@ export async function testSource(name: string, overrides: Record<string, string>
       const results: WorkerResult[] = [];
       for (const job of jobs) {
         const workers = Array.from({ length: options.workers ?? 1 }, (_, i) =>
-          runSnapshotWorker(deps(options), { budgetMs: options.budgetMs ?? 60_000, snapshotId: job.id, workerId: `w${i}-${randomBytes(2).toString('hex')}` }),
+          runSnapshotWorker(
+            { ...deps(options), clock: options.clock },
+            { budgetMs: options.budgetMs ?? 60_000, snapshotId: job.id, workerId: `w${i}-${randomBytes(2).toString('hex')}` },
+          ),
         );
         results.push(...(await Promise.all(workers)));
       }
