@@ -21,8 +21,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Column } from '../lib/format/types.ts';
-import { type ObjectStore, s3ObjectStore } from '../lib/iceberg/store.ts';
-import { type DeleteMode, type Staged, stageChanges, stageReplace, type TableSpec, type TableVersion } from '../lib/iceberg/table.ts';
+import { type DeleteMode, type Staged, stageChanges, stageReplace, type TableSpec, type TableVersion } from '../lib/iceberg/table/table.ts';
+import { type ObjectStore, s3ObjectStore } from '../lib/sink/s3/object-store.ts';
 import { firstLoads } from './iceberg-load.ts';
 import { benchStack, machine, table } from './support.ts';
 

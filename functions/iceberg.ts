@@ -3,12 +3,12 @@ import type { Context } from 'aws-lambda';
 import { createClients } from '../lib/aws.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { formatTableRef } from '../lib/core/table-ref.ts';
-import { configuredCatalog } from '../lib/iceberg/catalog.ts';
-import { runIcebergMerge } from '../lib/iceberg/merge.ts';
-import { type RewriteEvent, runRewriteWorker } from '../lib/iceberg/rewrite.ts';
-import { s3ObjectStore } from '../lib/iceberg/store.ts';
+import { configuredCatalog } from '../lib/iceberg/catalog/catalog.ts';
+import { runIcebergMerge } from '../lib/iceberg/merge/merge.ts';
+import { type RewriteEvent, runRewriteWorker } from '../lib/iceberg/merge/rewrite.ts';
 import { createLogger } from '../lib/log.ts';
 import { lambdaMetrics, recordError, recordInvocation } from '../lib/ops/lambda-metrics.ts';
+import { s3ObjectStore } from '../lib/sink/s3/object-store.ts';
 
 const config = loadConfig();
 const clients = createClients(config);

@@ -2,13 +2,13 @@ import { createClients, type Env, initResources } from '../aws.ts';
 import { runCapture } from '../capture/run.ts';
 import { loadConfig } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
-import { runIcebergMerge } from '../iceberg/merge.ts';
-import { s3ObjectStore } from '../iceberg/store.ts';
-import { loadVersion } from '../iceberg/table.ts';
+import { runIcebergMerge } from '../iceberg/merge/merge.ts';
+import { loadVersion } from '../iceberg/table/table.ts';
 import { adminConnection, type LocalServer, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
 import { eventLines } from '../materialize/feed.ts';
 import { sourceStatus } from '../ops/status.ts';
+import { s3ObjectStore } from '../sink/s3/object-store.ts';
 import { runSnapshotWorker } from '../snapshot/worker.ts';
 
 /** `count` rows of a VALUES list, numbered from 1 (MariaDB's seq_1_to_N tables do not exist on MySQL). */

@@ -387,7 +387,7 @@ function commands(cli: Cli): Command {
     .action(async (options: { json?: boolean }) => {
       const { snapshotProgress } = await import('../snapshot/progress.ts');
       const { sourceStatus } = await import('../ops/status.ts');
-      const { icebergStatus } = await import('../iceberg/status.ts');
+      const { icebergStatus } = await import('../iceberg/merge/status.ts');
       const { config, clients } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
@@ -528,9 +528,9 @@ function commands(cli: Cli): Command {
     .option('--tables <list>', 'comma-separated db.table names, backtick-quoted where needed (`a.b`.`c/d`) (default: every captured table)')
     .action(async (options: { tables?: string }) => {
       const [{ runIcebergMerge }, { configuredCatalog }, { s3ObjectStore }, { createLogger }] = await Promise.all([
-        import('../iceberg/merge.ts'),
-        import('../iceberg/catalog.ts'),
-        import('../iceberg/store.ts'),
+        import('../iceberg/merge/merge.ts'),
+        import('../iceberg/catalog/catalog.ts'),
+        import('../sink/s3/object-store.ts'),
         import('../log.ts'),
       ]);
       const tables = options.tables === undefined ? undefined : parseTableRefs(options.tables, '--tables');

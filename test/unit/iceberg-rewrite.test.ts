@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
-import { bucketCount } from '../../lib/iceberg/rewrite.ts';
+import { bucketCount } from '../../lib/iceberg/merge/rewrite.ts';
 import { TableHistory } from '../../lib/materialize/history.ts';
 import type { SchemaColumn, SchemaVersion } from '../../lib/schema/version.ts';
 

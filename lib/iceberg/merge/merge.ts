@@ -4,51 +4,34 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { type Faults, noFaults } from '../commit/faults.ts';
-import { mergeLedger } from '../commit/ledgers.ts';
-import { type CommitContext, commitInPlace, advance as moveLedger, rollForward } from '../commit/protocol.ts';
-import type { Config } from '../config/config.ts';
-import { type BinlogPosition, compareEpochPositions } from '../core/position.ts';
-import { tablePath } from '../core/table-path.ts';
-import { formatTableRef, type TableRef } from '../core/table-ref.ts';
-import { ErrorCode, LeaseLostError, SluiceError } from '../errors.ts';
-import { type Manifest, readManifest } from '../format/manifest.ts';
-import type { Log } from '../log.ts';
-import { type ChangeStep, changeSet, stepLines } from '../materialize/changes.ts';
-import { downloadObjects, type EventFiles, loadEventsSql } from '../materialize/events.ts';
-import type { TableHistory } from '../materialize/history.ts';
-import { sqlString } from '../materialize/projection.ts';
-import { GONE_KINDS, materializeRule, planRule } from '../materialize/rule.ts';
-import { tableHistory } from '../materialize/table.ts';
-import { manifestKey, pad } from '../sink/s3/keys.ts';
-import { listFolders, listKeys } from '../sink/s3/objects.ts';
-import type { RewriteBuckets } from '../state/iceberg-buckets.ts';
-import type { MergeAdvance, MergeState, MergeStore, RewriteRecord } from '../state/iceberg-store.ts';
-import { jobCovers, type SnapshotStore } from '../state/snapshot-store.ts';
-import type { StateStore } from '../state/store.ts';
-import { adoptedMetadata, CatalogMaintainedError, type Maintained } from './ancestry.ts';
-import { fileCatalog, type IcebergCatalog } from './catalog.ts';
-import { stringifyJson } from './json.ts';
-import { currentSnapshot } from './metadata.ts';
-import {
-  bucketCount,
-  deleteUnrecorded,
-  doneBuckets,
-  planKey,
-  type RewriteBase,
-  type RewriteDeps,
-  type RewriteEvent,
-  type RewritePlan,
-  readPlan,
-  removeRewrite,
-  rewriteCleanup,
-  rewriteTarget,
-  writeBuckets,
-} from './rewrite.ts';
-import { IncompatibleTypeChangeError } from './schema.ts';
-import { icebergLocation, spec, type TableLocation } from './spec.ts';
-import { capturedTables } from './status.ts';
-import { deletesInBucketOnly, fenced, type ObjectStore, outsideBucket, s3ObjectStore } from './store.ts';
+import { type Faults, noFaults } from '../../commit/faults.ts';
+import { mergeLedger } from '../../commit/ledgers.ts';
+import { type CommitContext, commitInPlace, advance as moveLedger, rollForward } from '../../commit/protocol.ts';
+import type { Config } from '../../config/config.ts';
+import { type BinlogPosition, compareEpochPositions } from '../../core/position.ts';
+import { tablePath } from '../../core/table-path.ts';
+import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
+import { ErrorCode, LeaseLostError, SluiceError } from '../../errors.ts';
+import { type Manifest, readManifest } from '../../format/manifest.ts';
+import type { Log } from '../../log.ts';
+import { type ChangeStep, changeSet, stepLines } from '../../materialize/changes.ts';
+import { downloadObjects, type EventFiles, loadEventsSql } from '../../materialize/events.ts';
+import type { TableHistory } from '../../materialize/history.ts';
+import { sqlString } from '../../materialize/projection.ts';
+import { GONE_KINDS, materializeRule, planRule } from '../../materialize/rule.ts';
+import { tableHistory } from '../../materialize/table.ts';
+import { manifestKey, pad } from '../../sink/s3/keys.ts';
+import { deletesInBucketOnly, fenced, type ObjectStore, outsideBucket, s3ObjectStore } from '../../sink/s3/object-store.ts';
+import { listFolders, listKeys } from '../../sink/s3/objects.ts';
+import type { RewriteBuckets } from '../../state/iceberg-buckets.ts';
+import type { MergeAdvance, MergeState, MergeStore, RewriteRecord } from '../../state/iceberg-store.ts';
+import { jobCovers, type SnapshotStore } from '../../state/snapshot-store.ts';
+import type { StateStore } from '../../state/store.ts';
+import { adoptedMetadata, CatalogMaintainedError, type Maintained } from '../catalog/ancestry.ts';
+import { fileCatalog, type IcebergCatalog } from '../catalog/catalog.ts';
+import { stringifyJson } from '../files/json.ts';
+import { currentSnapshot } from '../files/metadata.ts';
+import { IncompatibleTypeChangeError } from '../files/schema.ts';
 import {
   DEFAULT_ROWS_PER_FILE,
   type DeleteMode,
@@ -66,7 +49,24 @@ import {
   stageTruncate,
   type TableVersion,
   versionOf,
-} from './table.ts';
+} from '../table/table.ts';
+import {
+  bucketCount,
+  deleteUnrecorded,
+  doneBuckets,
+  planKey,
+  type RewriteBase,
+  type RewriteDeps,
+  type RewriteEvent,
+  type RewritePlan,
+  readPlan,
+  removeRewrite,
+  rewriteCleanup,
+  rewriteTarget,
+  writeBuckets,
+} from './rewrite.ts';
+import { icebergLocation, spec, type TableLocation } from './spec.ts';
+import { capturedTables } from './status.ts';
 
 /*
  * The Iceberg merge: per captured table, an Iceberg v2 table under `<prefix>iceberg/<db>/<table>/`

@@ -1,6 +1,7 @@
 import { basename, join } from 'node:path';
-import { AssertionError, ErrorCode, SluiceError } from '../errors.ts';
-import type { Column } from '../format/types.ts';
+import { AssertionError, ErrorCode, SluiceError } from '../../errors.ts';
+import type { Column } from '../../format/types.ts';
+import type { ObjectStore } from '../../sink/s3/object-store.ts';
 import {
   type DataFileRecord,
   MANIFEST_ENTRY_SCHEMA,
@@ -9,9 +10,9 @@ import {
   type ManifestFile,
   readAvroFile,
   writeAvroFile,
-} from './avro.ts';
-import { fetchColumns } from './columns.ts';
-import { parseJson, stringifyJson } from './json.ts';
+} from '../files/avro.ts';
+import { fetchColumns } from '../files/columns.ts';
+import { parseJson, stringifyJson } from '../files/json.ts';
 import {
   currentSchema,
   currentSnapshot,
@@ -24,14 +25,23 @@ import {
   stableUuid,
   type TableMetadata,
   type TableVersion,
-} from './metadata.ts';
-import { avroBounds, avroMap, boundDomain, boundLiteral, DEFAULT_METRICS, type FileMetrics, type MetricsMode, metricsFrom, metricsSelect } from './metrics.ts';
-import { bucketExpression, col, type Lines, Workspace, type WrittenFile } from './parquet.ts';
-import { evolveSchema, type IcebergField, type IcebergSchema, type MappedField, mappedFields, type SchemaEvolution } from './schema.ts';
-import type { ObjectStore } from './store.ts';
+} from '../files/metadata.ts';
+import {
+  avroBounds,
+  avroMap,
+  boundDomain,
+  boundLiteral,
+  DEFAULT_METRICS,
+  type FileMetrics,
+  type MetricsMode,
+  metricsFrom,
+  metricsSelect,
+} from '../files/metrics.ts';
+import { bucketExpression, col, type Lines, Workspace, type WrittenFile } from '../files/parquet.ts';
+import { evolveSchema, type IcebergField, type IcebergSchema, type MappedField, mappedFields, type SchemaEvolution } from '../files/schema.ts';
 
-export type { TableVersion } from './metadata.ts';
-export type { ObjectStore } from './store.ts';
+export type { ObjectStore } from '../../sink/s3/object-store.ts';
+export type { TableVersion } from '../files/metadata.ts';
 
 /*
  * The Iceberg file-format layer: it turns a table's change set into the files of one new Iceberg

@@ -1,13 +1,13 @@
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { Config } from '../config/config.ts';
-import type { BinlogPosition } from '../core/position.ts';
-import { unsegment } from '../core/table-path.ts';
-import { formatTableRef, type TableRef } from '../core/table-ref.ts';
-import { listFolders } from '../sink/s3/objects.ts';
-import type { MergeStore } from '../state/iceberg-store.ts';
-import { jobCovers, type SnapshotStore } from '../state/snapshot-store.ts';
-import type { RecordedError } from '../state/store.ts';
-import { currentSnapshot, type TableMetadata } from './metadata.ts';
+import type { Config } from '../../config/config.ts';
+import type { BinlogPosition } from '../../core/position.ts';
+import { unsegment } from '../../core/table-path.ts';
+import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
+import { listFolders } from '../../sink/s3/objects.ts';
+import type { MergeStore } from '../../state/iceberg-store.ts';
+import { jobCovers, type SnapshotStore } from '../../state/snapshot-store.ts';
+import type { RecordedError } from '../../state/store.ts';
+import { currentSnapshot, type TableMetadata } from '../files/metadata.ts';
 
 /** One table's Iceberg merge as `sluice status` shows it. */
 export interface IcebergTableStatus {

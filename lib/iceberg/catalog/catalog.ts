@@ -12,16 +12,16 @@ import {
   type TableOptimizerType,
   UpdateTableCommand,
 } from '@aws-sdk/client-glue';
-import { type Env, sdkSettings } from '../aws.ts';
-import type { Config } from '../config/config.ts';
-import type { TableRef } from '../core/table-ref.ts';
-import { ErrorCode, SluiceError } from '../errors.ts';
+import { type Env, sdkSettings } from '../../aws.ts';
+import type { Config } from '../../config/config.ts';
+import type { TableRef } from '../../core/table-ref.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
+import type { ObjectStore } from '../../sink/s3/object-store.ts';
+import { parseJson } from '../files/json.ts';
+import type { TableMetadata } from '../files/metadata.ts';
+import { publish, versionOf } from '../table/table.ts';
 import { CatalogMaintainedError, descent, type Maintained, mainOf, maintainedSince } from './ancestry.ts';
-import { parseJson } from './json.ts';
-import type { TableMetadata } from './metadata.ts';
 import { fetchTransport, type RestAuth, restCatalog } from './rest.ts';
-import type { ObjectStore } from './store.ts';
-import { publish, versionOf } from './table.ts';
 
 /**
  * Where readers find a table's current metadata file. The file catalog (`version-hint.text` next to

@@ -1,13 +1,13 @@
 import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
-import type { TableRef } from '../core/table-ref.ts';
-import { ErrorCode, SluiceError } from '../errors.ts';
+import type { TableRef } from '../../core/table-ref.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
+import type { ObjectStore } from '../../sink/s3/object-store.ts';
+import { parseJson, stringifyJson } from '../files/json.ts';
+import type { Snapshot, TableMetadata } from '../files/metadata.ts';
+import type { IcebergSchema } from '../files/schema.ts';
 import { CatalogMaintainedError, descent, mainOf, maintainedSince } from './ancestry.ts';
 import type { IcebergCatalog } from './catalog.ts';
-import { parseJson, stringifyJson } from './json.ts';
-import type { Snapshot, TableMetadata } from './metadata.ts';
-import type { IcebergSchema } from './schema.ts';
-import type { ObjectStore } from './store.ts';
 
 /*
  * An Iceberg REST catalog (open-api/rest-catalog-open-api.yaml in apache/iceberg): Polaris, Nessie,
