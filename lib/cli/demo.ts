@@ -6,7 +6,7 @@ import { runIcebergMerge } from '../iceberg/merge/merge.ts';
 import { loadVersion } from '../iceberg/table/table.ts';
 import { adminConnection, type LocalServer, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
-import { eventLines } from '../materialize/feed.ts';
+import { eventLines } from '../materialize/change-log.ts';
 import { sourceStatus } from '../ops/status.ts';
 import { s3ObjectStore } from '../sink/s3/object-store.ts';
 import { runSnapshotWorker } from '../snapshot/worker.ts';

@@ -15,7 +15,7 @@ import { loadVersion } from '../../lib/iceberg/table/table.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import type { LocalServer } from '../../lib/local/stack.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
-import { eventLines } from '../../lib/materialize/feed.ts';
+import { eventLines } from '../../lib/materialize/change-log.ts';
 import { resetState } from '../../lib/ops/state-admin.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { s3ObjectStore } from '../../lib/sink/s3/object-store.ts';

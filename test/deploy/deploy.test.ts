@@ -35,7 +35,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createClients } from '../../lib/aws.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { loadVersion } from '../../lib/iceberg/table/table.ts';
-import { eventLines } from '../../lib/materialize/feed.ts';
+import { eventLines } from '../../lib/materialize/change-log.ts';
 import { s3ObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { fold, loadHistory, mysqlRows } from '../support/fold.ts';

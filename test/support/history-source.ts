@@ -14,7 +14,7 @@ import { loadVersion } from '../../lib/iceberg/table/table.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import type { LocalServer } from '../../lib/local/stack.ts';
 import type { Log } from '../../lib/log.ts';
-import { eventLines } from '../../lib/materialize/feed.ts';
+import { eventLines } from '../../lib/materialize/change-log.ts';
 import { s3ObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';
 import { runSnapshotWorker } from '../../lib/snapshot/worker.ts';

@@ -2,27 +2,26 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { type Faults, noFaults } from '../../commit/faults.ts';
 import { mergeLedger } from '../../commit/ledgers.ts';
 import { type CommitContext, commitInPlace, advance as moveLedger, rollForward } from '../../commit/protocol.ts';
 import type { Config } from '../../config/config.ts';
 import { type BinlogPosition, compareEpochPositions } from '../../core/position.ts';
-import { tablePath } from '../../core/table-path.ts';
 import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
 import { ErrorCode, LeaseLostError, SluiceError } from '../../errors.ts';
-import { type Manifest, readManifest } from '../../format/manifest.ts';
 import type { Log } from '../../log.ts';
+import { ChangeLog } from '../../materialize/change-log.ts';
 import { type ChangeStep, changeSet, stepLines } from '../../materialize/changes.ts';
 import { downloadObjects, type EventFiles, loadEventsSql } from '../../materialize/events.ts';
 import type { TableHistory } from '../../materialize/history.ts';
 import { sqlString } from '../../materialize/projection.ts';
 import { GONE_KINDS, materializeRule, planRule } from '../../materialize/rule.ts';
 import { tableHistory } from '../../materialize/table.ts';
-import { manifestKey, pad } from '../../sink/s3/keys.ts';
-import { deletesInBucketOnly, fenced, type ObjectStore, outsideBucket, s3ObjectStore } from '../../sink/s3/object-store.ts';
-import { listFolders, listKeys } from '../../sink/s3/objects.ts';
+import { pad } from '../../sink/s3/keys.ts';
+import { type ObjectStore, outsideBucket, s3ObjectStore } from '../../sink/s3/object-store.ts';
+import { listKeys } from '../../sink/s3/objects.ts';
 import type { RewriteBuckets } from '../../state/iceberg-buckets.ts';
 import type { MergeAdvance, MergeState, MergeStore, RewriteRecord } from '../../state/iceberg-store.ts';
 import { jobCovers, type SnapshotStore } from '../../state/snapshot-store.ts';
@@ -50,6 +49,7 @@ import {
   type TableVersion,
   versionOf,
 } from '../table/table.ts';
+import { deletesInBucketOnly, fenced } from './fenced-store.ts';
 import {
   bucketCount,
   deleteUnrecorded,
@@ -66,7 +66,6 @@ import {
   writeBuckets,
 } from './rewrite.ts';
 import { icebergLocation, spec, type TableLocation } from './spec.ts';
-import { capturedTables } from './status.ts';
 
 /*
  * The Iceberg merge: per captured table, an Iceberg v2 table under `<prefix>iceberg/<db>/<table>/`
@@ -201,7 +200,7 @@ export async function runIcebergMerge(deps: MergeDeps, options: MergeOptions = {
 class MergeRun {
   readonly clock: () => number;
   readonly owner: string;
-  readonly manifests = new Map<number, Manifest>();
+  readonly changeLog: ChangeLog;
   readonly started: number;
   readonly store: ObjectStore;
   readonly catalog: IcebergCatalog;
@@ -218,6 +217,7 @@ class MergeRun {
     this.clock = deps.clock ?? Date.now;
     this.owner = options.owner ?? `merge-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`; // unique: a lease held under it is this run's
     this.started = this.clock();
+    this.changeLog = ChangeLog.over(deps.s3, deps.config);
     // Under a location a catalog assigned, deleting is the catalog's job (S3 Tables allows no client
     // deletes there; its unreferenced-file removal collects what no snapshot names).
     const own = deletesInBucketOnly(s3ObjectStore(deps.s3, deps.config.bucket), (keys) =>
@@ -286,7 +286,7 @@ class MergeRun {
   async run(): Promise<MergeResult> {
     // Order matters (see the header): the cut first, then the jobs.
     const cut = await this.readCut();
-    const tables = this.options.tables ?? (await capturedTables(this.deps.s3, this.config));
+    const tables = this.options.tables ?? (await this.changeLog.tables());
     if (!cut) return { tables: tables.map((table) => ({ table, status: 'up-to-date', reason: 'the source has not committed yet' })) };
     const active = await this.deps.snapshots.activeJobs(this.config.sourceId);
     const results: TableMergeResult[] = [];
@@ -320,48 +320,9 @@ class MergeRun {
     // The newest commit may not be renamed yet: cut at the one before, at its end.
     const previous = state.commitSeq - 1;
     if (previous < 1) return undefined;
-    const manifest = await this.manifest(previous);
+    const manifest = await this.changeLog.commit(previous);
     if (!manifest?.position) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${previous} of a committed commit is missing`);
     return { commitSeq: previous, position: manifest.position.to, epoch: manifest.epoch ?? 0 };
-  }
-
-  async text(key: string): Promise<string | undefined> {
-    try {
-      const object = await this.deps.s3.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key }));
-      return await (object.Body as { transformToString(): Promise<string> }).transformToString();
-    } catch (error) {
-      if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
-      throw error;
-    }
-  }
-
-  /** Binlog commit `n`'s manifest (every commit up to the cut has one). */
-  async manifest(n: number): Promise<Manifest | undefined> {
-    const cached = this.manifests.get(n);
-    if (cached) return cached;
-    const text = await this.text(manifestKey(this.config.prefix, this.config.sourceId, n));
-    if (text === undefined) return undefined;
-    const manifest = readManifest(text);
-    this.manifests.set(n, manifest);
-    return manifest;
-  }
-
-  /** The table's objects in binlog commits (from, to], and its newest shape there. */
-  async binlogObjects(table: TableRef, from: number, to: number) {
-    const keys: string[] = [];
-    let events = 0;
-    let shape: Manifest['tables'][number] | undefined;
-    for (let n = from + 1; n <= to; n++) {
-      const manifest = await this.manifest(n);
-      if (!manifest) throw new SluiceError(ErrorCode.ASSERTION, `manifest ${pad(n)} of a committed commit is missing`);
-      for (const o of manifest.objects)
-        if (sameTable(o, table)) {
-          keys.push(o.key);
-          events += o.events;
-        }
-      shape = manifest.tables.find((t) => sameTable(t, table)) ?? shape;
-    }
-    return { keys, shape, events };
   }
 
   /**
@@ -373,24 +334,18 @@ class MergeRun {
    * once done, every page of it is in the listing.
    */
   async pageObjects(table: TableRef, cut: Cut, skip: ReadonlySet<string>, only?: ReadonlySet<string>) {
-    const root = `${this.config.prefix}manifests/${this.config.sourceId}/snapshots/`;
     const keys: string[] = [];
     const complete: string[] = [];
     const waiting: string[] = [];
     let events = 0;
-    for (const id of await listFolders(this.deps.s3, this.config.bucket, root)) {
+    for (const id of await this.changeLog.snapshotJobs()) {
       if (skip.has(id) || (only && !only.has(id))) continue;
       const job = await this.deps.snapshots.job(this.config.sourceId, id);
       if (job?.status !== 'done') continue;
-      const pages: string[] = [];
-      for await (const key of listKeys(this.deps.s3, this.config.bucket, `${root}${id}/${tablePath(table)}/`)) pages.push(key);
       const objects: string[] = [];
       let count = 0;
       let all = true;
-      for (const key of pages.sort()) {
-        const text = await this.text(key);
-        if (text === undefined) throw new SluiceError(ErrorCode.ASSERTION, `snapshot page manifest ${key} vanished`);
-        const manifest = readManifest(text);
+      for await (const manifest of this.changeLog.pages(id, table)) {
         const watermark = manifest.snapshot?.watermark;
         if (!watermark || compareEpochPositions({ epoch: manifest.epoch ?? 0, position: watermark }, cut) > 0) {
           all = false;
@@ -483,7 +438,7 @@ class MergeRun {
     // A run that read its cut earlier (runs may overlap) must not move the ledger back to it.
     if (state.commitSeq > cut.commitSeq || (state.position && compareEpochPositions({ epoch: state.epoch, position: state.position }, cut) > 0))
       return { table, status: 'up-to-date', commitSeq: state.commitSeq, metadataKey: state.metadataKey };
-    const binlog = await this.binlogObjects(table, state.commitSeq, cut.commitSeq);
+    const binlog = await this.changeLog.binlogObjects(table, state.commitSeq, cut.commitSeq);
     const pages = await this.pageObjects(table, cut, new Set(state.jobs));
     if (pages.waiting.length)
       return {
@@ -852,7 +807,7 @@ class MergeRun {
       }
     }
     // A schema change that rewrites existing values: the whole table by the rule, from every event up to the cut.
-    const all = await this.binlogObjects(table, 0, cut.commitSeq);
+    const all = await this.changeLog.binlogObjects(table, 0, cut.commitSeq);
     const pages = await this.pageObjects(table, cut, new Set(), jobs);
     const dir = join(work, 'all');
     mkdirSync(dir, { recursive: true });
