@@ -10,8 +10,10 @@ import { crashAt, type FaultPoint, InjectedFault } from '../../lib/commit/faults
 import type { Config } from '../../lib/config/config.ts';
 import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
 import { mainOf } from '../../lib/iceberg/catalog/ancestry.ts';
-import { catalogs, configuredCatalog, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog/catalog.ts';
-import { fetchTransport, type RestTransport, restCatalog } from '../../lib/iceberg/catalog/rest.ts';
+import { configuredCatalog } from '../../lib/iceberg/catalog/catalog.ts';
+import { catalogs, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog/port.ts';
+import { restCatalog } from '../../lib/iceberg/catalog/rest.ts';
+import { fetchTransport, type RestTransport } from '../../lib/iceberg/catalog/rest-transport.ts';
 import { parseJson } from '../../lib/iceberg/files/json.ts';
 import type { TableMetadata } from '../../lib/iceberg/files/metadata.ts';
 import { type MergeResult, runIcebergMerge } from '../../lib/iceberg/merge/merge.ts';

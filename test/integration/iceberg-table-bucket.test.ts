@@ -1,7 +1,7 @@
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { crashAt, InjectedFault } from '../../lib/commit/faults.ts';
-import { catalogs, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog/catalog.ts';
+import { catalogs, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog/port.ts';
 import { runIcebergMerge } from '../../lib/iceberg/merge/merge.ts';
 import { silentLog } from '../../lib/log.ts';
 import { s3ObjectStore } from '../../lib/sink/s3/object-store.ts';

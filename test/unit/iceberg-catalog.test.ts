@@ -1,7 +1,7 @@
 import { AlreadyExistsException, ConcurrentModificationException, EntityNotFoundException, type Table } from '@aws-sdk/client-glue';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../lib/errors.ts';
-import { type GlueLike, glueCatalog, glueTableName } from '../../lib/iceberg/catalog/catalog.ts';
+import { type GlueLike, glueCatalog, glueTableName } from '../../lib/iceberg/catalog/glue.ts';
 import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 
 /*

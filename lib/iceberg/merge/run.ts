@@ -8,7 +8,7 @@ import { ChangeLog } from '../../materialize/change-log.ts';
 import { pad } from '../../sink/s3/keys.ts';
 import { type ObjectStore, s3ObjectStore } from '../../sink/s3/object-store.ts';
 import type { MergeState } from '../../state/iceberg-store.ts';
-import { fileCatalog, type IcebergCatalog } from '../catalog/catalog.ts';
+import { fileCatalog, type IcebergCatalog } from '../catalog/port.ts';
 import type { TableVersion } from '../table/table.ts';
 import { deletesInBucketOnly, fenced } from './fenced-store.ts';
 import { icebergLocation, type TableLocation } from './spec.ts';

@@ -9,7 +9,7 @@ import type { RewriteBuckets } from '../../state/iceberg-buckets.ts';
 import type { MergeStore } from '../../state/iceberg-store.ts';
 import type { SnapshotStore } from '../../state/snapshot-store.ts';
 import type { StateStore } from '../../state/store.ts';
-import type { IcebergCatalog } from '../catalog/catalog.ts';
+import type { IcebergCatalog } from '../catalog/port.ts';
 import type { Staged, TableVersion } from '../table/table.ts';
 import type { RewriteEvent } from './rewrite.ts';
 
