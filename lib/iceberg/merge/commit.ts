@@ -16,7 +16,7 @@ import type { StagedMerge, TableMergeResult } from './types.ts';
  * other than the current one is older than the retention. `beforeStaging` runs once, before the
  * first file is staged.
  */
-export async function housekeeping(run: MergeRun, location: string, version: TableVersion, tag: string, beforeStaging?: () => Promise<void>, compact = true) {
+async function housekeeping(run: MergeRun, location: string, version: TableVersion, tag: string, beforeStaging?: () => Promise<void>, compact = true) {
   const { compactFiles, retentionMs, keepSnapshots, maintenance } = run.config.iceberg;
   // The catalog's maintenance compacts and expires; sluice's would delete files the catalog's table still lists.
   if (maintenance === 'catalog') return { version, compacted: false, expired: 0, cleanup: undefined };

@@ -90,7 +90,7 @@ async function mergeAll(run: MergeRun): Promise<MergeResult> {
 }
 
 /** Step 1: the cut, from the source's state. */
-export async function readCut(run: MergeRun): Promise<Cut | undefined> {
+async function readCut(run: MergeRun): Promise<Cut | undefined> {
   const state = await run.deps.store.get(run.config.sourceId);
   if (!state?.position) return undefined;
   if (!state.pending) return { commitSeq: state.commitSeq, position: state.position, epoch: state.epoch };

@@ -128,7 +128,7 @@ export async function discardUncommitted(run: MergeRun, at: string | TableLocati
 }
 
 /** Rows steps as merge-on-read changes, schema steps as schema evolution; one Iceberg snapshot per rows step. */
-export async function incremental(
+async function incremental(
   _run: MergeRun,
   deps: { store: ReturnType<typeof s3ObjectStore>; workDir: string },
   current: TableVersion,

@@ -74,7 +74,7 @@ export async function mergeTable(run: MergeRun, table: TableRef, cut: Cut): Prom
 }
 
 /** Steps 0–3 for one table under its lease, scratch files in `work`. */
-export async function mergeLeased(
+async function mergeLeased(
   run: MergeRun,
   table: TableRef,
   cut: Cut,

@@ -48,7 +48,7 @@ export async function liveEntries(store: ObjectStore, metadata: TableMetadata | 
 }
 
 /** The field with `id` in the newest schema that has it (a dropped column an equality delete still uses). */
-export function fieldById(metadata: TableMetadata, id: number): IcebergField {
+function fieldById(metadata: TableMetadata, id: number): IcebergField {
   for (const schema of [...metadata.schemas].reverse()) {
     const field = schema.fields.find((f) => f.id === id);
     if (field) return field;

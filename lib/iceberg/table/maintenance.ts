@@ -46,7 +46,7 @@ export async function stageCompaction(deps: IcebergDeps, current: TableVersion, 
 }
 
 /** Every key a snapshot needs: its manifest list, manifests and their files. */
-export async function reachable(store: ObjectStore, snapshot: Snapshot): Promise<Set<string>> {
+async function reachable(store: ObjectStore, snapshot: Snapshot): Promise<Set<string>> {
   const keys = new Set([store.keyOf(snapshot['manifest-list'])]);
   for (const manifest of await readManifestList(store, snapshot)) {
     keys.add(store.keyOf(manifest.manifest_path));

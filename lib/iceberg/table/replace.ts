@@ -17,7 +17,7 @@ export interface SpooledRows {
   readonly lines: number;
 }
 
-export const isSpooled = (rows: Lines | SpooledRows): rows is SpooledRows => typeof (rows as SpooledRows).path === 'string';
+const isSpooled = (rows: Lines | SpooledRows): rows is SpooledRows => typeof (rows as SpooledRows).path === 'string';
 
 /**
  * Stages a version whose rows are exactly `rows` (a rebuild from the change log, a re-snapshot,
@@ -60,7 +60,7 @@ export interface BucketFiles {
 }
 
 /** A staged data file and its statistics; maps as entry lists, bounds in base64. */
-export interface StagedDataFile {
+interface StagedDataFile {
   readonly key: string;
   readonly records: number;
   readonly bytes: number;
@@ -68,7 +68,7 @@ export interface StagedDataFile {
     Readonly<Record<'lowerBounds' | 'upperBounds', [number, string][]>>;
 }
 
-export const toStaged = (file: NewFile): StagedDataFile => {
+const toStaged = (file: NewFile): StagedDataFile => {
   const m = file.written.metrics;
   const bytes = (map: ReadonlyMap<number, Uint8Array>): [number, string][] => [...map].map(([id, b]) => [id, Buffer.from(b).toString('base64')]);
   return {
@@ -86,7 +86,7 @@ export const toStaged = (file: NewFile): StagedDataFile => {
   };
 };
 
-export const fromStaged = (file: StagedDataFile): NewFile => {
+const fromStaged = (file: StagedDataFile): NewFile => {
   const m = file.metrics;
   const bytes = (entries: [number, string][]) => new Map(entries.map(([id, b]) => [id, new Uint8Array(Buffer.from(b, 'base64'))]));
   return {

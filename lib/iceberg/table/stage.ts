@@ -77,12 +77,12 @@ export async function stageChanges(
 }
 
 /** A manifest's bounds map (avsc's array of key/value records) by field id. */
-export function boundsOf(map: unknown): Map<number, Uint8Array> {
+function boundsOf(map: unknown): Map<number, Uint8Array> {
   return new Map(((map as { key: number; value: Uint8Array }[] | null) ?? []).map((e) => [e.key, e.value]));
 }
 
 /** The data files whose key bounds can hold one of the keys in workspace table `chg` (files without bounds always can). */
-export async function candidateFiles(ws: Workspace, keyFields: readonly IcebergField[], data: readonly LiveEntry[]): Promise<LiveEntry[]> {
+async function candidateFiles(ws: Workspace, keyFields: readonly IcebergField[], data: readonly LiveEntry[]): Promise<LiveEntry[]> {
   const found = new Set<number>();
   const BATCH = 200;
   for (let from = 0; from < data.length; from += BATCH) {
@@ -113,7 +113,7 @@ export async function candidateFiles(ws: Workspace, keyFields: readonly IcebergF
  * and of those only the key columns and the row positions; rows an existing delete already removed
  * are not current (a position delete not older than the file, an equality delete newer than it).
  */
-export async function stagePositionDeletes(
+async function stagePositionDeletes(
   deps: IcebergDeps,
   ws: Workspace,
   writer: SnapshotWriter,
@@ -192,7 +192,7 @@ export async function stagePositionDeletes(
 }
 
 /** Keyless tables: multiset rows in hash buckets of all columns; a bucket that loses rows is rewritten. */
-export async function stageKeyless(
+async function stageKeyless(
   deps: IcebergDeps,
   ws: Workspace,
   writer: SnapshotWriter,

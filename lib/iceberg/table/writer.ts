@@ -60,7 +60,7 @@ export function prepare(deps: IcebergDeps, current: TableVersion | undefined, sp
 }
 
 /** A file written into the workspace with its column statistics. */
-export interface MeasuredFile extends WrittenFile {
+interface MeasuredFile extends WrittenFile {
   readonly metrics: FileMetrics & { readonly columnSizes: ReadonlyMap<number, number> };
 }
 
@@ -283,7 +283,7 @@ export class SnapshotWriter {
   }
 }
 
-export function dataFile(path: string, file: NewFile): DataFileRecord {
+function dataFile(path: string, file: NewFile): DataFileRecord {
   const metrics = file.written.metrics;
   return {
     content: file.content,
