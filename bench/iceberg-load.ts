@@ -2,7 +2,7 @@
  * bench:iceberg's first-load part: a real first merge — a MariaDB table copied into the change log
  * by the snapshot, a few binlog changes after it, then `runIcebergMerge` reading the change log and
  * writing the Iceberg table — timed at each size; at the largest, also split into buckets
- * (lib/iceberg/rewrite.ts) and written by 1, 2 and 4 workers, in process as the Lambda Invoke API
+ * (lib/iceberg/merge/rewrite.ts) and written by 1, 2 and 4 workers, in process as the Lambda Invoke API
  * would start them. Each timed load starts from a fresh merge ledger (its files of the earlier
  * load are discarded as an uncommitted attempt's).
  */

@@ -3,7 +3,7 @@
  * modes (SLUICE_ICEBERG_DELETES=position|equality): wall time, bytes read and written, data files
  * touched, S3 requests (GET / PUT / LIST, counted by an instrumented object store).
  *
- * It stages through the Iceberg layer directly (lib/iceberg/table.ts), against the local S3
+ * It stages through the Iceberg layer directly (lib/iceberg/table/table.ts), against the local S3
  * emulator: the base table by `stageReplace` (key ranges of 500,000 rows, as a first merge or a
  * compaction leaves it), the 1% by `stageChanges` (80% updated, 10% deleted, 10% as many inserted),
  * each mode's merge staged on the same base. No MariaDB, no change log: the capture and the

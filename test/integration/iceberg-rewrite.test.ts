@@ -13,7 +13,7 @@ import { committedVersion, icebergRows, icebergRowsAt, inProcessWorkers, merge, 
 import { type TestSource, testSource } from '../support/source.ts';
 
 /*
- * A first load split into buckets (lib/iceberg/rewrite.ts) against the real stack: written over
+ * A first load split into buckets (lib/iceberg/merge/rewrite.ts) against the real stack: written over
  * several merge runs with crashes at every step, and by workers in parallel; each time exactly one
  * snapshot, equal to MariaDB, every data file in the table's folder named by it.
  */

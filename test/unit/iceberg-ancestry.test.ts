@@ -12,7 +12,7 @@ import type { Snapshot, TableMetadata } from '../../lib/iceberg/files/metadata.t
 import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 
 /*
- * The rule SLUICE_ICEBERG_MAINTENANCE=catalog rests on (lib/iceberg/ancestry.ts): a catalog main
+ * The rule SLUICE_ICEBERG_MAINTENANCE=catalog rests on (lib/iceberg/catalog/ancestry.ts): a catalog main
  * that descends from sluice's snapshot through `replace` snapshots only (compactions) or lost
  * snapshots to expiry is adopted; anything that changes rows is refused. Then the same rule through
  * the Glue catalog (a fake client), and the two things a Java writer's files need: 64-bit ids kept

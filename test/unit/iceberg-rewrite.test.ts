@@ -4,7 +4,7 @@ import { bucketCount } from '../../lib/iceberg/merge/rewrite.ts';
 import { TableHistory } from '../../lib/materialize/history.ts';
 import type { SchemaColumn, SchemaVersion } from '../../lib/schema/version.ts';
 
-/* When a first load is split into buckets, and into how many (lib/iceberg/rewrite.ts). */
+/* When a first load is split into buckets, and into how many (lib/iceberg/merge/rewrite.ts). */
 
 const column = (id: number, name: string, type = 'int'): SchemaColumn => ({ id, name, type, kind: type === 'int' ? 'int' : 'string', nullable: true });
 const version = (n: number, columns: SchemaColumn[], key: string[] | null): SchemaVersion => ({

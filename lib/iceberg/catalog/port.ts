@@ -20,7 +20,7 @@ export interface IcebergCatalog {
   locate?(table: TableRef): Promise<string>;
   /**
    * The catalog's table when others' maintenance alone moved it past sluice's committed version
-   * (`replace` snapshots on sluice's newest, expired snapshots; lib/iceberg/ancestry.ts); undefined
+   * (`replace` snapshots on sluice's newest, expired snapshots; lib/iceberg/catalog/ancestry.ts); undefined
    * when it has sluice's version or is behind it (the publish sends the rest). Throws
    * ICEBERG_CATALOG_CONFLICT when another writer changed rows. Absent: a catalog only sluice writes.
    */

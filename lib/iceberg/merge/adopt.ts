@@ -54,7 +54,7 @@ export async function settled(run: MergeRun, table: TableRef, state: MergeState,
 
 /**
  * Makes the catalog's maintained table sluice's next version: `<N+1>-<uuid>.metadata.json` derived
- * from the catalog's metadata (lib/iceberg/ancestry.ts), recorded by one fenced ledger write at
+ * from the catalog's metadata (lib/iceberg/catalog/ancestry.ts), recorded by one fenced ledger write at
  * cut `to` (the ledger's own, or the one before a dropped pending commit), then published. A crash
  * before the write leaves an unreferenced file (the next attempt writes another version); after
  * it, the ledger names a version the catalog already has.

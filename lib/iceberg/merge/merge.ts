@@ -28,7 +28,7 @@ export type { Cut, MergeDeps, MergeOptions, MergeResult, TableMergeResult } from
  *      write moves the ledger to (N, X) and makes the staged metadata current; settling publishes it
  *      (version-hint.text, the Glue catalog) and deletes what an expiry freed; then clears.
  *
- * A first load, or a reset of an existing table, too large for one invocation is staged in buckets by several (lib/iceberg/rewrite.ts)
+ * A first load, or a reset of an existing table, too large for one invocation is staged in buckets by several (lib/iceberg/merge/rewrite.ts)
  * and committed by the same step 3, once, from the cut its rewrite recorded.
  *
  * Exactly once. The events merged are always a prefix, in seq order, of the table's events: those

@@ -6,7 +6,7 @@ import type { TableSpec } from '../table/table.ts';
 
 /*
  * Where a source table's Iceberg table lives and what its schema is, as the merge and the rewrite
- * (lib/iceberg/merge.ts, rewrite.ts) both stage it.
+ * (lib/iceberg/merge/merge.ts, rewrite.ts) both stage it.
  */
 
 /** The Iceberg table of a source table: `<prefix>iceberg/<db-seg>/<table-seg>`. */

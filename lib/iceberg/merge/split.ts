@@ -32,7 +32,7 @@ import { KEEP_COLUMNS, type StagedMerge, type TableMergeResult } from './types.t
 
 /* The merge's side of a rewrite split into buckets (lib/iceberg/merge/rewrite.ts): whether to split, recording it, writing buckets and committing them once. */
 
-/** What lib/iceberg/rewrite.ts needs of this run. */
+/** What lib/iceberg/merge/rewrite.ts needs of this run. */
 function rewriteDeps(run: MergeRun, buckets: RewriteBuckets): RewriteDeps {
   const { config, s3, merges, log, faults, workDir, invoke } = run.deps;
   return { config, s3, merges, buckets, log, clock: run.clock, faults, workDir, invoke };

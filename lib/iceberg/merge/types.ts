@@ -29,7 +29,7 @@ export interface MergeDeps {
   readonly faults?: Faults;
   /** Parent folder for scratch files (DuckDB, downloads); the OS temp folder by default. */
   readonly workDir?: string;
-  /** The buckets of first loads split across invocations (lib/iceberg/rewrite.ts); without it a first load is written whole. */
+  /** The buckets of first loads split across invocations (lib/iceberg/merge/rewrite.ts); without it a first load is written whole. */
   readonly buckets?: RewriteBuckets;
   /** Starts a rewrite worker invocation (SLUICE_ICEBERG_WORKERS > 1): the Lambda Invoke API, or an in-process stand-in. */
   readonly invoke?: (event: RewriteEvent) => Promise<void>;
