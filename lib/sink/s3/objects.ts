@@ -1,11 +1,12 @@
-import { CopyObjectCommand, DeleteObjectsCommand, HeadObjectCommand, NoSuchKey, NotFound, type S3Client } from '@aws-sdk/client-s3';
+import { CopyObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, NoSuchKey, NotFound, type S3Client } from '@aws-sdk/client-s3';
 import { ErrorCode, SluiceError } from '../../errors.ts';
 import { s3ObjectStore } from './object-store.ts';
 
 /*
- * The sink's objects by client and bucket. Gets, puts and listings go through the object-store
- * port (object-store.ts); the copy and delete of the commit protocol's renames stay here, with
- * their own error codes.
+ * The sink's objects by client and bucket. Puts and listings go through the object-store port
+ * (object-store.ts); the copy and delete of the commit protocol's renames stay here, with their own
+ * error codes, and so does `getJson`, which reads the body as text (the callers' minimal client
+ * fakes answer only that).
  */
 
 const copySource = (bucket: string, key: string) => `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
@@ -16,8 +17,13 @@ export async function putJson(s3: S3Client, bucket: string, key: string, value: 
 
 /** A JSON object, or undefined when the key does not exist. */
 export async function getJson(s3: S3Client, bucket: string, key: string): Promise<unknown> {
-  const body = await s3ObjectStore(s3, bucket).get(key);
-  return body === undefined ? undefined : JSON.parse(new TextDecoder().decode(body));
+  try {
+    const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    return JSON.parse(await (object.Body as { transformToString(): Promise<string> }).transformToString());
+  } catch (error) {
+    if (error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw error;
+  }
 }
 
 async function exists(s3: S3Client, bucket: string, key: string): Promise<boolean> {
