@@ -2,7 +2,7 @@
  * bench:iceberg's first-load part: a real first merge — a MariaDB table copied into the change log
  * by the snapshot, a few binlog changes after it, then `runIcebergMerge` reading the change log and
  * writing the Iceberg table — timed at each size; at the largest, also split into buckets
- * (lib/iceberg/rewrite.ts) and written by 1, 2 and 4 workers, in process as the Lambda Invoke API
+ * (lib/iceberg/merge/rewrite.ts) and written by 1, 2 and 4 workers, in process as the Lambda Invoke API
  * would start them. Each timed load starts from a fresh merge ledger (its files of the earlier
  * load are discarded as an uncommitted attempt's).
  */
@@ -16,8 +16,8 @@ import { createClients } from '../lib/aws.ts';
 import { runCapture } from '../lib/capture/run.ts';
 import { type Config, loadConfig } from '../lib/config/config.ts';
 import { tablePath } from '../lib/core/table-path.ts';
-import { runIcebergMerge } from '../lib/iceberg/merge.ts';
-import { type RewriteEvent, runRewriteWorker } from '../lib/iceberg/rewrite.ts';
+import { runIcebergMerge } from '../lib/iceberg/merge/merge.ts';
+import { type RewriteEvent, runRewriteWorker } from '../lib/iceberg/merge/rewrite.ts';
 import { adminConnection } from '../lib/local/stack.ts';
 import { silentLog } from '../lib/log.ts';
 import { runSnapshotWorker } from '../lib/snapshot/worker.ts';

@@ -3,7 +3,7 @@
  * modes (SLUICE_ICEBERG_DELETES=position|equality): wall time, bytes read and written, data files
  * touched, S3 requests (GET / PUT / LIST, counted by an instrumented object store).
  *
- * It stages through the Iceberg layer directly (lib/iceberg/table.ts), against the local S3
+ * It stages through the Iceberg layer directly (lib/iceberg/table/table.ts), against the local S3
  * emulator: the base table by `stageReplace` (key ranges of 500,000 rows, as a first merge or a
  * compaction leaves it), the 1% by `stageChanges` (80% updated, 10% deleted, 10% as many inserted),
  * each mode's merge staged on the same base. No MariaDB, no change log: the capture and the
@@ -21,8 +21,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Column } from '../lib/format/types.ts';
-import { type ObjectStore, s3ObjectStore } from '../lib/iceberg/store.ts';
-import { type DeleteMode, type Staged, stageChanges, stageReplace, type TableSpec, type TableVersion } from '../lib/iceberg/table.ts';
+import { type DeleteMode, type Staged, stageChanges, stageReplace, type TableSpec, type TableVersion } from '../lib/iceberg/table/table.ts';
+import { type ObjectStore, s3ObjectStore } from '../lib/sink/s3/object-store.ts';
 import { firstLoads } from './iceberg-load.ts';
 import { benchStack, machine, table } from './support.ts';
 

@@ -14,7 +14,7 @@
 
 import { loadConfig } from '../lib/config/config.ts';
 import { adminConnection } from '../lib/local/stack.ts';
-import { eventLines, manifests } from '../lib/materialize/feed.ts';
+import { eventLines, manifests } from '../lib/materialize/change-log.ts';
 import { benchStack, dropOutput, measure, SLUICE, table } from './support.ts';
 
 const MIB = Number(process.env.PAST_4GIB_MIB ?? 4_200);

@@ -1,10 +1,10 @@
 import type { Context } from 'aws-lambda';
-import { configuredCatalog } from '../lib/iceberg/catalog.ts';
-import { runIcebergMerge } from '../lib/iceberg/merge.ts';
-import { type RewriteEvent, runRewriteWorker } from '../lib/iceberg/rewrite.ts';
-import { s3ObjectStore } from '../lib/iceberg/store.ts';
+import { configuredCatalog } from '../lib/iceberg/catalog/catalog.ts';
+import { runIcebergMerge } from '../lib/iceberg/merge/merge.ts';
+import { type RewriteEvent, runRewriteWorker } from '../lib/iceberg/merge/rewrite.ts';
 import { invocation, lambdaRuntime } from '../lib/ops/invocation.ts';
 import { reportMerge } from '../lib/ops/reports.ts';
+import { s3ObjectStore } from '../lib/sink/s3/object-store.ts';
 
 const runtime = lambdaRuntime();
 const { config, clients, logger: log, metrics } = runtime;

@@ -2,13 +2,13 @@ import { createClients, type Env, initResources } from '../aws.ts';
 import { runCapture } from '../capture/run.ts';
 import { loadConfig } from '../config/config.ts';
 import { formatPosition } from '../core/position.ts';
-import { runIcebergMerge } from '../iceberg/merge.ts';
-import { s3ObjectStore } from '../iceberg/store.ts';
-import { loadVersion } from '../iceberg/table.ts';
+import { runIcebergMerge } from '../iceberg/merge/merge.ts';
+import { loadVersion } from '../iceberg/table/table.ts';
 import { adminConnection, type LocalServer, env as stackEnv, stackHome, up } from '../local/stack.ts';
 import { silentLog } from '../log.ts';
-import { eventLines } from '../materialize/feed.ts';
+import { eventLines } from '../materialize/change-log.ts';
 import { sourceStatus } from '../ops/status.ts';
+import { s3ObjectStore } from '../sink/s3/object-store.ts';
 import { runSnapshotWorker } from '../snapshot/worker.ts';
 
 /** `count` rows of a VALUES list, numbered from 1 (MariaDB's seq_1_to_N tables do not exist on MySQL). */
@@ -103,7 +103,7 @@ export async function runDemo(rounds: number, io: { env: Env; server: LocalServe
     consistent &&= live === Number(n);
     say(`  shop.${table.padEnd(10)} ${String(perTable.get(table) ?? 0).padStart(5)} change events → ${live} live rows (MySQL has ${n})`);
   }
-  // The same tables as Iceberg: one merge of the change log (lib/iceberg/merge.ts), read back from its metadata.
+  // The same tables as Iceberg: one merge of the change log (lib/iceberg/merge/merge.ts), read back from its metadata.
   const merged = await runIcebergMerge({ ...deps, merges: clients.merges });
   const store = s3ObjectStore(clients.s3, config.bucket);
   say('\nas Iceberg tables (`sluice iceberg`):');

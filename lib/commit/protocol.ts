@@ -37,7 +37,7 @@ import type { Faults } from './faults.ts';
  * the data from the ledger's old position. After (2) → the next writer finds `pending` and rolls
  * (3)–(4) forward (rollForward) before reading anything.
  *
- * A third caller, the Iceberg merge (lib/iceberg/merge.ts), stages its files at their final keys
+ * A third caller, the Iceberg merge (lib/iceberg/merge/merge.ts), stages its files at their final keys
  * (deterministic names nobody reads until a metadata file that lists them is current), so its
  * commit has nothing to copy: `commitInPlace` runs steps 2–4 with an empty copy list, and the
  * ledger's settle publishes the committed metadata.

@@ -1,8 +1,8 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { s3ObjectStore } from '../sink/s3/object-store.ts';
 import { sqlString } from './projection.ts';
 import { ROW_OPS } from './rule.ts';
 
@@ -24,14 +24,14 @@ export interface EventFiles {
 
 /** Downloads `keys` into `dir` (a few at a time) as `<n>.jsonl.gz`, measuring the longest line. */
 export async function downloadObjects(s3: S3Client, bucket: string, keys: readonly string[], dir: string, parallel = 8): Promise<EventFiles> {
+  const store = s3ObjectStore(s3, bucket);
   let next = 0;
   let longest = 0;
   const worker = async () => {
     while (next < keys.length) {
       const n = next++;
       const file = join(dir, `${String(n).padStart(8, '0')}.jsonl.gz`);
-      const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: keys[n] }));
-      await pipeline(object.Body as NodeJS.ReadableStream, createWriteStream(file));
+      await store.getFile(keys[n] as string, file);
       longest = Math.max(longest, await longestLine(file));
     }
   };

@@ -1,10 +1,10 @@
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { MaterializeError } from '../errors.ts';
 import { fromSchemaObject } from '../schema/object.ts';
 import type { SchemaColumn, SchemaVersion } from '../schema/version.ts';
 import { schemaPrefix } from '../sink/s3/keys.ts';
-import { listKeys } from '../sink/s3/objects.ts';
+import { s3ObjectStore } from '../sink/s3/object-store.ts';
 
 /**
  * A table's schema history: every version the rule may meet, by number (docs: format-v2 §3).
@@ -79,11 +79,13 @@ export class TableHistory {
 
 /** Every stored version of a table, from `schema/<source>/<db-seg>/<table-seg>/`. */
 export async function loadHistory(s3: S3Client, bucket: string, prefix: string, sourceId: string, table: TableRef): Promise<SchemaVersion[]> {
+  const store = s3ObjectStore(s3, bucket);
   const versions: SchemaVersion[] = [];
-  for await (const key of listKeys(s3, bucket, schemaPrefix(prefix, sourceId, table.db, table.table))) {
+  for await (const key of store.list(schemaPrefix(prefix, sourceId, table.db, table.table))) {
     if (!key.endsWith('.json')) continue;
-    const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    const text = await (object.Body as { transformToString(): Promise<string> }).transformToString();
+    const body = await store.get(key);
+    if (body === undefined) throw new MaterializeError(`schema object ${key} vanished`);
+    const text = new TextDecoder().decode(body);
     try {
       versions.push(fromSchemaObject(JSON.parse(text)));
     } catch (error) {

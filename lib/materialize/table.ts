@@ -4,8 +4,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { type TableRef, tableKey } from '../core/table-ref.ts';
 import type { Manifest } from '../format/manifest.ts';
+import { ChangeLog } from './change-log.ts';
 import { downloadObjects, type EventFiles, loadEventsSql } from './events.ts';
-import { manifests } from './feed.ts';
 import { loadHistory, type ManifestShape, TableHistory, unversionedHistory } from './history.ts';
 import { type Materialized, materializeRule } from './rule.ts';
 
@@ -36,7 +36,7 @@ const shapeIn = (manifest: Manifest, table: TableRef): ManifestShape | undefined
 /** Every table the committed output holds objects for, from the manifests (read once, in commit order). */
 export async function outputTables(source: OutputSource): Promise<Map<string, OutputTable>> {
   const tables = new Map<string, OutputTable>();
-  for await (const manifest of manifests(source.s3, source.bucket, source.prefix, source.sourceId)) {
+  for await (const manifest of ChangeLog.over(source.s3, source).manifests()) {
     for (const object of manifest.objects) {
       const table = { db: object.db, table: object.table };
       const entry = tables.get(tableKey(table)) ?? { table, keys: [] };

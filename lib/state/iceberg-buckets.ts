@@ -6,7 +6,7 @@ import { LeaseLostError } from '../errors.ts';
 import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
 
 /**
- * The buckets of a rewrite in progress (lib/iceberg/rewrite.ts): one item per bucket, leased by
+ * The buckets of a rewrite in progress (lib/iceberg/merge/rewrite.ts): one item per bucket, leased by
  * whichever invocation writes it (as snapshot chunks are), and marked done in the same write that
  * names the bucket's record (its files and their statistics, an S3 object: they grow with the
  * table's width, and an item stops at 400 KB). Items are named by the rewrite's tag, so a later
@@ -15,7 +15,7 @@ import { acquire, fencedUpdate, type Item, release } from './dynamo-item.ts';
 export interface BucketState {
   readonly n: number;
   readonly version: number;
-  /** The object key of the bucket's record (lib/iceberg/rewrite.ts); present once the bucket is done. */
+  /** The object key of the bucket's record (lib/iceberg/merge/rewrite.ts); present once the bucket is done. */
   readonly record?: string;
   readonly lease?: { readonly owner: string; readonly expiresAt: number };
 }

@@ -7,7 +7,7 @@ import { acquire, fencedUpdate, type Item, release, renew } from './dynamo-item.
 import type { Fence, PendingCommit, RecordedError } from './store.ts';
 
 /**
- * The Iceberg merge's ledger for one table (lib/iceberg/merge.ts): where in the change log the
+ * The Iceberg merge's ledger for one table (lib/iceberg/merge/merge.ts): where in the change log the
  * Iceberg table stands and which metadata file is current. One item per table in the state table,
  * so that one conditional write moves both (the merge's commit).
  */
@@ -42,7 +42,7 @@ export interface MergeState {
   /** The last merge of the table that failed, for `sluice status`; cleared by its next commit. */
   readonly error?: RecordedError;
   readonly updatedAt?: number;
-  /** A first load split into buckets, in progress (lib/iceberg/rewrite.ts); the commit that adds them removes it. */
+  /** A first load split into buckets, in progress (lib/iceberg/merge/rewrite.ts); the commit that adds them removes it. */
   readonly rewrite?: RewriteRecord;
   /** Set with `pending`, removed with it: the ledger as it was before that commit, which a rebase on the catalog's maintenance returns to. */
   readonly base?: MergeAdvance;

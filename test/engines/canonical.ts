@@ -1,4 +1,4 @@
-import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
+import type { TableMetadata } from '../../lib/iceberg/files/metadata.ts';
 import { quoted, type TestSource } from '../support/source.ts';
 
 /*

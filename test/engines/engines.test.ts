@@ -136,7 +136,7 @@ beforeAll(async () => {
 }, 1_800_000);
 
 /**
- * A first load split into buckets (lib/iceberg/rewrite.ts), written by the merge and two workers
+ * A first load split into buckets (lib/iceberg/merge/rewrite.ts), written by the merge and two workers
  * in process and committed once: `split/split`, read by every engine like the workload's tables.
  */
 async function prepareSplitLoad() {

@@ -12,7 +12,7 @@ import type { BinlogPosition } from '../../lib/core/position.ts';
 import type { TableRef } from '../../lib/core/table-ref.ts';
 import { stopProcess } from '../../lib/local/process.ts';
 import { silentLog } from '../../lib/log.ts';
-import { eventLines } from '../../lib/materialize/feed.ts';
+import { eventLines } from '../../lib/materialize/change-log.ts';
 import { importState } from '../../lib/ops/state-admin.ts';
 import { sourceStatus } from '../../lib/ops/status.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/avro.ts';
-import { boundLiteral } from '../../lib/iceberg/metrics.ts';
-import { type ObjectStore, s3ObjectStore } from '../../lib/iceberg/store.ts';
-import { type DeleteMode, publish, type Staged, stageChanges, stageCompaction, type TableSpec, type TableVersion } from '../../lib/iceberg/table.ts';
+import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/files/avro.ts';
+import { boundLiteral } from '../../lib/iceberg/files/metrics.ts';
+import { type DeleteMode, publish, type Staged, stageChanges, stageCompaction, type TableSpec, type TableVersion } from '../../lib/iceberg/table/table.ts';
+import { type ObjectStore, s3ObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { readWithDuckDb, readWithIcebird } from '../support/iceberg.ts';
 
 /*

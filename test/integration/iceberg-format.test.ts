@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { s3ObjectStore } from '../../lib/iceberg/store.ts';
 import {
   type DeleteMode,
   loadVersion,
@@ -15,7 +14,8 @@ import {
   stageTruncate,
   type TableSpec,
   type TableVersion,
-} from '../../lib/iceberg/table.ts';
+} from '../../lib/iceberg/table/table.ts';
+import { s3ObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { readWithDuckDb, readWithIcebird } from '../support/iceberg.ts';
 
 /*

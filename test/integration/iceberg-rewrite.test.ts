@@ -1,19 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { crashAt, type FaultPoint } from '../../lib/commit/faults.ts';
 import type { Config } from '../../lib/config/config.ts';
-import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/avro.ts';
-import { runRewriteWorker } from '../../lib/iceberg/rewrite.ts';
-import { icebergLocation } from '../../lib/iceberg/spec.ts';
-import { s3ObjectStore } from '../../lib/iceberg/store.ts';
-import { metadataKey, versionHintKey } from '../../lib/iceberg/table.ts';
+import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/files/avro.ts';
+import { runRewriteWorker } from '../../lib/iceberg/merge/rewrite.ts';
+import { icebergLocation } from '../../lib/iceberg/merge/spec.ts';
+import { metadataKey, versionHintKey } from '../../lib/iceberg/table/table.ts';
 import { silentLog } from '../../lib/log.ts';
+import { s3ObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import type { RewriteBuckets } from '../../lib/state/iceberg-buckets.ts';
 import { committedVersion, icebergRows, icebergRowsAt, inProcessWorkers, merge, mysqlText } from '../support/iceberg-merge.ts';
 import { type TestSource, testSource } from '../support/source.ts';
 
 /*
- * A first load split into buckets (lib/iceberg/rewrite.ts) against the real stack: written over
+ * A first load split into buckets (lib/iceberg/merge/rewrite.ts) against the real stack: written over
  * several merge runs with crashes at every step, and by workers in parallel; each time exactly one
  * snapshot, equal to MariaDB, every data file in the table's folder named by it.
  */

@@ -1,10 +1,10 @@
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { crashAt, InjectedFault } from '../../lib/commit/faults.ts';
-import { catalogs, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog.ts';
-import { runIcebergMerge } from '../../lib/iceberg/merge.ts';
-import { s3ObjectStore } from '../../lib/iceberg/store.ts';
+import { catalogs, fileCatalog, type IcebergCatalog } from '../../lib/iceberg/catalog/port.ts';
+import { runIcebergMerge } from '../../lib/iceberg/merge/merge.ts';
 import { silentLog } from '../../lib/log.ts';
+import { s3ObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { testSource } from '../support/source.ts';
 
 /*

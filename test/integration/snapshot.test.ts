@@ -381,7 +381,7 @@ describe('startup positions', () => {
     for (const startup of [`timestamp:${between.toISOString()}`, `gtid:${gtid.replace(/\s/g, '')}`]) {
       const config = loadConfig({ ...base, SLUICE_SOURCE_ID: `${source.db}_${startup.split(':')[0]}`, SLUICE_STARTUP: startup });
       await source.capture({ config });
-      const { events } = await import('../../lib/materialize/feed.ts').then(async ({ eventLines }) => {
+      const { events } = await import('../../lib/materialize/change-log.ts').then(async ({ eventLines }) => {
         const lines: string[] = [];
         for await (const { line } of eventLines(source.clients.s3, config.bucket, config.prefix, config.sourceId)) lines.push(line);
         return { events: lines.map((l) => JSON.parse(l)) };

@@ -8,7 +8,7 @@ import { inject, vi } from 'vitest';
 import { createClients, initResources } from '../../lib/aws.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import type { Manifest } from '../../lib/format/manifest.ts';
-import { eventLines, manifests } from '../../lib/materialize/feed.ts';
+import { eventLines, manifests } from '../../lib/materialize/change-log.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { sluice } from '../support/cli.ts';
 import { mysqlRows } from '../support/fold.ts';

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { icebergRead } from 'icebird';
-import type { ManifestEntry, ManifestFile } from '../../lib/iceberg/avro.ts';
-import { readAvroFile } from '../../lib/iceberg/avro.ts';
-import { currentSnapshot, type TableMetadata } from '../../lib/iceberg/metadata.ts';
-import type { ObjectStore } from '../../lib/iceberg/store.ts';
+import type { ManifestEntry, ManifestFile } from '../../lib/iceberg/files/avro.ts';
+import { readAvroFile } from '../../lib/iceberg/files/avro.ts';
+import { currentSnapshot, type TableMetadata } from '../../lib/iceberg/files/metadata.ts';
+import type { ObjectStore } from '../../lib/sink/s3/object-store.ts';
 
 /**
  * icebird fetches `s3://bucket/key` as `https://bucket.s3.amazonaws.com/key` with the global fetch.

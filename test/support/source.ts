@@ -8,7 +8,7 @@ import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { formatTableRef, parseTableRef, type TableRef } from '../../lib/core/table-ref.ts';
 import type { Manifest, ManifestTable } from '../../lib/format/manifest.ts';
 import { type Log, type MetricsSink, silentLog } from '../../lib/log.ts';
-import { eventLines, manifests } from '../../lib/materialize/feed.ts';
+import { eventLines, manifests } from '../../lib/materialize/change-log.ts';
 import { stagingRoot } from '../../lib/sink/s3/keys.ts';
 import { listKeys } from '../../lib/sink/s3/objects.ts';
 import { snapshotsToRun } from '../../lib/snapshot/plan.ts';

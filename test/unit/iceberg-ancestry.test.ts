@@ -3,16 +3,16 @@ import { type Table, UpdateTableCommand } from '@aws-sdk/client-glue';
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../lib/errors.ts';
-import { adoptedMetadata, CatalogMaintainedError, descent, maintainedSince } from '../../lib/iceberg/ancestry.ts';
-import { MANIFEST_FILE_SCHEMA, readAvroFile, writeAvroFile } from '../../lib/iceberg/avro.ts';
-import { type GlueLike, glueCatalog } from '../../lib/iceberg/catalog.ts';
-import { parseJson, stringifyJson } from '../../lib/iceberg/json.ts';
-import type { Snapshot, TableMetadata } from '../../lib/iceberg/metadata.ts';
-import { catalogCommit } from '../../lib/iceberg/rest.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
+import { adoptedMetadata, CatalogMaintainedError, descent, maintainedSince } from '../../lib/iceberg/catalog/ancestry.ts';
+import { type GlueLike, glueCatalog } from '../../lib/iceberg/catalog/glue.ts';
+import { catalogCommit } from '../../lib/iceberg/catalog/rest-commit.ts';
+import { MANIFEST_FILE_SCHEMA, readAvroFile, writeAvroFile } from '../../lib/iceberg/files/avro.ts';
+import { parseJson, stringifyJson } from '../../lib/iceberg/files/json.ts';
+import type { Snapshot, TableMetadata } from '../../lib/iceberg/files/metadata.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 
 /*
- * The rule SLUICE_ICEBERG_MAINTENANCE=catalog rests on (lib/iceberg/ancestry.ts): a catalog main
+ * The rule SLUICE_ICEBERG_MAINTENANCE=catalog rests on (lib/iceberg/catalog/ancestry.ts): a catalog main
  * that descends from sluice's snapshot through `replace` snapshots only (compactions) or lost
  * snapshots to expiry is adopted; anything that changes rows is refused. Then the same rule through
  * the Glue catalog (a fake client), and the two things a Java writer's files need: 64-bit ids kept

@@ -2,9 +2,9 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { recordKey } from '../../lib/iceberg/rewrite.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
-import { type BucketFiles, DEFAULT_ROWS_PER_FILE, stageBucket } from '../../lib/iceberg/table.ts';
+import { recordKey } from '../../lib/iceberg/merge/rewrite.ts';
+import { type BucketFiles, DEFAULT_ROWS_PER_FILE, stageBucket } from '../../lib/iceberg/table/table.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { DynamoDbRewriteBuckets } from '../../lib/state/iceberg-buckets.ts';
 
 /*

@@ -1,8 +1,8 @@
 import { AlreadyExistsException, ConcurrentModificationException, EntityNotFoundException, type Table } from '@aws-sdk/client-glue';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../lib/errors.ts';
-import { type GlueLike, glueCatalog, glueTableName } from '../../lib/iceberg/catalog.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
+import { type GlueLike, glueCatalog, glueTableName } from '../../lib/iceberg/catalog/glue.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 
 /*
  * The Glue catalog against a fake Glue (real Glue cannot be reached here): the requests it sends —

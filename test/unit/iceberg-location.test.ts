@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { deletesInBucketOnly, memoryObjectStore } from '../../lib/iceberg/store.ts';
-import { publish, stageChanges, stageCompaction, stageExpiry, type TableSpec } from '../../lib/iceberg/table.ts';
+import { deletesInBucketOnly } from '../../lib/iceberg/merge/fenced-store.ts';
+import { publish, stageChanges, stageCompaction, stageExpiry, type TableSpec } from '../../lib/iceberg/table/table.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { readWithDuckDb } from '../support/iceberg.ts';
 
 /*

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { spec } from '../../lib/iceberg/spec.ts';
+import { spec } from '../../lib/iceberg/merge/spec.ts';
 import { TableHistory } from '../../lib/materialize/history.ts';
 import type { SchemaColumn, SchemaVersion } from '../../lib/schema/version.ts';
 

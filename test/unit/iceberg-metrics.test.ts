@@ -8,9 +8,9 @@ import {
   truncateStringMax,
   truncateStringMin,
   twosComplement,
-} from '../../lib/iceberg/metrics.ts';
-import { Workspace } from '../../lib/iceberg/parquet.ts';
-import type { IcebergField } from '../../lib/iceberg/schema.ts';
+} from '../../lib/iceberg/files/metrics.ts';
+import { Workspace } from '../../lib/iceberg/files/parquet.ts';
+import type { IcebergField } from '../../lib/iceberg/files/schema.ts';
 
 const bytes = (b: Uint8Array | undefined) => (b ? [...b].map((x) => (x > 127 ? x - 256 : x)) : undefined);
 

@@ -2,13 +2,13 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decimalBytes, narrowDecimals } from '../../lib/iceberg/decimal-width.ts';
-import { Workspace } from '../../lib/iceberg/parquet.ts';
-import type { IcebergField, IcebergSchema } from '../../lib/iceberg/schema.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
-import { publish, stageChanges, type TableSpec } from '../../lib/iceberg/table.ts';
-import { decodeStruct, encodeStruct } from '../../lib/iceberg/thrift.ts';
-import { duckTypeOf } from '../../lib/iceberg/types.ts';
+import { decimalBytes, narrowDecimals } from '../../lib/iceberg/files/decimal-width.ts';
+import { Workspace } from '../../lib/iceberg/files/parquet.ts';
+import type { IcebergField, IcebergSchema } from '../../lib/iceberg/files/schema.ts';
+import { decodeStruct, encodeStruct } from '../../lib/iceberg/files/thrift.ts';
+import { duckTypeOf } from '../../lib/iceberg/files/types.ts';
+import { publish, stageChanges, type TableSpec } from '../../lib/iceberg/table/table.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { readWithDuckDb, readWithIcebird, storeFetch } from '../support/iceberg.ts';
 
 /*

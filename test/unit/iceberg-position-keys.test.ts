@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
-import { stageChanges, stageReplace, type TableSpec, type TableVersion } from '../../lib/iceberg/table.ts';
+import { stageChanges, stageReplace, type TableSpec, type TableVersion } from '../../lib/iceberg/table/table.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { readWithDuckDb } from '../support/iceberg.ts';
 
 /*

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { ErrorCode, type SluiceError } from '../../lib/errors.ts';
-import type { Snapshot, TableMetadata } from '../../lib/iceberg/metadata.ts';
-import { catalogCommit, fetchTransport, type RestLocation, type RestTransport, restCatalog } from '../../lib/iceberg/rest.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
+import { type RestLocation, restCatalog } from '../../lib/iceberg/catalog/rest.ts';
+import { catalogCommit } from '../../lib/iceberg/catalog/rest-commit.ts';
+import { fetchTransport, type RestTransport } from '../../lib/iceberg/catalog/rest-transport.ts';
+import type { Snapshot, TableMetadata } from '../../lib/iceberg/files/metadata.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 
 /*
  * The REST catalog client against a fake catalog that keeps tables in memory, checks a commit's

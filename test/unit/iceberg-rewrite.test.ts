@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
-import { bucketCount } from '../../lib/iceberg/rewrite.ts';
+import { bucketCount } from '../../lib/iceberg/merge/rewrite.ts';
 import { TableHistory } from '../../lib/materialize/history.ts';
 import type { SchemaColumn, SchemaVersion } from '../../lib/schema/version.ts';
 
-/* When a first load is split into buckets, and into how many (lib/iceberg/rewrite.ts). */
+/* When a first load is split into buckets, and into how many (lib/iceberg/merge/rewrite.ts). */
 
 const column = (id: number, name: string, type = 'int'): SchemaColumn => ({ id, name, type, kind: type === 'int' ? 'int' : 'string', nullable: true });
 const version = (n: number, columns: SchemaColumn[], key: string[] | null): SchemaVersion => ({

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { evolveSchema, IncompatibleTypeChangeError, parquetName } from '../../lib/iceberg/schema.ts';
-import { canPromote, typeMapping } from '../../lib/iceberg/types.ts';
+import { evolveSchema, IncompatibleTypeChangeError, parquetName } from '../../lib/iceberg/files/schema.ts';
+import { canPromote, typeMapping } from '../../lib/iceberg/files/types.ts';
 
 const column = (name: string, kind: Column['kind'], sqlType: string): Column => ({ name, kind, sqlType });
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/avro.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
-import { stageChanges, stageCompaction, stageReplace, type TableSpec } from '../../lib/iceberg/table.ts';
+import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/files/avro.ts';
+import { stageChanges, stageCompaction, stageReplace, type TableSpec } from '../../lib/iceberg/table/table.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 
 /*
  * What sluice writes against apache/iceberg format/spec.md (format v2) and Java's V2Metadata /

@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Column } from '../../lib/format/types.ts';
-import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/avro.ts';
-import type { TableMetadata } from '../../lib/iceberg/metadata.ts';
-import { memoryObjectStore } from '../../lib/iceberg/store.ts';
+import { type ManifestEntry, type ManifestFile, readAvroFile } from '../../lib/iceberg/files/avro.ts';
+import type { TableMetadata } from '../../lib/iceberg/files/metadata.ts';
 import {
   type DeleteMode,
   deleteUnreferenced,
@@ -17,7 +16,8 @@ import {
   stageTruncate,
   type TableSpec,
   type TableVersion,
-} from '../../lib/iceberg/table.ts';
+} from '../../lib/iceberg/table/table.ts';
+import { memoryObjectStore } from '../../lib/sink/s3/object-store.ts';
 import { readWithDuckDb, readWithIcebird, storeFetch } from '../support/iceberg.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'iceberg-unit-'));

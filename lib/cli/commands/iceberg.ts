@@ -12,9 +12,9 @@ export function icebergCommand(program: Command, cli: Cli): void {
     .option('--tables <list>', 'comma-separated db.table names, backtick-quoted where needed (`a.b`.`c/d`) (default: every captured table)')
     .action(async (options: { tables?: string }) => {
       const [{ runIcebergMerge }, { configuredCatalog }, { s3ObjectStore }, { createLogger }] = await Promise.all([
-        import('../../iceberg/merge.ts'),
-        import('../../iceberg/catalog.ts'),
-        import('../../iceberg/store.ts'),
+        import('../../iceberg/merge/merge.ts'),
+        import('../../iceberg/catalog/catalog.ts'),
+        import('../../sink/s3/object-store.ts'),
         import('../../log.ts'),
       ]);
       const tables = options.tables === undefined ? undefined : parseTableRefs(options.tables, '--tables');

@@ -12,7 +12,7 @@ export function statusCommand(program: Command, cli: Cli): void {
     .action(async (options: { json?: boolean }) => {
       const { snapshotSummaries } = await import('../../snapshot/progress.ts');
       const { sourceStatus } = await import('../../ops/status.ts');
-      const { icebergStatus } = await import('../../iceberg/status.ts');
+      const { icebergStatus } = await import('../../iceberg/merge/status.ts');
       const { config, clients } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);

@@ -1,20 +1,18 @@
-import {
-  CopyObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  NoSuchKey,
-  NotFound,
-  PutObjectCommand,
-  type S3Client,
-} from '@aws-sdk/client-s3';
+import { CopyObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, NoSuchKey, NotFound, type S3Client } from '@aws-sdk/client-s3';
 import { ErrorCode, SluiceError } from '../../errors.ts';
+import { s3ObjectStore } from './object-store.ts';
+
+/*
+ * The sink's objects by client and bucket. Puts and listings go through the object-store port
+ * (object-store.ts); the copy and delete of the commit protocol's renames stay here, with their own
+ * error codes, and so does `getJson`, which reads the body as text (the callers' minimal client
+ * fakes answer only that).
+ */
 
 const copySource = (bucket: string, key: string) => `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
 
 export async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `${JSON.stringify(value, null, 1)}\n`, ContentType: 'application/json' }));
+  await s3ObjectStore(s3, bucket).put(key, `${JSON.stringify(value, null, 1)}\n`, 'application/json');
 }
 
 /** A JSON object, or undefined when the key does not exist. */
@@ -74,22 +72,10 @@ export async function deleteObjects(s3: S3Client, bucket: string, keys: readonly
 }
 
 /** The sub-folders of `prefix`, one level down (names without the prefix or the trailing `/`). */
-export async function listFolders(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
-  const out: string[] = [];
-  let ContinuationToken: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken }));
-    for (const p of page.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(prefix.length, -1));
-    ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (ContinuationToken);
-  return out;
+export function listFolders(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
+  return s3ObjectStore(s3, bucket).listFolders(prefix);
 }
 
 export async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let ContinuationToken: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken }));
-    for (const object of page.Contents ?? []) if (object.Key) yield object.Key;
-    ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (ContinuationToken);
+  yield* s3ObjectStore(s3, bucket).list(prefix);
 }

@@ -5,17 +5,19 @@ import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey
 import { Upload } from '@aws-sdk/lib-storage';
 
 /**
- * The object store the Iceberg layer writes through: keys are relative to one bucket (the store's
- * own, SLUICE_BUCKET), or absolute `s3://bucket/key` locations for objects in another bucket (a
- * table location an Iceberg REST catalog assigned, e.g. S3 Tables' `s3://<id>--table-s3/`), reached
- * through the same client. `uri` turns a key into the absolute location Iceberg metadata must hold.
- * Small enough that an in-memory fake is a few lines (below), so the file-format logic is tested
- * without S3.
+ * The object-store port: every get, put and listing of sluice's bucket goes through it — the S3
+ * sink's JSON objects and listings (lib/sink/s3/objects.ts), the change log's reader
+ * (lib/materialize/change-log.ts) and the Iceberg layer. Keys are relative to one bucket (the
+ * store's own, SLUICE_BUCKET), or absolute `s3://bucket/key` locations for objects in another bucket
+ * (a table location an Iceberg REST catalog assigned, e.g. S3 Tables' `s3://<id>--table-s3/`),
+ * reached through the same client. `uri` turns a key into the absolute location Iceberg metadata
+ * must hold. Small enough that an in-memory fake is a few lines (below), so the file-format logic is
+ * tested without S3.
  */
 export interface ObjectStore {
   /** The object's bytes, or undefined when it does not exist. */
   get(key: string): Promise<Uint8Array | undefined>;
-  put(key: string, body: Uint8Array | string): Promise<void>;
+  put(key: string, body: Uint8Array | string, contentType?: string): Promise<void>;
   /** Streams a local file to `key` (multipart when large). */
   putFile(key: string, path: string): Promise<void>;
   /** Streams `key` to a local file; throws when it does not exist. */
@@ -23,6 +25,8 @@ export interface ObjectStore {
   /** Bytes `start` (inclusive) to `end` (exclusive) of an object that exists (one ranged GET). */
   getRange(key: string, start: number, end: number): Promise<Uint8Array>;
   list(prefix: string): AsyncIterable<string>;
+  /** The sub-folders of `prefix`, one level down (names without the prefix or the trailing `/`). */
+  listFolders(prefix: string): Promise<string[]>;
   delete(keys: readonly string[]): Promise<void>;
   uri(key: string): string;
   /** The key of an absolute location this store wrote (inverse of `uri`). */
@@ -69,8 +73,8 @@ export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
         throw error;
       }
     },
-    async put(key, body) {
-      await s3.send(new PutObjectCommand({ ...at(key), Body: body }));
+    async put(key, body, contentType) {
+      await s3.send(new PutObjectCommand({ ...at(key), Body: body, ...(contentType ? { ContentType: contentType } : {}) }));
     },
     async putFile(key, path) {
       // Upload switches to multipart above its part size; single PUTs have size limits (emulators ~11 MiB).
@@ -97,6 +101,17 @@ export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
         ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (ContinuationToken);
     },
+    async listFolders(prefix) {
+      const { Bucket, Key: Prefix } = at(prefix);
+      const out: string[] = [];
+      let ContinuationToken: string | undefined;
+      do {
+        const page = await s3.send(new ListObjectsV2Command({ Bucket, Prefix, Delimiter: '/', ContinuationToken }));
+        for (const p of page.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(Prefix.length, -1));
+        ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (ContinuationToken);
+      return out;
+    },
     async delete(keys) {
       const byBucket = new Map<string, string[]>();
       for (const key of keys) {
@@ -111,42 +126,6 @@ export function s3ObjectStore(s3: S3Client, bucket: string): ObjectStore {
           const { Errors } = await s3.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }));
           if (Errors?.length) throw new Error(`could not delete ${Errors.length} objects, first: ${Errors[0]?.Key}: ${Errors[0]?.Message}`);
         }
-    },
-  };
-}
-
-/**
- * `store` deleting only in its own bucket: objects under a location a catalog assigned are the
- * catalog's to remove (S3 Tables lets no client delete there; its unreferenced-file removal does),
- * so their keys are passed to `left` instead.
- */
-export function deletesInBucketOnly(store: ObjectStore, left: (keys: readonly string[]) => void): ObjectStore {
-  return {
-    ...store,
-    async delete(keys) {
-      const outside = keys.filter(outsideBucket);
-      if (outside.length) left(outside);
-      const inside = outside.length ? keys.filter((k) => !outsideBucket(k)) : keys;
-      if (inside.length) await store.delete(inside);
-    },
-  };
-}
-
-/** `store` with `check` run before every write: it throws to stop them (a merge that lost its lease). */
-export function fenced(store: ObjectStore, check: () => void): ObjectStore {
-  return {
-    ...store,
-    async put(key, body) {
-      check();
-      await store.put(key, body);
-    },
-    async putFile(key, path) {
-      check();
-      await store.putFile(key, path);
-    },
-    async delete(keys) {
-      check();
-      await store.delete(keys);
     },
   };
 }
@@ -178,6 +157,14 @@ export function memoryObjectStore(bucket = 'memory'): ObjectStore & { objects: M
     },
     async *list(prefix) {
       for (const key of [...objects.keys()].sort()) if (key.startsWith(prefix)) yield key;
+    },
+    async listFolders(prefix) {
+      const folders = new Set<string>();
+      for (const key of [...objects.keys()].sort()) {
+        const slash = key.startsWith(prefix) ? key.indexOf('/', prefix.length) : -1;
+        if (slash >= 0) folders.add(key.slice(prefix.length, slash));
+      }
+      return [...folders];
     },
     async delete(keys) {
       for (const key of keys) objects.delete(key);

@@ -1,12 +1,12 @@
-import { tablePath } from '../core/table-path.ts';
-import type { TableRef } from '../core/table-ref.ts';
-import type { Column } from '../format/types.ts';
-import type { TableHistory } from '../materialize/history.ts';
-import type { TableSpec } from './table.ts';
+import { tablePath } from '../../core/table-path.ts';
+import type { TableRef } from '../../core/table-ref.ts';
+import type { Column } from '../../format/types.ts';
+import type { TableHistory } from '../../materialize/history.ts';
+import type { TableSpec } from '../table/table.ts';
 
 /*
  * Where a source table's Iceberg table lives and what its schema is, as the merge and the rewrite
- * (lib/iceberg/merge.ts, rewrite.ts) both stage it.
+ * (lib/iceberg/merge/merge.ts, rewrite.ts) both stage it.
  */
 
 /** The Iceberg table of a source table: `<prefix>iceberg/<db-seg>/<table-seg>`. */

@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
+import type { ObjectStore } from '../../sink/s3/object-store.ts';
 import type { Workspace } from './parquet.ts';
-import type { ObjectStore } from './store.ts';
 
 /*
  * Reading some columns of a Parquet object without downloading it: the footer and the column

@@ -1,7 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { decompress } from 'fzstd';
-import { AssertionError } from '../errors.ts';
+import { AssertionError } from '../../errors.ts';
 import { decodeStruct, encodeStruct, field, removeField, setField, T, type ThriftList, type ThriftStruct } from './thrift.ts';
 
 /*

@@ -1,4 +1,4 @@
-import type { Column } from '../format/types.ts';
+import type { Column } from '../../format/types.ts';
 
 /**
  * How a sluice column (docs/FORMAT.md value encoding) becomes an Iceberg column. Values reach the

@@ -6,66 +6,20 @@ import {
   CreateTableOptimizerCommand,
   EntityNotFoundException,
   GetTableCommand,
-  GlueClient,
   type Table,
   type TableOptimizerConfiguration,
   type TableOptimizerType,
   UpdateTableCommand,
 } from '@aws-sdk/client-glue';
-import { type Env, sdkSettings } from '../aws.ts';
-import type { Config } from '../config/config.ts';
-import type { TableRef } from '../core/table-ref.ts';
-import { ErrorCode, SluiceError } from '../errors.ts';
-import { CatalogMaintainedError, descent, type Maintained, mainOf, maintainedSince } from './ancestry.ts';
-import { parseJson } from './json.ts';
-import type { TableMetadata } from './metadata.ts';
-import { fetchTransport, type RestAuth, restCatalog } from './rest.ts';
-import type { ObjectStore } from './store.ts';
-import { publish, versionOf } from './table.ts';
+import type { TableRef } from '../../core/table-ref.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
+import type { ObjectStore } from '../../sink/s3/object-store.ts';
+import { parseJson } from '../files/json.ts';
+import type { TableMetadata } from '../files/metadata.ts';
+import { CatalogMaintainedError, descent, mainOf, maintainedSince } from './ancestry.ts';
+import type { IcebergCatalog } from './port.ts';
 
-/**
- * Where readers find a table's current metadata file. The file catalog (`version-hint.text` next to
- * the metadata) is always written; the Glue Data Catalog is added when configured. Publishing is
- * idempotent: the merge's roll-forward may publish the same version again.
- */
-export interface IcebergCatalog {
-  publish(table: TableRef, version: { readonly metadataKey: string; readonly previousMetadataKey?: string }): Promise<void>;
-  /**
-   * A catalog that assigns table locations (SLUICE_ICEBERG_REST_LOCATION=catalog): makes sure it has
-   * the table and returns the absolute `s3://` location it placed it at, where the table's files
-   * go. Asked only before a table's first merge stages anything; absent when sluice picks the location.
-   */
-  locate?(table: TableRef): Promise<string>;
-  /**
-   * The catalog's table when others' maintenance alone moved it past sluice's committed version
-   * (`replace` snapshots on sluice's newest, expired snapshots; lib/iceberg/ancestry.ts); undefined
-   * when it has sluice's version or is behind it (the publish sends the rest). Throws
-   * ICEBERG_CATALOG_CONFLICT when another writer changed rows. Absent: a catalog only sluice writes.
-   */
-  maintained?(table: TableRef, version: { readonly metadataKey: string }): Promise<Maintained | undefined>;
-}
-
-/** `version-hint.text` for file-catalog readers (DuckDB, icebird, Spark's Hadoop catalog). */
-export function fileCatalog(store: ObjectStore): IcebergCatalog {
-  return {
-    async publish(_table, version) {
-      await publish(store, { metadataKey: version.metadataKey, version: versionOf(version.metadataKey) });
-    },
-  };
-}
-
-/** Publishes to every catalog in order (the file catalog first); the one that others may maintain answers `maintained`. */
-export function catalogs(...all: IcebergCatalog[]): IcebergCatalog {
-  const locating = all.find((c) => c.locate);
-  const maintaining = all.find((c) => c.maintained);
-  return {
-    async publish(table, version) {
-      for (const catalog of all) await catalog.publish(table, version);
-    },
-    ...(locating?.locate ? { locate: locating.locate.bind(locating) } : {}),
-    ...(maintaining?.maintained ? { maintained: maintaining.maintained.bind(maintaining) } : {}),
-  };
-}
+/* The Glue Data Catalog: a table per source table, its metadata location swapped with optimistic locking, optimizers on request. */
 
 /** What sluice calls on Glue (the SDK's GlueClient, or a fake in tests). */
 export interface GlueLike {
@@ -246,39 +200,4 @@ async function readMetadata(store: ObjectStore, uri: string): Promise<TableMetad
   }
   const body = await store.get(key);
   return body ? parseJson<TableMetadata>(new TextDecoder().decode(body)) : undefined;
-}
-
-/**
- * The catalogs configuration asks for: the file catalog always, then Glue (`SLUICE_GLUE_DATABASE`,
- * its client from AWS_ENDPOINT_URL_GLUE / AWS_ENDPOINT_URL) or an Iceberg REST catalog
- * (`SLUICE_ICEBERG_CATALOG=rest`, SigV4 credentials and region from the same AWS configuration as
- * the other clients).
- */
-export function configuredCatalog(config: Config, store: ObjectStore, env: Env = process.env): IcebergCatalog & { destroy(): void } {
-  const chosen = config.iceberg.catalog;
-  if (chosen.kind === 'file') return { ...fileCatalog(store), destroy() {} };
-  if (chosen.kind === 'glue') {
-    const glue = new GlueClient({ ...sdkSettings(env, 'GLUE'), maxAttempts: 5 });
-    const { retentionMs, keepSnapshots } = config.iceberg;
-    const optimizers = chosen.optimizerRoleArn ? { roleArn: chosen.optimizerRoleArn, retentionHours: retentionMs / 3_600_000, keepSnapshots } : undefined;
-    return { ...catalogs(fileCatalog(store), glueCatalog(glue, chosen.database, store, optimizers)), destroy: () => glue.destroy() };
-  }
-  const { auth, destroy } = restAuth(chosen.auth, env);
-  const namespace = chosen.namespace;
-  const rest = restCatalog(fetchTransport(chosen.uri, auth), store, {
-    ...(chosen.warehouse ? { warehouse: chosen.warehouse } : {}),
-    location: chosen.location,
-    nameOf: (table) => (namespace ? { namespace, name: glueTableName(table) } : { namespace: [table.db], name: table.table }),
-  });
-  return { ...catalogs(fileCatalog(store), rest), destroy };
-}
-
-type RestAuthConfig = Extract<Config['iceberg']['catalog'], { kind: 'rest' }>['auth'];
-
-/** The REST catalog's authentication; SigV4's credentials and region come from the SDK's own chains (env, profile, the Lambda role). */
-function restAuth(auth: RestAuthConfig, env: Env): { auth: RestAuth; destroy(): void } {
-  if (auth.kind !== 'sigv4') return { auth, destroy() {} };
-  const aws = new GlueClient(sdkSettings(env, 'GLUE'));
-  const region = auth.region ?? (() => aws.config.region());
-  return { auth: { kind: 'sigv4', signingName: auth.signingName, region, credentials: () => aws.config.credentials() }, destroy: () => aws.destroy() };
 }

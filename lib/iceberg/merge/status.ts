@@ -1,13 +1,13 @@
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { Config } from '../config/config.ts';
-import type { BinlogPosition } from '../core/position.ts';
-import { unsegment } from '../core/table-path.ts';
-import { formatTableRef, type TableRef } from '../core/table-ref.ts';
-import { listFolders } from '../sink/s3/objects.ts';
-import type { MergeStore } from '../state/iceberg-store.ts';
-import { jobCovers, type SnapshotStore } from '../state/snapshot-store.ts';
-import type { RecordedError } from '../state/store.ts';
-import { currentSnapshot, type TableMetadata } from './metadata.ts';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { Config } from '../../config/config.ts';
+import type { BinlogPosition } from '../../core/position.ts';
+import { formatTableRef } from '../../core/table-ref.ts';
+import { ChangeLog } from '../../materialize/change-log.ts';
+import { s3ObjectStore } from '../../sink/s3/object-store.ts';
+import type { MergeStore } from '../../state/iceberg-store.ts';
+import { jobCovers, type SnapshotStore } from '../../state/snapshot-store.ts';
+import type { RecordedError } from '../../state/store.ts';
+import { currentSnapshot, type TableMetadata } from '../files/metadata.ts';
 
 /** One table's Iceberg merge as `sluice status` shows it. */
 export interface IcebergTableStatus {
@@ -38,25 +38,9 @@ interface Deps {
   readonly snapshots: SnapshotStore;
 }
 
-/** Every table the schema history knows (`schema/<source>/<db-seg>/<table-seg>/`): the tables the merge keeps. */
-export async function capturedTables(s3: S3Client, config: Pick<Config, 'bucket' | 'prefix' | 'sourceId'>): Promise<TableRef[]> {
-  const root = `${config.prefix}schema/${config.sourceId}/`;
-  const tables: TableRef[] = [];
-  for (const db of await listFolders(s3, config.bucket, root)) {
-    if (db.startsWith('@')) continue;
-    for (const table of await listFolders(s3, config.bucket, `${root}${db}/`)) tables.push({ db: unsegment(db), table: unsegment(table) });
-  }
-  return tables;
-}
-
 async function readMetadata(s3: S3Client, bucket: string, key: string): Promise<TableMetadata | undefined> {
-  try {
-    const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    return JSON.parse(await (object.Body as { transformToString(): Promise<string> }).transformToString()) as TableMetadata;
-  } catch (error) {
-    if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
-    throw error;
-  }
+  const body = await s3ObjectStore(s3, bucket).get(key);
+  return body === undefined ? undefined : (JSON.parse(new TextDecoder().decode(body)) as TableMetadata);
 }
 
 /**
@@ -68,7 +52,7 @@ export async function icebergStatus(deps: Deps, sourceCommitSeq: number, now = D
   const { config } = deps;
   const active = await deps.snapshots.activeJobs(config.sourceId);
   const out: IcebergTableStatus[] = [];
-  for (const table of await capturedTables(deps.s3, config)) {
+  for (const table of await ChangeLog.over(deps.s3, config).tables()) {
     const state = await deps.merges.get(config.sourceId, table);
     if (!state) continue;
     const job = active.find((j) => jobCovers(j, table));

@@ -1,4 +1,4 @@
-import { AssertionError } from '../errors.ts';
+import { AssertionError } from '../../errors.ts';
 
 /*
  * Thrift's compact protocol, generically: a struct decodes to its fields in wire order (id, type,

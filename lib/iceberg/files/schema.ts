@@ -1,5 +1,5 @@
-import { AssertionError, ErrorCode, SluiceError } from '../errors.ts';
-import type { Column } from '../format/types.ts';
+import { AssertionError, ErrorCode, SluiceError } from '../../errors.ts';
+import type { Column } from '../../format/types.ts';
 import { canPromote, type TypeMapping, typeMapping } from './types.ts';
 
 /** An Iceberg schema field (top level only: sluice columns are primitives). */

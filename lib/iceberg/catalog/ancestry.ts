@@ -1,6 +1,6 @@
-import { ErrorCode, SluiceError } from '../errors.ts';
-import { METADATA_LOG_SIZE, type TableMetadata } from './metadata.ts';
-import type { IcebergSchema } from './schema.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
+import { METADATA_LOG_SIZE, type TableMetadata } from '../files/metadata.ts';
+import type { IcebergSchema } from '../files/schema.ts';
 
 /*
  * How a catalog's table relates to the metadata sluice committed, when others may maintain it
