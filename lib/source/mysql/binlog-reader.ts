@@ -20,6 +20,7 @@ import { profiling, timed } from '../../profile.ts';
 import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
+import { registerDecoders } from './binlog/decoders.ts';
 import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
@@ -373,6 +374,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       bigNumberStrings: true,
       jsonStrings: true,
     });
+    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
+    registerDecoders(this.zongji);
     // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
     // TableMap, so rows of filtered tables are never decoded.
     // Remembered per table: it is asked at every TABLE_MAP, and a single-row transaction has one.
