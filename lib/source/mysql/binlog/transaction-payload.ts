@@ -98,3 +98,7 @@ export class TransactionPayload {
     return 'transactionpayload';
   }
 }
+
+// zongji names an event by its class's name, which a bundler may change (esbuild makes this one
+// TransactionPayload2 beside zongji's own class): the name is set, not inferred.
+Object.defineProperty(TransactionPayload, 'name', { value: 'TransactionPayload' });
