@@ -1,6 +1,6 @@
 import type ZongJi from '@vlasky/zongji';
 import { MysqlType } from '../../../core/mysql-types.ts';
-import { readJsonColumn } from './json.ts';
+import { readStoredBytes } from './stored-bytes.ts';
 import { TRANSACTION_PAYLOAD_EVENT, TransactionPayload } from './transaction-payload.ts';
 
 /**
@@ -10,8 +10,10 @@ import { TRANSACTION_PAYLOAD_EVENT, TransactionPayload } from './transaction-pay
  * values. Every stream that decodes as sluice does registers them, the reader's and the tests' alike.
  * - TRANSACTION_PAYLOAD: the compressed transaction's events, for zongji to deliver (transaction-payload.ts).
  * - JSON values: their bytes, which the reader prints as MySQL does and applies partial updates to (json.ts).
+ * - VECTOR values (MySQL 9): their bytes, the stored float32s.
  */
 export function registerDecoders(zongji: Pick<ZongJi, 'setEventParser' | 'setColumnReader'>): void {
   zongji.setEventParser(TRANSACTION_PAYLOAD_EVENT, TransactionPayload);
-  zongji.setColumnReader(MysqlType.JSON, readJsonColumn);
+  zongji.setColumnReader(MysqlType.JSON, readStoredBytes);
+  zongji.setColumnReader(MysqlType.VECTOR, readStoredBytes);
 }

@@ -1,4 +1,3 @@
-import type { PacketParser } from '@vlasky/zongji';
 import { MysqlType } from '../../../core/mysql-types.ts';
 import { decimalText } from '../../../format/binlog-columns.ts';
 
@@ -362,11 +361,6 @@ export function partialJsonValue(before: unknown, diffBytes: Buffer): string | {
   if (!Buffer.isBuffer(before) || before.length === 0)
     return { jsonDiff: diffs.map(({ operation, path, value }) => ({ operation, path, value: value && jsonTreeToText(value) })) };
   return jsonTreeToText(applyJsonDiffs(decodeJsonTree(before), diffs));
-}
-
-/** A JSON column's value in a row image as the server logs it: its length (`length_size` bytes), then the bytes; handed over as they are. */
-export function readJsonColumn(parser: PacketParser, column: { readonly metadata: Record<string, unknown> }): Buffer {
-  return parser.parseBuffer(parser.parseUnsignedNumber(column.metadata.length_size as number));
 }
 
 /**
