@@ -399,8 +399,6 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       }
       return !accept;
     };
-    // zongji reports events it cannot decode as a stream error; the guard stops on them with the position and the fix.
-    (this.zongji as unknown as { _warnUnsupportedEvent: () => void })._warnUnsupportedEvent = () => undefined;
     this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
     this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
     const serverId = options.serverId ?? randomServerId();
