@@ -1,44 +1,8 @@
+import { MysqlType } from '../core/mysql-types.ts';
 import type { Column, ColumnKind, LogicalType } from './types.ts';
 
-/** MySQL protocol type codes as they appear in binlog TABLE_MAP events. */
-const T = {
-  DECIMAL: 0,
-  TINY: 1,
-  SHORT: 2,
-  LONG: 3,
-  FLOAT: 4,
-  DOUBLE: 5,
-  TIMESTAMP: 7,
-  LONGLONG: 8,
-  INT24: 9,
-  DATE: 10,
-  TIME: 11,
-  DATETIME: 12,
-  YEAR: 13,
-  NEWDATE: 14,
-  VARCHAR: 15,
-  BIT: 16,
-  TIMESTAMP2: 17,
-  DATETIME2: 18,
-  TIME2: 19,
-  /** MariaDB TEXT/BLOB … COMPRESSED. */
-  BLOB_COMPRESSED: 140,
-  /** MariaDB VARCHAR/VARBINARY … COMPRESSED. */
-  VARCHAR_COMPRESSED: 141,
-  /** MySQL 9 VECTOR(n): n float32s, little-endian; zongji hands over the bytes. */
-  VECTOR: 242,
-  JSON: 245,
-  NEWDECIMAL: 246,
-  ENUM: 247,
-  SET: 248,
-  TINY_BLOB: 249,
-  MEDIUM_BLOB: 250,
-  LONG_BLOB: 251,
-  BLOB: 252,
-  VAR_STRING: 253,
-  STRING: 254,
-  GEOMETRY: 255,
-} as const;
+/** The binlog TABLE_MAP's type codes. */
+const T = MysqlType;
 
 /** A column as zongji describes it in `tableMap[id].columns`. */
 export interface ZongjiColumn {

@@ -1,3 +1,4 @@
+import { MysqlType } from '../core/mysql-types.ts';
 import type { ColumnKind } from '../format/types.ts';
 import { collationInfo, defaultCollation, maxBytesPerChar } from './charsets.ts';
 
@@ -224,43 +225,8 @@ export function informationSchemaType(row: InformationSchemaColumn): TypeDescrip
 // ---------------------------------------------------------------------------------------------
 // binlog TABLE_MAP (zongji)
 
-/** MySQL protocol type codes of TABLE_MAP events. */
-const T = {
-  DECIMAL: 0,
-  TINY: 1,
-  SHORT: 2,
-  LONG: 3,
-  FLOAT: 4,
-  DOUBLE: 5,
-  TIMESTAMP: 7,
-  LONGLONG: 8,
-  INT24: 9,
-  DATE: 10,
-  TIME: 11,
-  DATETIME: 12,
-  YEAR: 13,
-  NEWDATE: 14,
-  VARCHAR: 15,
-  BIT: 16,
-  TIMESTAMP2: 17,
-  DATETIME2: 18,
-  TIME2: 19,
-  /** MariaDB's BLOB/TEXT … COMPRESSED and VARCHAR/VARBINARY … COMPRESSED (mysql_com.h: 140 and 141). */
-  BLOB_COMPRESSED: 140,
-  VARCHAR_COMPRESSED: 141,
-  VECTOR: 242,
-  JSON: 245,
-  NEWDECIMAL: 246,
-  ENUM: 247,
-  SET: 248,
-  TINY_BLOB: 249,
-  MEDIUM_BLOB: 250,
-  LONG_BLOB: 251,
-  BLOB: 252,
-  VAR_STRING: 253,
-  STRING: 254,
-  GEOMETRY: 255,
-} as const;
+/** The TABLE_MAP's type codes. */
+const T = MysqlType;
 
 const GEOMETRY_NAMES = ['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geomcollection'];
 const LOB_BY_LENGTH_SIZE = ['', 'tinyblob', 'blob', 'mediumblob', 'longblob'];

@@ -9,6 +9,7 @@ import { createClients, initResources } from '../../lib/aws.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import type { Manifest } from '../../lib/format/manifest.ts';
 import { eventLines, manifests } from '../../lib/materialize/change-log.ts';
+import { registerDecoders } from '../../lib/source/mysql/binlog/decoders.ts';
 import { mysqlTarget } from '../../lib/source/mysql/target.ts';
 import { sluice } from '../support/cli.ts';
 import { mysqlRows } from '../support/fold.ts';
@@ -97,6 +98,7 @@ export async function streamWithZongji(
   until?: (events: Delivered[]) => boolean,
 ): Promise<{ events: Delivered[]; errors: Error[] }> {
   const zongji = new ZongJi({ host: '127.0.0.1', port: server.port, user: 'replay', password: 'any' });
+  registerDecoders(zongji);
   const events: Delivered[] = [];
   const errors: Error[] = [];
   const last = server.facts.files[server.facts.files.length - 1];

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import ZongJi from '@vlasky/zongji';
+import { registerDecoders } from '../../lib/source/mysql/binlog/decoders.ts';
 import { type EventHeader, eventHeader } from '../../lib/source/mysql/binlog-dump.ts';
 // zongji's package exports only its entry; the test drives its packet layer directly.
 // @ts-expect-error: a file of zongji's, without types
@@ -75,6 +76,7 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
     options: {},
   });
   zongji._filters({ includeEvents: options.includeEvents });
+  registerDecoders(zongji);
   zongji.on('error', (error: Error) => errors.push(error));
   const pending: Promise<void>[] = [];
   let resumed: () => void = () => undefined;

@@ -1,5 +1,6 @@
 import ZongJi from '@vlasky/zongji';
 import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
+import { MysqlType } from '../../core/mysql-types.ts';
 import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
 import {
@@ -20,6 +21,8 @@ import { profiling, timed } from '../../profile.ts';
 import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
+import { registerDecoders } from './binlog/decoders.ts';
+import { applyPartialJson, jsonText } from './binlog/json.ts';
 import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
@@ -232,6 +235,8 @@ interface TableState {
   byServer: string[];
   /** Columns zongji must store under another property than their name (see `rowProperty`), by index. */
   renamed: number[];
+  /** MySQL JSON columns (by property): a partial update's after image may hold their diffs (binlog/json.ts). */
+  json: string[];
 }
 
 function sameFacts(a: unknown[], b: unknown[]): boolean {
@@ -373,6 +378,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       bigNumberStrings: true,
       jsonStrings: true,
     });
+    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
+    registerDecoders(this.zongji);
     // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
     // TableMap, so rows of filtered tables are never decoded.
     // Remembered per table: it is asked at every TABLE_MAP, and a single-row transaction has one.
@@ -392,8 +399,6 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       }
       return !accept;
     };
-    // zongji reports events it cannot decode as a stream error; the guard stops on them with the position and the fix.
-    (this.zongji as unknown as { _warnUnsupportedEvent: () => void })._warnUnsupportedEvent = () => undefined;
     this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
     this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
     const serverId = options.serverId ?? randomServerId();
@@ -527,9 +532,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           kept.map((i) => columns[i] as ZongjiColumn),
         );
       // Read before applyRaw below rewrites zongji's descriptors.
-      table = { facts, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [], renamed: [] };
+      table = { facts, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [], renamed: [], json: [] };
       for (const [i, c] of columns.entries()) {
         if (rowProperty(c.name) !== c.name) table.renamed.push(i);
+        // zongji hands over MySQL's binary JSON as its bytes (binlog/decoders.ts), printed here as MySQL prints it.
+        if (c.type === MysqlType.JSON) table.json.push(rowProperty(c.name));
         const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
         if (!raw) continue;
         table.raw.push([i, raw]);
@@ -843,7 +850,17 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       case 'UpdateRows':
       case 'DeleteRows': {
         if (this.skipping) return;
-        const { shape, map, decode, byServer } = this.tableOf(ev);
+        const { shape, map, decode, byServer, json } = this.tableOf(ev);
+        if (json.length) {
+          // A partial JSON update's diffs become the documents after them, from the before images' documents.
+          if (type === 'UpdateRows')
+            for (const row of ev.rows) {
+              applyPartialJson(row.before, row.after, json);
+              jsonText(row.before, json);
+              jsonText(row.after, json);
+            }
+          else for (const row of ev.rows) jsonText(row, json);
+        }
         if (decode) {
           if (type === 'UpdateRows')
             for (const row of ev.rows) {

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { MysqlType } from '../../core/mysql-types.ts';
 import { type EncodedShape, rowProperty } from '../../format/event.ts';
 import { float32Text, numberText } from '../../format/types.ts';
 
@@ -39,35 +40,8 @@ export interface RowPacket {
   readonly end: number;
 }
 
-// Column types of the protocol (mysql2/lib/constants/types.js).
-const T = {
-  DECIMAL: 0x00,
-  TINY: 0x01,
-  SHORT: 0x02,
-  LONG: 0x03,
-  FLOAT: 0x04,
-  DOUBLE: 0x05,
-  TIMESTAMP: 0x07,
-  LONGLONG: 0x08,
-  INT24: 0x09,
-  DATE: 0x0a,
-  TIME: 0x0b,
-  DATETIME: 0x0c,
-  YEAR: 0x0d,
-  NEWDATE: 0x0e,
-  VARCHAR: 0x0f,
-  BIT: 0x10,
-  JSON: 0xf5,
-  NEWDECIMAL: 0xf6,
-  ENUM: 0xf7,
-  SET: 0xf8,
-  TINY_BLOB: 0xf9,
-  MEDIUM_BLOB: 0xfa,
-  LONG_BLOB: 0xfb,
-  BLOB: 0xfc,
-  VAR_STRING: 0xfd,
-  STRING: 0xfe,
-} as const;
+// Column types of the protocol (mysql2/lib/constants/types.js): the same codes as the binlog's.
+const T = MysqlType;
 const UNSIGNED = 32;
 const BINARY_CHARSET = 63;
 const BYTE_STRINGS = new Set<number>([T.VARCHAR, T.ENUM, T.SET, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB, T.VAR_STRING, T.STRING]);
