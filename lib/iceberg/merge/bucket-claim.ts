@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { Lease } from '../../commit/lease.ts';
 import type { Config } from '../../config/config.ts';
-import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
-import type { Log } from '../../log.ts';
+import type { TableRef } from '../../core/table-ref.ts';
 import type { ObjectStore } from '../../sink/s3/object-store.ts';
 import type { BucketState, RewriteBuckets } from '../../state/iceberg-buckets.ts';
 
@@ -11,14 +11,13 @@ import type { BucketState, RewriteBuckets } from '../../state/iceberg-buckets.ts
 interface ClaimDeps {
   readonly config: Config;
   readonly buckets: RewriteBuckets;
-  readonly log: Log;
   readonly clock?: () => number;
 }
 
 /**
- * One writer's claim on a bucket while it writes it: renewed on a timer and, conditionally, before
- * every object it puts (through `store`), so a writer whose claim was lost puts nothing more; it
- * remembers what it put, so the attempt can be discarded.
+ * One writer's claim on a bucket while it writes it: its lease (lib/commit/lease.ts, renewed by its
+ * heartbeat) is also renewed, conditionally, before every object it puts (through `store`), so a
+ * writer whose claim was lost puts nothing more; it remembers what it put, so the attempt can be discarded.
  */
 export class BucketClaim {
   /** This attempt's part of the bucket's file names (the claim's own: nobody else writes under it). */
@@ -26,18 +25,16 @@ export class BucketClaim {
   readonly attempt = randomBytes(8).toString('hex');
   readonly store: ObjectStore;
   private readonly put: string[] = [];
-  private readonly renewal: ReturnType<typeof setInterval>;
 
   constructor(
     private readonly deps: ClaimDeps,
     private readonly table: TableRef,
     private readonly tag: string,
-    private readonly claimed: BucketState,
-    private readonly owner: string,
+    private readonly lease: Lease<BucketState>,
     private readonly inner: ObjectStore,
   ) {
     const guarded = async (key: string, write: () => Promise<void>) => {
-      await this.renew();
+      await lease.renew();
       this.put.push(key);
       await write();
     };
@@ -46,26 +43,17 @@ export class BucketClaim {
       put: (key, body) => guarded(key, () => inner.put(key, body)),
       putFile: (key, path) => guarded(key, () => inner.putFile(key, path)),
     };
-    this.renewal = setInterval(() => {
-      this.renew().catch((error: Error) => deps.log.warn('could not renew a rewrite bucket lease', { table: formatTableRef(table), bucket: claimed.n, error }));
-    }, deps.config.iceberg.leaseMs / 4);
-    this.renewal.unref();
-  }
-
-  private renew(): Promise<void> {
-    const now = (this.deps.clock ?? Date.now)();
-    return this.deps.buckets.renew(this.deps.config.sourceId, this.table, this.tag, this.claimed, this.owner, now + this.deps.config.iceberg.leaseMs, now);
   }
 
   /** Marks the bucket done with its record, fenced by the claim. */
   record(key: string): Promise<void> {
     const now = (this.deps.clock ?? Date.now)();
-    return this.deps.buckets.record(this.deps.config.sourceId, this.table, this.tag, this.claimed, this.owner, key, now);
+    return this.deps.buckets.record(this.deps.config.sourceId, this.table, this.tag, this.lease.held, this.lease.owner, key, now);
   }
 
   /** Deletes what this attempt put, unless its record was written after all (a record whose answer was lost) or the bucket is gone. */
   async discard(): Promise<number> {
-    const bucket = await this.deps.buckets.get(this.deps.config.sourceId, this.table, this.tag, this.claimed.n);
+    const bucket = await this.deps.buckets.get(this.deps.config.sourceId, this.table, this.tag, this.lease.held.n);
     if (bucket?.record && this.put.includes(bucket.record)) return 0;
     // No item: the rewrite may have committed with this attempt's record (its answer lost) and been
     // cleared since, so these files may be the table's: an orphan at worst is left, never a hole.
@@ -74,8 +62,7 @@ export class BucketClaim {
     return this.put.length;
   }
 
-  async close(): Promise<void> {
-    clearInterval(this.renewal);
-    await this.deps.buckets.release(this.deps.config.sourceId, this.table, this.tag, this.claimed.n, this.owner);
+  close(): Promise<void> {
+    return this.lease.release();
   }
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { type Faults, noFaults } from '../../commit/faults.ts';
+import { acquireLease, bucketLease } from '../../commit/lease.ts';
 import type { Config } from '../../config/config.ts';
 import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
 import { AssertionError, LeaseLostError } from '../../errors.ts';
@@ -17,7 +18,7 @@ import { materializeRule } from '../../materialize/rule.ts';
 import { tableHistory } from '../../materialize/table.ts';
 import { type ObjectStore, s3ObjectStore } from '../../sink/s3/object-store.ts';
 import { listKeys } from '../../sink/s3/objects.ts';
-import type { BucketState, RewriteBuckets } from '../../state/iceberg-buckets.ts';
+import type { RewriteBuckets } from '../../state/iceberg-buckets.ts';
 import type { MergeStore, RewriteRecord } from '../../state/iceberg-store.ts';
 import { type BucketFiles, loadVersion, stageBucket } from '../table/table.ts';
 import { BucketClaim } from './bucket-claim.ts';
@@ -183,20 +184,23 @@ export async function writeBuckets(
       open++;
       continue;
     }
-    let claimed: BucketState;
-    try {
-      claimed = await buckets.claim(config.sourceId, table, rewrite.tag, n, owner, clock() + config.iceberg.leaseMs, clock());
-    } catch (error) {
-      if (!(error instanceof LeaseLostError)) throw error;
+    const lease = await acquireLease(bucketLease(buckets, config.sourceId, table, rewrite.tag, n), {
+      owner,
+      clock,
+      leaseMs: config.iceberg.leaseMs,
+      heartbeat: { log, warning: 'could not renew a rewrite bucket lease', fields: { table: formatTableRef(table), bucket: n } },
+    });
+    if ('busy' in lease) {
       if (!(await done(n))) open++; // another writer has it (or recorded it meanwhile)
       continue;
     }
     // Read after the claim: a commit before it would show here, one after it needs this bucket done.
     if ((await deps.merges.get(config.sourceId, table))?.rewrite?.tag !== rewrite.tag) {
-      await buckets.abandon(config.sourceId, table, rewrite.tag, claimed, owner);
+      lease.stop();
+      await buckets.abandon(config.sourceId, table, rewrite.tag, lease.held, owner);
       throw new LeaseLostError(`the Iceberg rewrite ${rewrite.tag} of ${formatTableRef(table)} is no longer in progress; this writer stops`);
     }
-    const claim = new BucketClaim(deps, table, rewrite.tag, claimed, owner, store);
+    const claim = new BucketClaim(deps, table, rewrite.tag, lease, store);
     try {
       const record = await writeBucket(deps, claim.store, table, rewrite, plan, n, claim.attempt);
       await (deps.faults ?? noFaults).hit('bucket-staged');

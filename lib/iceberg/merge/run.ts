@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { noFaults } from '../../commit/faults.ts';
+import type { Lease } from '../../commit/lease.ts';
 import type { CommitContext } from '../../commit/protocol.ts';
 import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
-import { LeaseLostError } from '../../errors.ts';
 import { ChangeLog } from '../../materialize/change-log.ts';
 import { pad } from '../../sink/s3/keys.ts';
 import { type ObjectStore, s3ObjectStore } from '../../sink/s3/object-store.ts';
@@ -25,8 +25,8 @@ export class MergeRun {
   readonly ctx: CommitContext;
   /** This run's part of the names of the files it stages: a run that lost its lease never writes a key another run's commit names. */
   readonly attempt = randomBytes(4).toString('hex');
-  /** The table being merged and until when (this run's clock) its lease surely holds: past that, nothing is written. */
-  lease: { table: TableRef; writableUntil: number } | undefined;
+  /** The table being merged and its lease: once the lease may have run out, nothing is written. */
+  lease: { table: TableRef; lease: Lease<MergeState> } | undefined;
 
   constructor(
     readonly deps: MergeDeps,
@@ -95,9 +95,9 @@ export class MergeRun {
    * last quarter of the lease is kept clear for writes in flight.
    */
   checkLease(): void {
-    if (this.lease && this.clock() >= this.lease.writableUntil)
-      throw new LeaseLostError(
-        `the Iceberg merge of ${formatTableRef(this.lease.table)} could not renew its lease in time; it stops before writing more (the next run redoes it)`,
-      );
+    if (!this.lease) return;
+    this.lease.lease.check(
+      `the Iceberg merge of ${formatTableRef(this.lease.table)} could not renew its lease in time; it stops before writing more (the next run redoes it)`,
+    );
   }
 }

@@ -1,11 +1,12 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { acquireLease, mergeLease } from '../../commit/lease.ts';
 import { mergeLedger } from '../../commit/ledgers.ts';
 import { advance as moveLedger } from '../../commit/protocol.ts';
 import { compareEpochPositions } from '../../core/position.ts';
 import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
-import { ErrorCode, LeaseLostError, SluiceError } from '../../errors.ts';
+import { ErrorCode, SluiceError } from '../../errors.ts';
 import { downloadObjects, type EventFiles, loadEventsSql } from '../../materialize/events.ts';
 import { tableHistory } from '../../materialize/table.ts';
 import type { MergeAdvance, MergeState } from '../../state/iceberg-store.ts';
@@ -25,32 +26,22 @@ import { type Cut, MAINTAINED_ROUNDS, type TableMergeResult } from './types.ts';
 /** Steps 0–3 for one table. */
 export async function mergeTable(run: MergeRun, table: TableRef, cut: Cut): Promise<TableMergeResult> {
   const { config, merges, log } = run.deps;
-  let state: MergeState;
-  const waitUntil = Date.now() + (run.options.waitForLeaseMs ?? 0);
-  for (;;) {
-    const now = run.clock();
-    try {
-      state = await merges.acquire(config.sourceId, table, run.owner, now + config.iceberg.leaseMs, now);
-      run.lease = { table, writableUntil: now + (config.iceberg.leaseMs * 3) / 4 };
-      break;
-    } catch (error) {
-      if (!(error instanceof LeaseLostError)) throw error;
-      if (Date.now() >= waitUntil) return { table, status: 'busy', reason: error.message };
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
-  }
-  // Renewed while the merge works, without bumping the version: a killed run blocks the table for one lease at most.
-  const renewal = setInterval(() => {
-    const now = run.clock();
-    merges.renew(config.sourceId, table, run.owner, now + config.iceberg.leaseMs, now).then(
-      () => {
-        if (run.lease?.table === table) run.lease.writableUntil = now + (config.iceberg.leaseMs * 3) / 4;
-      },
-      (error: Error) =>
-        log.warn('could not renew the Iceberg merge lease; the merge stops writing once it may have run out', { table: formatTableRef(table), error }),
-    );
-  }, config.iceberg.leaseMs / 4);
-  renewal.unref();
+  const lease = await acquireLease(mergeLease(merges, config.sourceId, table), {
+    owner: run.owner,
+    clock: run.clock,
+    leaseMs: config.iceberg.leaseMs,
+    waitMs: run.options.waitForLeaseMs,
+    waitClock: Date.now,
+    // Renewed while the merge works, without bumping the version: a killed run blocks the table for one lease at most.
+    heartbeat: {
+      log,
+      warning: 'could not renew the Iceberg merge lease; the merge stops writing once it may have run out',
+      fields: { table: formatTableRef(table) },
+    },
+  });
+  if ('busy' in lease) return { table, status: 'busy', reason: lease.busy };
+  let state = lease.held;
+  run.lease = { table, lease };
   const work = mkdtempSync(join(run.deps.workDir ?? tmpdir(), 'sluice-iceberg-'));
   try {
     const ledger = mergeLedger(merges, run.owner, run.clock, (s) => settle(run, s));
@@ -66,10 +57,10 @@ export async function mergeTable(run: MergeRun, table: TableRef, cut: Cut): Prom
       }
     }
   } finally {
-    clearInterval(renewal);
+    lease.stop();
     run.lease = undefined;
     rmSync(work, { recursive: true, force: true });
-    await merges.release(config.sourceId, table, run.owner);
+    await lease.release();
   }
 }
 
