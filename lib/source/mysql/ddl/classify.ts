@@ -749,6 +749,17 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
       if (!c.eatWord('TO')) c.eatWord('AS');
       return done([{ renameTo: tableRef(s, c.name()) }]);
     }
+    default:
+      return alterRowsOrOptions(s, c, head.upper, done);
+  }
+}
+
+/**
+ * The rest of ALTER's specifications (after `word`): what moves or replaces rows (CONVERT,
+ * TRUNCATE/EXCHANGE PARTITION, tablespaces), partitioning and other no-ops, and table options.
+ */
+function alterRowsOrOptions(s: Statement, c: Cursor, word: string, done: SpecDone): SpecItem[] {
+  switch (word) {
     case 'CONVERT': {
       if (c.eatWord('TO')) {
         c.rest();
@@ -793,7 +804,7 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
     case 'DISCARD':
     case 'IMPORT':
       c.rest();
-      return [{ op: 'rows-changed', reason: `${head.upper} TABLESPACE replaces the rows`, structureKept: true }];
+      return [{ op: 'rows-changed', reason: `${word} TABLESPACE replaces the rows`, structureKept: true }];
     case 'REMOVE':
       c.expectWord('PARTITIONING');
       return done([{ op: 'noop', what: 'REMOVE PARTITIONING' }]);
@@ -808,16 +819,16 @@ async function alterSpec(s: Statement, spec: Token[]): Promise<SpecItem[]> {
     case 'ENABLE':
     case 'DISABLE':
       c.expectWord('KEYS');
-      return done([{ op: 'noop', what: `${head.upper} KEYS` }]);
+      return done([{ op: 'noop', what: `${word} KEYS` }]);
     case 'WITH':
     case 'WITHOUT':
-      if (head.upper === 'WITH' && c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: true }]);
+      if (word === 'WITH' && c.eatWord('SYSTEM', 'VERSIONING')) return done([{ op: 'system-versioning', add: true }]);
       c.expectWord('VALIDATION');
       return done([{ op: 'noop', what: 'VALIDATION' }]);
     default:
-      if (NOOP_PARTITION_OPS.has(head.upper) && c.isWord('PARTITION')) {
+      if (NOOP_PARTITION_OPS.has(word) && c.isWord('PARTITION')) {
         c.rest();
-        return [{ op: 'noop', what: `${head.upper} PARTITION` }];
+        return [{ op: 'noop', what: `${word} PARTITION` }];
       }
       c.i--;
       return tableOptions(c);

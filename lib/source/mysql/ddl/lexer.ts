@@ -91,20 +91,166 @@ function executableRuns(text: string, at: number, maria: boolean, options: LexOp
 }
 
 export function lex(text: string, options: LexOptions): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  let spaced = false;
-  /** Inside an executable comment that runs: its `*\/` closes it. */
-  let inExecutable = false;
-  const n = text.length;
+  return new Lexer(text, options).tokens();
+}
 
-  const push = (token: Omit<Token, 'spaced' | 'upper'> & { upper?: string }) => {
-    tokens.push({ ...token, upper: token.upper ?? token.value, spaced });
-    spaced = false;
-  };
+/** One pass over a statement's text: each step reads the token (or the space, or the comment) at `i`, if it is its kind. */
+class Lexer {
+  private readonly out: Token[] = [];
+  private i = 0;
+  private spaced = false;
+  /** Inside an executable comment that runs: its `*\/` closes it. */
+  private inExecutable = false;
+  private readonly n: number;
+
+  constructor(
+    private readonly text: string,
+    private readonly options: LexOptions,
+  ) {
+    this.n = text.length;
+  }
+
+  tokens(): Token[] {
+    while (this.i < this.n) {
+      if (this.space() || this.comment() || this.quotedToken() || this.prefixedLiteral() || this.variable() || this.wordOrNumber()) continue;
+      this.punct();
+    }
+    if (this.inExecutable) throw new LexError('unterminated executable comment');
+    return this.out;
+  }
+
+  private push(token: Omit<Token, 'spaced' | 'upper'> & { upper?: string }): void {
+    this.out.push({ ...token, upper: token.upper ?? token.value, spaced: this.spaced });
+    this.spaced = false;
+  }
+
+  /** Skips what separates tokens without being one: `i` moves to `end`. */
+  private skipTo(end: number): true {
+    this.i = end;
+    this.spaced = true;
+    return true;
+  }
+
+  private space(): boolean {
+    return SPACE.test(this.text[this.i] as string) && this.skipTo(this.i + 1);
+  }
+
+  /** `#` and `-- ` line comments, `/* *\/` comments, and executable comments: the ones that ran are read through. */
+  private comment(): boolean {
+    const { text, i, n } = this;
+    const c = text[i] as string;
+    const next = text[i + 1];
+    if (c === '#' || (c === '-' && next === '-' && (i + 2 >= n || text.charCodeAt(i + 2) <= 32))) {
+      const end = text.indexOf('\n', i);
+      return this.skipTo(end < 0 ? n : end + 1);
+    }
+    if (c === '*' && next === '/' && this.inExecutable) {
+      this.inExecutable = false;
+      return this.skipTo(i + 2);
+    }
+    if (c !== '/' || next !== '*') return false;
+    const maria = text[i + 2] === 'M' && text[i + 3] === '!';
+    const executable = maria || text[i + 2] === '!';
+    if (executable && !this.inExecutable) {
+      const j = i + (maria ? 4 : 3);
+      const { runs, digits } = executableRuns(text, j, maria, this.options);
+      if (runs) {
+        this.inExecutable = true;
+        return this.skipTo(j + digits);
+      }
+    } else if (executable) {
+      throw new LexError(`nested executable comment at offset ${i}`);
+    }
+    const end = text.indexOf('*/', i + 2);
+    if (end < 0) throw new LexError(`unterminated comment starting at offset ${i}`);
+    return this.skipTo(end + 2);
+  }
+
+  /** Strings, and identifiers quoted with backticks (or double quotes under ANSI_QUOTES). */
+  private quotedToken(): boolean {
+    const { text, i, options } = this;
+    const c = text[i] as string;
+    if (c === "'" || c === '"') {
+      const { value, end, escaped } = this.quoted(c, !options.noBackslashEscapes && !(c === '"' && options.ansiQuotes));
+      if (c === '"' && options.ansiQuotes) this.push({ kind: 'ident', value, raw: text.slice(i, end), quote: '"' });
+      else this.push({ kind: 'string', value, raw: text.slice(i, end), quote: c, escaped });
+      this.i = end;
+      return true;
+    }
+    if (c !== '`') return false;
+    const { value, end } = this.quoted('`', false);
+    this.push({ kind: 'ident', value, raw: text.slice(i, end), quote: '`' });
+    this.i = end;
+    return true;
+  }
+
+  /** X'0A' and B'101' literals (the prefix letter directly followed by a quote). */
+  private prefixedLiteral(): boolean {
+    const { text, i } = this;
+    const c = text[i] as string;
+    if (!((c === 'x' || c === 'X' || c === 'b' || c === 'B') && text[i + 1] === "'")) return false;
+    const end = text.indexOf("'", i + 2);
+    if (end < 0) throw new LexError(`unterminated literal starting at offset ${i}`);
+    const digits = text.slice(i + 2, end);
+    const hex = c === 'x' || c === 'X';
+    if (!(hex ? /^[0-9a-fA-F]*$/ : /^[01]*$/).test(digits)) throw new LexError(`malformed ${hex ? 'hex' : 'bit'} literal at offset ${i}`);
+    this.push({ kind: hex ? 'hex' : 'bits', value: digits, raw: text.slice(i, end + 1) });
+    this.i = end + 1;
+    return true;
+  }
+
+  /** `@user_var`, `@@system.var`, and their quoted forms. */
+  private variable(): boolean {
+    const { text, i, n } = this;
+    if (text[i] !== '@') return false;
+    let j = i + 1;
+    if (text[j] === '@') j++;
+    if (text[j] === '`' || text[j] === "'" || text[j] === '"') {
+      this.i = j;
+      const { end } = this.quoted(text[j] as string, false);
+      this.push({ kind: 'variable', value: text.slice(i, end), raw: text.slice(i, end) });
+      this.i = end;
+      return true;
+    }
+    while (j < n && (WORD.test(text[j] as string) || text[j] === '.')) j++;
+    this.push({ kind: 'variable', value: text.slice(i, j), raw: text.slice(i, j) });
+    this.i = j;
+    return true;
+  }
+
+  /** A number, a 0x/0b literal, or a word. */
+  private wordOrNumber(): boolean {
+    const { text, i, n, out, spaced } = this;
+    const c = text[i] as string;
+    if (!(WORD.test(c) || (c === '.' && /\d/.test(text[i + 1] ?? '') && !afterName(out, spaced)))) return false;
+    const rest = text.slice(i);
+    const qualified = lastIsDot(out, spaced);
+    // Numbers and 0x/0b literals end where a name could not go on: `1t` and `0x1g` are names.
+    const literal = qualified ? undefined : /^(?:0x[0-9a-fA-F]+|0b[01]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)/.exec(rest)?.[0];
+    if (literal !== undefined && !WORD.test(rest[literal.length] ?? ' ')) {
+      if (/^0x/.test(literal)) this.push({ kind: 'hex', value: literal.slice(2), raw: literal });
+      else if (/^0b/.test(literal)) this.push({ kind: 'bits', value: literal.slice(2), raw: literal });
+      else this.push({ kind: 'number', value: literal, raw: literal });
+      this.i += literal.length;
+      return true;
+    }
+    let j = i;
+    while (j < n && WORD.test(text[j] as string)) j++;
+    const word = text.slice(i, j);
+    this.push({ kind: 'word', value: word, upper: word.toUpperCase(), raw: word });
+    this.i = j;
+    return true;
+  }
+
+  private punct(): void {
+    const punct = MULTI_PUNCT.find((p) => this.text.startsWith(p, this.i)) ?? (this.text[this.i] as string);
+    this.push({ kind: 'punct', value: punct, raw: punct });
+    this.i += punct.length;
+  }
 
   /** Reads a quoted run starting at `i` (the quote); returns the unescaped value and the end. */
-  const quoted = (quote: string, backslashes: boolean): { value: string; end: number; escaped: boolean } => {
+  private quoted(quote: string, backslashes: boolean): { value: string; end: number; escaped: boolean } {
+    const { text, i, n } = this;
     let value = '';
     let escaped = false;
     let j = i + 1;
@@ -130,115 +276,7 @@ export function lex(text: string, options: LexOptions): Token[] {
       j++;
     }
     throw new LexError(`unterminated ${quote === '`' ? 'identifier' : 'string'} starting at offset ${i}`);
-  };
-
-  while (i < n) {
-    const c = text[i] as string;
-    const next = text[i + 1];
-    if (SPACE.test(c)) {
-      spaced = true;
-      i++;
-      continue;
-    }
-    if (c === '#' || (c === '-' && next === '-' && (i + 2 >= n || text.charCodeAt(i + 2) <= 32))) {
-      const end = text.indexOf('\n', i);
-      i = end < 0 ? n : end + 1;
-      spaced = true;
-      continue;
-    }
-    if (c === '*' && next === '/' && inExecutable) {
-      inExecutable = false;
-      i += 2;
-      spaced = true;
-      continue;
-    }
-    if (c === '/' && next === '*') {
-      const maria = text[i + 2] === 'M' && text[i + 3] === '!';
-      const executable = maria || text[i + 2] === '!';
-      if (executable && !inExecutable) {
-        const j = i + (maria ? 4 : 3);
-        const { runs, digits } = executableRuns(text, j, maria, options);
-        if (runs) {
-          inExecutable = true;
-          i = j + digits;
-          spaced = true;
-          continue;
-        }
-      } else if (executable) {
-        throw new LexError(`nested executable comment at offset ${i}`);
-      }
-      const end = text.indexOf('*/', i + 2);
-      if (end < 0) throw new LexError(`unterminated comment starting at offset ${i}`);
-      i = end + 2;
-      spaced = true;
-      continue;
-    }
-    if (c === "'" || c === '"') {
-      const { value, end, escaped } = quoted(c, !options.noBackslashEscapes && !(c === '"' && options.ansiQuotes));
-      if (c === '"' && options.ansiQuotes) push({ kind: 'ident', value, raw: text.slice(i, end), quote: '"' });
-      else push({ kind: 'string', value, raw: text.slice(i, end), quote: c, escaped });
-      i = end;
-      continue;
-    }
-    if (c === '`') {
-      const { value, end } = quoted('`', false);
-      push({ kind: 'ident', value, raw: text.slice(i, end), quote: '`' });
-      i = end;
-      continue;
-    }
-    // X'0A' and B'101' literals (the prefix letter directly followed by a quote).
-    if ((c === 'x' || c === 'X' || c === 'b' || c === 'B') && next === "'") {
-      const end = text.indexOf("'", i + 2);
-      if (end < 0) throw new LexError(`unterminated literal starting at offset ${i}`);
-      const digits = text.slice(i + 2, end);
-      const hex = c === 'x' || c === 'X';
-      if (!(hex ? /^[0-9a-fA-F]*$/ : /^[01]*$/).test(digits)) throw new LexError(`malformed ${hex ? 'hex' : 'bit'} literal at offset ${i}`);
-      push({ kind: hex ? 'hex' : 'bits', value: digits, raw: text.slice(i, end + 1) });
-      i = end + 1;
-      continue;
-    }
-    if (c === '@') {
-      let j = i + 1;
-      if (text[j] === '@') j++;
-      if (text[j] === '`' || text[j] === "'" || text[j] === '"') {
-        const start = i;
-        i = j;
-        const { end } = quoted(text[j] as string, false);
-        push({ kind: 'variable', value: text.slice(start, end), raw: text.slice(start, end) });
-        i = end;
-        continue;
-      }
-      while (j < n && (WORD.test(text[j] as string) || text[j] === '.')) j++;
-      push({ kind: 'variable', value: text.slice(i, j), raw: text.slice(i, j) });
-      i = j;
-      continue;
-    }
-    if (WORD.test(c) || (c === '.' && /\d/.test(next ?? '') && !afterName(tokens, spaced))) {
-      const rest = text.slice(i);
-      const qualified = lastIsDot(tokens, spaced);
-      // Numbers and 0x/0b literals end where a name could not go on: `1t` and `0x1g` are names.
-      const literal = qualified ? undefined : /^(?:0x[0-9a-fA-F]+|0b[01]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)/.exec(rest)?.[0];
-      if (literal !== undefined && !WORD.test(rest[literal.length] ?? ' ')) {
-        if (/^0x/.test(literal)) push({ kind: 'hex', value: literal.slice(2), raw: literal });
-        else if (/^0b/.test(literal)) push({ kind: 'bits', value: literal.slice(2), raw: literal });
-        else push({ kind: 'number', value: literal, raw: literal });
-        i += literal.length;
-        continue;
-      }
-      let j = i;
-      while (j < n && WORD.test(text[j] as string)) j++;
-      const word = text.slice(i, j);
-      push({ kind: 'word', value: word, upper: word.toUpperCase(), raw: word });
-      i = j;
-      continue;
-    }
-    const multi = MULTI_PUNCT.find((p) => text.startsWith(p, i));
-    const punct = multi ?? c;
-    push({ kind: 'punct', value: punct, raw: punct });
-    i += punct.length;
   }
-  if (inExecutable) throw new LexError('unterminated executable comment');
-  return tokens;
 }
 
 function lastIsDot(tokens: Token[], spaced: boolean): boolean {
