@@ -253,6 +253,37 @@ describe('Iceberg first load split into buckets (real stack)', () => {
     expect(committed.listed).toEqual(committed.named);
     expect(await icebergRows(source, 't')).toEqual(await mysqlText(source, 't'));
   });
+  it('a worker that fails right after claiming a bucket stops renewing it: the claim runs out in one lease, as a crash would leave it', async () => {
+    await using source = await loaded('irwfail');
+    const config = configOf(source, { bucketRows: 300, leaseMs: 1000 });
+    const table = { db: source.db, table: 't' };
+    expect((await merge(source, { config, maxBuckets: 1 })).tables.map((t) => t.status)).toEqual(['busy']);
+    const tag = (await source.clients.merges.get(config.sourceId, table))?.rewrite?.tag as string;
+    // The ledger read after the first claim fails (a throttled or lost request).
+    let claimed: number | undefined;
+    const buckets: RewriteBuckets = Object.create(source.clients.buckets);
+    buckets.claim = async (...args: Parameters<RewriteBuckets['claim']>) => {
+      const state = await source.clients.buckets.claim(...args);
+      claimed ??= state.n;
+      return state;
+    };
+    const merges: typeof source.clients.merges = Object.create(source.clients.merges);
+    merges.get = async (...args: Parameters<typeof merges.get>) => {
+      if (claimed !== undefined) throw new Error('ledger read failed');
+      return source.clients.merges.get(...args);
+    };
+    const failed = await runRewriteWorker({ config, s3: source.clients.s3, merges, buckets, log: silentLog }, table, {
+      owner: 'failing',
+      budgetMs: 120_000,
+    }).catch((error: Error) => error);
+    expect((failed as Error).message).toBe('ledger read failed');
+    const lease = async () => (await source.clients.buckets.get(config.sourceId, table, tag, claimed as number))?.lease;
+    const left = await lease();
+    expect(left?.owner).toBe('failing');
+    // Three renewal periods (a quarter lease each) later, nothing renewed it.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(await lease()).toEqual(left);
+  });
 });
 
 describe('Iceberg reset of an existing table split into buckets (real stack)', () => {

@@ -195,7 +195,12 @@ export async function writeBuckets(
       continue;
     }
     // Read after the claim: a commit before it would show here, one after it needs this bucket done.
-    if ((await deps.merges.get(config.sourceId, table))?.rewrite?.tag !== rewrite.tag) {
+    // Failing, it stops the lease's heartbeat: the claim then runs out in one lease, as a crash's would.
+    const current = await deps.merges.get(config.sourceId, table).catch((error: unknown) => {
+      lease.stop();
+      throw error;
+    });
+    if (current?.rewrite?.tag !== rewrite.tag) {
       lease.stop();
       await buckets.abandon(config.sourceId, table, rewrite.tag, lease.held, owner);
       throw new LeaseLostError(`the Iceberg rewrite ${rewrite.tag} of ${formatTableRef(table)} is no longer in progress; this writer stops`);
