@@ -40,7 +40,7 @@ export class BucketClaim {
     };
     this.store = {
       ...inner,
-      put: (key, body) => guarded(key, () => inner.put(key, body)),
+      put: (key, body, contentType) => guarded(key, () => inner.put(key, body, contentType)),
       putFile: (key, path) => guarded(key, () => inner.putFile(key, path)),
     };
   }
