@@ -378,13 +378,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       bigNumberStrings: true,
       jsonStrings: true,
     });
-    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
-    registerDecoders(this.zongji);
-    // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
-    // TableMap, so rows of filtered tables are never decoded.
+    // zongji's per-table filter takes exact names; ours are regexes. sluice's TABLE_MAP parser asks
+    // it at each TABLE_MAP, so rows of filtered tables are never decoded.
     // Remembered per table: it is asked at every TABLE_MAP, and a single-row transaction has one.
     const accepted = new Map<string, Map<string, boolean>>();
-    (this.zongji as unknown as { _skipSchema: (db: string, table: string) => boolean })._skipSchema = (db, table) => {
+    const skipTable = (db: string, table: string) => {
       // Re-reading up to the start: nothing before it is decoded.
       if (this.resumeAt !== undefined) return true;
       let tables = accepted.get(db);
@@ -399,6 +397,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       }
       return !accept;
     };
+    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
+    registerDecoders(this.zongji, { skipTable });
     this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
     this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
     const serverId = options.serverId ?? randomServerId();
@@ -513,8 +513,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const unsigned: boolean[] = ev.signedness ?? [];
     const geometry: (number | undefined)[] = ev.geometryTypes ?? [];
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
-    // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
-    const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
+    // The TABLE_MAP's raw ENUM/SET labels, which the parser keeps on the event (FULL metadata only).
+    const labels: (Buffer[] | undefined)[] = ev.enumSetValues ?? [];
     const facts: unknown[] = [map.parentSchema, map.tableName, key?.length, ...(key ?? [])];
     for (let i = 0; i < columns.length; i++)
       pushColumnFacts(facts, columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
@@ -841,7 +841,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         this.begin(ev, end, null, null, 'open', false);
         return;
       case 'TableMap':
-        // Byte for byte its table id's last one (our zongji patch): zongji kept its columns as
+        // Byte for byte its table id's last one (binlog/table-map.ts): zongji kept its columns as
         // mapTable left them, and the table's state here was built from the same facts.
         if (ev.unchanged === true && this.shapes.has(ev.tableId)) this.tableMapsReused++;
         else this.mapTable(ev);
