@@ -18,11 +18,12 @@ import {
 } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../format/event.ts';
 import { profiling, timed } from '../../profile.ts';
-import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
+import type { TableMapColumn } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
 import { registerDecoders } from './binlog/decoders.ts';
 import { applyPartialJson, jsonText } from './binlog/json.ts';
+import { type TableMap, tableMapColumns } from './binlog/table-map.ts';
 import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
@@ -506,12 +507,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * signedness. Also makes zongji hand over raw bytes where its own decoding is lossy; zongji
    * rebuilds its descriptors at every TABLE_MAP, so this runs at each one, before the rows.
    */
-  private mapTable(ev: Ev): void {
+  private mapTable(ev: TableMap): void {
     const map = ev.tableMap[ev.tableId];
-    const columns: ZongjiColumn[] = map.columns;
+    if (!map?.columns) throw new AssertionError(`TABLE_MAP of table id ${ev.tableId} without zongji's columns`);
+    const columns = map.columns as ZongjiColumn[];
     const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
-    const unsigned: boolean[] = ev.signedness ?? [];
-    const geometry: (number | undefined)[] = ev.geometryTypes ?? [];
+    const unsigned = ev.signedness ?? [];
+    const geometry = ev.geometryTypes ?? [];
     const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
     // The TABLE_MAP's raw ENUM/SET labels, which the parser keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev.enumSetValues ?? [];

@@ -1,6 +1,7 @@
 import type { ColumnInfo, ColumnSchema, EventParserOptions, PacketParser, TableMapEntry } from '@vlasky/zongji';
 import iconv from 'iconv-lite';
 import { MysqlType as T } from '../../../core/mysql-types.ts';
+import type { TableMapColumn } from '../../../schema/column-type.ts';
 
 /** TABLE_MAP_EVENT's type code. */
 export const TABLE_MAP_EVENT = 19;
@@ -749,4 +750,22 @@ function readColumnMetadata(parser: PacketParser, type: number): ColumnMetadata 
     default:
       return undefined;
   }
+}
+
+/**
+ * The columns of a TABLE_MAP (binlog_row_metadata=FULL) once zongji has built its descriptors from
+ * it: names, types, signedness, charsets and ENUM/SET values. The nullability bitmap is not decoded.
+ */
+export function tableMapColumns(ev: TableMap): TableMapColumn[] {
+  const map = ev.tableMap[ev.tableId];
+  const schemas = map?.columnSchemas ?? [];
+  return (map?.columns ?? []).map((c, i) => ({
+    name: c.name,
+    type: c.type,
+    metadata: (c.metadata as TableMapColumn['metadata']) ?? null,
+    charset: c.charset ?? null,
+    unsigned: ev.signedness?.[i] === true,
+    values: schemas[i]?.ENUM_VALUES ?? schemas[i]?.SET_VALUES,
+    geometryType: ev.geometryTypes?.[i],
+  }));
 }
