@@ -3,19 +3,7 @@ import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
 import { MysqlType } from '../../core/mysql-types.ts';
 import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
-import {
-  applyRaw,
-  type BinlogDecoder,
-  binlogColumn,
-  maybeLogical,
-  pushColumnFacts,
-  type RawValues,
-  rawBinlogValues,
-  ServerText,
-  withLogicalType,
-  type ZongjiColumn,
-  type ZongjiColumnSchema,
-} from '../../format/binlog-columns.ts';
+import { binlogColumn, type ColumnDefinition, maybeLogical, pushColumnFacts, withLogicalType } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../format/event.ts';
 import { profiling, timed } from '../../profile.ts';
 import type { TableMapColumn } from '../../schema/column-type.ts';
@@ -23,6 +11,7 @@ import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
 import { registerDecoders } from './binlog/decoders.ts';
 import { applyPartialJson, jsonText } from './binlog/json.ts';
+import { applyRaw, asBinlogColumn, type BinlogDecoder, type RawValues, rawBinlogValues, ServerText, type ZongjiColumn } from './binlog/raw-values.ts';
 import { type TableMap, tableMapColumns } from './binlog/table-map.ts';
 import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
@@ -514,21 +503,21 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
     const unsigned = ev.signedness ?? [];
     const geometry = ev.geometryTypes ?? [];
-    const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
+    const schemas: ColumnDefinition[] = map.columnSchemas ?? [];
     // The TABLE_MAP's raw ENUM/SET labels, which the parser keeps on the event (FULL metadata only).
     const labels: (Buffer[] | undefined)[] = ev.enumSetValues ?? [];
     const facts: unknown[] = [map.parentSchema, map.tableName, key?.length, ...(key ?? [])];
     for (let i = 0; i < columns.length; i++)
-      pushColumnFacts(facts, columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
+      pushColumnFacts(facts, asBinlogColumn(columns[i] as ZongjiColumn), unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
     let table = this.shapes.get(ev.tableId);
     if (!table || !sameFacts(table.facts, facts)) {
       // MariaDB logs a hidden DB_ROW_HASH_<n> column per long unique key: not part of the table's rows.
       const kept = columns.map((_, i) => i).filter((i) => !isHiddenHashColumn((columns[i] as ZongjiColumn).name));
       const described = kept.map((i) =>
-        binlogColumn(columns[i] as ZongjiColumn, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }),
+        binlogColumn(asBinlogColumn(columns[i] as ZongjiColumn), { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }),
       );
       const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key: key ? key.map((i) => kept.indexOf(i)) : null });
-      if (columns.some(maybeLogical))
+      if (columns.some((c) => maybeLogical(asBinlogColumn(c))))
         this.unresolved.set(
           shape,
           kept.map((i) => columns[i] as ZongjiColumn),
@@ -567,7 +556,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       pending = (async () => {
         const types = await logicalTypes(await this.sql(), shape.db, shape.table);
         if (!types.size) return shape;
-        return encodeShape({ ...shape, columns: shape.columns.map((c, i) => withLogicalType(c, columns[i] as ZongjiColumn, types.get(c.name))) });
+        return encodeShape({
+          ...shape,
+          columns: shape.columns.map((c, i) => withLogicalType(c, asBinlogColumn(columns[i] as ZongjiColumn), types.get(c.name))),
+        });
       })();
       this.resolved.set(shape, pending);
     }
