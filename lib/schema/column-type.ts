@@ -223,7 +223,7 @@ export function informationSchemaType(row: InformationSchemaColumn): TypeDescrip
 }
 
 // ---------------------------------------------------------------------------------------------
-// binlog TABLE_MAP (zongji)
+// binlog TABLE_MAP
 
 /** The TABLE_MAP's type codes. */
 const T = MysqlType;
@@ -231,10 +231,10 @@ const T = MysqlType;
 const GEOMETRY_NAMES = ['geometry', 'point', 'linestring', 'polygon', 'multipoint', 'multilinestring', 'multipolygon', 'geomcollection'];
 const LOB_BY_LENGTH_SIZE = ['', 'tinyblob', 'blob', 'mediumblob', 'longblob'];
 
-/** One TABLE_MAP column as zongji decodes it with binlog_row_metadata=FULL (see `tableMapColumns`). */
+/** One TABLE_MAP column as the binlog describes it with binlog_row_metadata=FULL (source/mysql/binlog/table-map.ts `tableMapColumns`). */
 export interface TableMapColumn {
   readonly name: string;
-  /** Type code after zongji's ENUM/SET rewrite. */
+  /** Type code, ENUM and SET as themselves (not the STRING they log as). */
   readonly type: number;
   readonly metadata?: Record<string, number> | null;
   /** Charset name; null/undefined for binary columns. */
@@ -318,30 +318,9 @@ export function tableMapType(column: TableMapColumn): TypeDescriptor {
     case T.GEOMETRY:
       return { base: GEOMETRY_NAMES[column.geometryType ?? 0] ?? 'geometry' };
     case T.VECTOR:
-      // The dimensions come with binlog_row_metadata=FULL (VECTOR_DIMENSIONALITY, zongji's metadata).
+      // The dimensions come with binlog_row_metadata=FULL (VECTOR_DIMENSIONALITY, in the column's metadata).
       return { base: 'vector', length: m.dimensions };
     default:
       throw new UnsupportedTypeError(`binlog type code ${column.type} of column ${column.name}`);
   }
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
-type ZongjiTableMapEvent = any;
-
-/**
- * The columns of a zongji `tablemap` event (binlog_row_metadata=FULL): names, types, signedness,
- * charsets and ENUM/SET values. The event's nullability bitmap is not decoded by zongji.
- */
-export function tableMapColumns(ev: ZongjiTableMapEvent): TableMapColumn[] {
-  const map = ev.tableMap[ev.tableId];
-  const schemas: { ENUM_VALUES?: string[]; SET_VALUES?: string[] }[] = map.columnSchemas ?? [];
-  return (map.columns as { name: string; type: number; charset?: string | null; metadata?: Record<string, number> | null }[]).map((c, i) => ({
-    name: c.name,
-    type: c.type,
-    metadata: c.metadata ?? null,
-    charset: c.charset ?? null,
-    unsigned: ev.signedness?.[i] === true,
-    values: schemas[i]?.ENUM_VALUES ?? schemas[i]?.SET_VALUES,
-    geometryType: ev.geometryTypes?.[i],
-  }));
 }

@@ -5,8 +5,9 @@ import { SchemaTracker } from '../../lib/capture/schema-tracker.ts';
 import { encodeValue } from '../../lib/format/types.ts';
 import { silentLog } from '../../lib/log.ts';
 import { Catalog } from '../../lib/schema/catalog.ts';
-import { tableMapColumns } from '../../lib/schema/column-type.ts';
 import { currentRowsMap, evolve, type SchemaVersion, structureFromTableMap, structureOf, versionFromInformationSchema } from '../../lib/schema/version.ts';
+import { registerDecoders } from '../../lib/source/mysql/binlog/decoders.ts';
+import { tableMapColumns } from '../../lib/source/mysql/binlog/table-map.ts';
 import { classifyDdl } from '../../lib/source/mysql/ddl/classify.ts';
 import { dialectOf } from '../../lib/source/mysql/dialect/dialect.ts';
 import { readCharsets, serverTraits } from '../../lib/source/mysql/schema-read.ts';
@@ -94,6 +95,8 @@ type Map$ = { columns: ReturnType<typeof tableMapColumns>; key: number[] | null 
 async function tableMaps(db: string, from: { file: string; pos: number }, until: number): Promise<Map<string, Map$>> {
   const maps = new Map<string, Map$>();
   const zongji = new ZongJi({ uri: inject('stackEnv').SLUICE_LOCAL_ADMIN_URL, dateStrings: true, timezone: 'Z' });
+  // The TABLE_MAPs as sluice decodes them (binlog/decoders.ts).
+  registerDecoders(zongji);
   await new Promise<void>((resolve, reject) => {
     // A scan that stops short of `until` fails saying where it stood, not at the test's timeout (#18:
     // it hung so when zongji stopped the stream without an error).

@@ -63,7 +63,6 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
     _events: {},
     _eventsCount: 0,
     tableMap: {},
-    _tableMapCache: new Map(),
     _warnedUnsupported: new Set(),
     _currentGtid: undefined,
     _executedGtids: null,
@@ -106,11 +105,10 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
       return;
     }
     if (!event || event._filtered) return;
-    if (event.getTypeName() === 'TableMap' && !event.unchanged) {
+    if (event.getTypeName() === 'TableMap') {
       if (event.hasSelfDescribingMetadata()) {
         zongji.tableMap[event.tableId] = { columnSchemas: event.buildColumnSchemas(), parentSchema: event.schemaName, tableName: event.tableName };
         event.updateColumnInfo();
-        zongji._tableMapCache.set(event.tableId, event._reusable());
       } else {
         const name = `${event.schemaName}.${event.tableName}`;
         const rows = options.columns?.[name];

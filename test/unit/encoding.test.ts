@@ -1,20 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import {
-  applyRaw,
   binlogColumn,
+  type ColumnDefinition,
   classicTimeText,
   datetime2Text,
   decimalSize,
   decimalText,
-  rawBinlogValues,
-  ServerText,
   time2Text,
   timestamp2Text,
-  type ZongjiColumn,
-  type ZongjiColumnSchema,
 } from '../../lib/format/binlog-columns.ts';
 import { encodeKey, encodeRow, encodeShape, eventLine, rowProperty } from '../../lib/format/event.ts';
 import { type ColumnKind, encodeValue, float32Text, inet6Text, uuidText, valueEncoder } from '../../lib/format/types.ts';
+import { applyRaw, asBinlogColumn, rawBinlogValues, ServerText, type ZongjiColumn } from '../../lib/source/mysql/binlog/raw-values.ts';
 
 describe('value encoding', () => {
   it('compiles row and key encoders for any column names (quotes, backslashes, line separators, empty)', () => {
@@ -220,7 +217,7 @@ describe('value encoding', () => {
 
   it('hands zongji raw bytes where its decoding loses information, and describes the column as the binlog did', () => {
     /** What the reader does at a TABLE_MAP: plan from the descriptor, apply the plan to it. */
-    const prepare = (column: ZongjiColumn, schema?: ZongjiColumnSchema, labels?: Buffer[]) => {
+    const prepare = (column: ZongjiColumn, schema?: ColumnDefinition, labels?: Buffer[]) => {
       const raw = rawBinlogValues(column, schema, labels !== undefined);
       if (raw) applyRaw(column, raw, schema, labels);
       return raw;
@@ -229,7 +226,7 @@ describe('value encoding', () => {
     expect(prepare(point)?.decode).toBeUndefined();
     expect(point.type).toBe(252);
     prepare(point); // a reused descriptor keeps what it was
-    expect(binlogColumn(point, { geometryType: 1 })).toEqual({ name: 'g', kind: 'binary', sqlType: 'point' });
+    expect(binlogColumn(asBinlogColumn(point), { geometryType: 1 })).toEqual({ name: 'g', kind: 'binary', sqlType: 'point' });
 
     const latin1: ZongjiColumn = { name: 's', type: 15, charset: 'latin1', metadata: { max_length: 10 } };
     const decodeLatin1 = prepare(latin1)?.decode;
@@ -242,7 +239,7 @@ describe('value encoding', () => {
     expect(sjis?.decode?.('\x81\x60')).toEqual(new ServerText(Buffer.from([0x81, 0x60]), 'sjis'));
 
     // ENUM/SET labels too: zongji then decodes values with the raw label bytes.
-    const schema: ZongjiColumnSchema = { ENUM_VALUES: ['\uFFFD'] };
+    const schema: ColumnDefinition = { ENUM_VALUES: ['\uFFFD'] };
     const latin1Enum = prepare({ name: 'e', type: 247, charset: 'latin1', metadata: { size: 1 } }, schema, [Buffer.from([0x81])]);
     expect(schema.ENUM_VALUES).toEqual(['\x81']);
     expect(latin1Enum?.decode?.('\x81')).toBe('\u0081');
@@ -256,7 +253,7 @@ describe('value encoding', () => {
     const decodeTime = prepare(time)?.decode;
     expect(time).toMatchObject({ type: 16, metadata: { bits: 40 } });
     expect(decodeTime?.(Buffer.from('7ff0000000', 'hex'))).toBe('-01:00:00.000');
-    expect(binlogColumn(time).sqlType).toBe('time(3)');
+    expect(binlogColumn(asBinlogColumn(time)).sqlType).toBe('time(3)');
   });
 
   it('tells text from binary columns by charset', () => {

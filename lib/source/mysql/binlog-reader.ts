@@ -3,26 +3,16 @@ import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
 import { MysqlType } from '../../core/mysql-types.ts';
 import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
-import {
-  applyRaw,
-  type BinlogDecoder,
-  binlogColumn,
-  maybeLogical,
-  pushColumnFacts,
-  type RawValues,
-  rawBinlogValues,
-  ServerText,
-  withLogicalType,
-  type ZongjiColumn,
-  type ZongjiColumnSchema,
-} from '../../format/binlog-columns.ts';
+import { binlogColumn, type ColumnDefinition, maybeLogical, pushColumnFacts, withLogicalType } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../format/event.ts';
 import { profiling, timed } from '../../profile.ts';
-import { type TableMapColumn, tableMapColumns } from '../../schema/column-type.ts';
+import type { TableMapColumn } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
 import { registerDecoders } from './binlog/decoders.ts';
 import { applyPartialJson, jsonText } from './binlog/json.ts';
+import { applyRaw, asBinlogColumn, type BinlogDecoder, type RawValues, rawBinlogValues, ServerText, type ZongjiColumn } from './binlog/raw-values.ts';
+import { type TableMap, tableMapColumns } from './binlog/table-map.ts';
 import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
@@ -378,13 +368,11 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       bigNumberStrings: true,
       jsonStrings: true,
     });
-    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
-    registerDecoders(this.zongji);
-    // zongji's per-table filter takes exact names; ours are regexes. Its hook is consulted at each
-    // TableMap, so rows of filtered tables are never decoded.
+    // zongji's per-table filter takes exact names; ours are regexes. sluice's TABLE_MAP parser asks
+    // it at each TABLE_MAP, so rows of filtered tables are never decoded.
     // Remembered per table: it is asked at every TABLE_MAP, and a single-row transaction has one.
     const accepted = new Map<string, Map<string, boolean>>();
-    (this.zongji as unknown as { _skipSchema: (db: string, table: string) => boolean })._skipSchema = (db, table) => {
+    const skipTable = (db: string, table: string) => {
       // Re-reading up to the start: nothing before it is decoded.
       if (this.resumeAt !== undefined) return true;
       let tables = accepted.get(db);
@@ -399,6 +387,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       }
       return !accept;
     };
+    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
+    registerDecoders(this.zongji, { skipTable });
     this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
     this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
     const serverId = options.serverId ?? randomServerId();
@@ -506,27 +496,28 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * signedness. Also makes zongji hand over raw bytes where its own decoding is lossy; zongji
    * rebuilds its descriptors at every TABLE_MAP, so this runs at each one, before the rows.
    */
-  private mapTable(ev: Ev): void {
+  private mapTable(ev: TableMap): void {
     const map = ev.tableMap[ev.tableId];
-    const columns: ZongjiColumn[] = map.columns;
+    if (!map?.columns) throw new AssertionError(`TABLE_MAP of table id ${ev.tableId} without zongji's columns`);
+    const columns = map.columns as ZongjiColumn[];
     const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
-    const unsigned: boolean[] = ev.signedness ?? [];
-    const geometry: (number | undefined)[] = ev.geometryTypes ?? [];
-    const schemas: ZongjiColumnSchema[] = map.columnSchemas ?? [];
-    // The TABLE_MAP's raw ENUM/SET labels, which zongji keeps on the event (FULL metadata only).
-    const labels: (Buffer[] | undefined)[] = ev._enumSetValues ?? [];
+    const unsigned = ev.signedness ?? [];
+    const geometry = ev.geometryTypes ?? [];
+    const schemas: ColumnDefinition[] = map.columnSchemas ?? [];
+    // The TABLE_MAP's raw ENUM/SET labels, which the parser keeps on the event (FULL metadata only).
+    const labels: (Buffer[] | undefined)[] = ev.enumSetValues ?? [];
     const facts: unknown[] = [map.parentSchema, map.tableName, key?.length, ...(key ?? [])];
     for (let i = 0; i < columns.length; i++)
-      pushColumnFacts(facts, columns[i] as ZongjiColumn, unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
+      pushColumnFacts(facts, asBinlogColumn(columns[i] as ZongjiColumn), unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
     let table = this.shapes.get(ev.tableId);
     if (!table || !sameFacts(table.facts, facts)) {
       // MariaDB logs a hidden DB_ROW_HASH_<n> column per long unique key: not part of the table's rows.
       const kept = columns.map((_, i) => i).filter((i) => !isHiddenHashColumn((columns[i] as ZongjiColumn).name));
       const described = kept.map((i) =>
-        binlogColumn(columns[i] as ZongjiColumn, { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }),
+        binlogColumn(asBinlogColumn(columns[i] as ZongjiColumn), { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }),
       );
       const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key: key ? key.map((i) => kept.indexOf(i)) : null });
-      if (columns.some(maybeLogical))
+      if (columns.some((c) => maybeLogical(asBinlogColumn(c))))
         this.unresolved.set(
           shape,
           kept.map((i) => columns[i] as ZongjiColumn),
@@ -565,7 +556,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       pending = (async () => {
         const types = await logicalTypes(await this.sql(), shape.db, shape.table);
         if (!types.size) return shape;
-        return encodeShape({ ...shape, columns: shape.columns.map((c, i) => withLogicalType(c, columns[i] as ZongjiColumn, types.get(c.name))) });
+        return encodeShape({
+          ...shape,
+          columns: shape.columns.map((c, i) => withLogicalType(c, asBinlogColumn(columns[i] as ZongjiColumn), types.get(c.name))),
+        });
       })();
       this.resolved.set(shape, pending);
     }
@@ -841,7 +835,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         this.begin(ev, end, null, null, 'open', false);
         return;
       case 'TableMap':
-        // Byte for byte its table id's last one (our zongji patch): zongji kept its columns as
+        // Byte for byte its table id's last one (binlog/table-map.ts): zongji kept its columns as
         // mapTable left them, and the table's state here was built from the same facts.
         if (ev.unchanged === true && this.shapes.has(ev.tableId)) this.tableMapsReused++;
         else this.mapTable(ev);
