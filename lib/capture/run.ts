@@ -348,6 +348,36 @@ async function openCatalog(
   return { catalog, opening };
 }
 
+/** The run's schema tracker over `catalog`: it reads a table's new version, and lists the tables, on connections of their own. */
+function schemaTracker(
+  config: Config,
+  target: Awaited<ReturnType<typeof mysqlTarget>>,
+  dialect: Dialect,
+  traits: ServerTraits,
+  catalog: Catalog,
+  log: Log,
+): SchemaTracker {
+  return new SchemaTracker(catalog, {
+    traits,
+    accept: tableFilter(config),
+    acceptDatabase: databaseFilter(config),
+    readVersion: async (table, previous) => {
+      const conn = await connect(target);
+      return dialect
+        .prepareSession(conn)
+        .then(() => readTableVersion(conn, table, previous))
+        .finally(() => conn.end());
+    },
+    overrides: config.ddlOverrides,
+    unknownDdl: config.ddlUnknown,
+    listTables: async () => {
+      const conn = await connect(target);
+      return listTables(conn, tableFilter(config)).finally(() => conn.end());
+    },
+    log,
+  });
+}
+
 /**
  * One capture run (one poller invocation): lease → recovery → preflight → stream and commit in
  * batches at transaction boundaries → release. The commits go through lib/commit/protocol.ts with
@@ -437,26 +467,7 @@ export async function runCapture(deps: CaptureDeps, options: CaptureOptions): Pr
       return undefined;
     }
     if (!state.position) state = await advance(ledger, state, { position: start });
-    const target$ = await mysqlTarget(config);
-    const tracker = new SchemaTracker(catalog, {
-      traits,
-      accept: tableFilter(config),
-      acceptDatabase: databaseFilter(config),
-      readVersion: async (table, previous) => {
-        const conn = await connect(target$);
-        return dialect
-          .prepareSession(conn)
-          .then(() => readTableVersion(conn, table, previous))
-          .finally(() => conn.end());
-      },
-      overrides: config.ddlOverrides,
-      unknownDdl: config.ddlUnknown,
-      listTables: async () => {
-        const conn = await connect(target$);
-        return listTables(conn, tableFilter(config)).finally(() => conn.end());
-      },
-      log,
-    });
+    const tracker = schemaTracker(config, await mysqlTarget(config), dialect, traits, catalog, log);
     const opened = new CaptureStream(
       deps,
       { ...ctx, sweep },

@@ -3,7 +3,9 @@ import { noFaults } from '../commit/faults.ts';
 import { acquireLease, chunkLease, type Lease } from '../commit/lease.ts';
 import { chunkLedger } from '../commit/ledgers.ts';
 import { advance, type CommitContext, type CommitTarget, commitStaged, recover, rollForward, stage } from '../commit/protocol.ts';
+import type { Config } from '../config/config.ts';
 import { type KeyValues, plainKeyValues } from '../core/key-values.ts';
+import type { BinlogPosition } from '../core/position.ts';
 import { formatTableRef, type TableRef } from '../core/table-ref.ts';
 import { ErrorCode, isFatal, SluiceError } from '../errors.ts';
 import { type EncodedShape, encodeShape, encodeSource, markerLine } from '../format/event.ts';
@@ -215,7 +217,6 @@ async function copyChunk(copy: TableCopy, lease: Lease<ChunkState>, claimed: Chu
   const { deps, ctx, job, planned, reading, reader, schema, softDeadline, result } = copy;
   const { owner } = lease;
   const { config } = deps;
-  const { sourceId } = config;
   const clock = ctx.clock;
   const { ledger, stagingRoot, id } = chunkWork(deps, job, lease, clock);
   // Roll forward a page committed by a worker that died before its renames, then drop its leftovers.
@@ -294,24 +295,7 @@ async function copyChunk(copy: TableCopy, lease: Lease<ChunkState>, claimed: Chu
         chunk = await advance(ledger, chunk, { cursor: chunk.cursor, rows: 0, done: true });
         break;
       }
-      const target: CommitTarget = {
-        source: sourceId,
-        placement: {
-          snapshot: {
-            id: job.id,
-            db: info.db,
-            table: info.table,
-            chunk: claimed.n,
-            page,
-            watermark,
-            after: plainKeyValues(from),
-            last: plainKeyValues(last),
-          },
-          ...epochField(epoch),
-        },
-        dataKey: (db, table) => snapshotDataKey(config.prefix, db, table, sourceId, job.id, claimed.n, page),
-        manifestKey: snapshotManifestKey(config.prefix, sourceId, job.id, info.db, info.table, claimed.n, page),
-      };
+      const target = pageTarget(config, job.id, { table: info, chunk: claimed.n, page, watermark, epoch, after: from, last });
       const cursor = whole ? null : last;
       committing = (async () => {
         chunk = await commitStaged(ctx, ledger, chunk, { cursor, rows: count, done }, await stage(ctx, batch, target));
@@ -332,6 +316,34 @@ async function copyChunk(copy: TableCopy, lease: Lease<ChunkState>, claimed: Chu
   }
   await settle();
   return chunk;
+}
+
+/** Where a page of a chunk commits: its data and manifest keys, and what the manifest says of it. */
+function pageTarget(
+  config: Config,
+  jobId: string,
+  page: { table: TableRef; chunk: number; page: number; watermark: BinlogPosition; epoch: number; after: KeyValues | null; last: KeyValues | null },
+): CommitTarget {
+  const { sourceId } = config;
+  const { table, chunk, watermark, epoch } = page;
+  return {
+    source: sourceId,
+    placement: {
+      snapshot: {
+        id: jobId,
+        db: table.db,
+        table: table.table,
+        chunk,
+        page: page.page,
+        watermark,
+        after: plainKeyValues(page.after),
+        last: plainKeyValues(page.last),
+      },
+      ...epochField(epoch),
+    },
+    dataKey: (db, name) => snapshotDataKey(config.prefix, db, name, sourceId, jobId, chunk, page.page),
+    manifestKey: snapshotManifestKey(config.prefix, sourceId, jobId, table.db, table.table, chunk, page.page),
+  };
 }
 
 const sameNames = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((name, i) => name === b[i]);

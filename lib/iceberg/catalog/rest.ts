@@ -83,8 +83,8 @@ const fail = (what: string, status: number, body: unknown, retriable = UNKNOWN.h
   });
 };
 
-/** The REST catalog: creates namespaces and tables, and commits each published version as a guarded diff. */
-export function restCatalog(transport: RestTransport, store: ObjectStore, options: RestCatalogOptions): IcebergCatalog {
+/** The catalog's paths and its namespace and table requests, for one client (`/v1/config` asked once). */
+function restRequests(transport: RestTransport, options: RestCatalogOptions) {
   /** What /v1/config said: the path tables are under and how namespace levels join in a path (the spec's default: %1F). */
   let prefix: Promise<{ path: string; separator: string }> | undefined;
   const knownNamespaces = new Set<string>();
@@ -149,6 +149,13 @@ export function restCatalog(transport: RestTransport, store: ObjectStore, option
     });
     if (created.status !== 200 && created.status !== 409) throw fail(`create table ${name.namespace.join('.')}.${name.name}`, created.status, created.body);
   }
+
+  return { base, namespacePath, tablePath, ensureNamespace, load, createTable };
+}
+
+/** The REST catalog: creates namespaces and tables, and commits each published version as a guarded diff. */
+export function restCatalog(transport: RestTransport, store: ObjectStore, options: RestCatalogOptions): IcebergCatalog {
+  const { namespacePath, tablePath, ensureNamespace, load, createTable } = restRequests(transport, options);
 
   /** Puts the table into the catalog: registers sluice's metadata file, else creates it; a 409 (someone else did first) is left to the next load. */
   async function create(name: RestTableName, metadataKey: string, metadata: TableMetadata): Promise<void> {

@@ -148,6 +148,41 @@ function readAt(fd: number, position: number, length: number): Uint8Array {
   return buffer;
 }
 
+/** Writes the file `fd` holds to `path` with each of `rewrites` (sorted) in place of its byte range, and `meta` as its footer. */
+function writeNarrowed(
+  fd: number,
+  path: string,
+  rewrites: readonly { start: number; end: number; bytes: Uint8Array }[],
+  footerStart: number,
+  meta: ThriftStruct,
+): void {
+  const out = openSync(path, 'w');
+  try {
+    const write = (bytes: Uint8Array) => {
+      let done = 0;
+      while (done < bytes.length) done += writeSync(out, bytes, done);
+    };
+    const copy = (from: number, to: number) => {
+      for (let at = from; at < to; at += 1 << 22) write(readAt(fd, at, Math.min(1 << 22, to - at)));
+    };
+    let at = 0;
+    for (const r of rewrites) {
+      copy(at, r.start);
+      write(r.bytes);
+      at = r.end;
+    }
+    copy(at, footerStart);
+    const footer = encodeStruct(meta);
+    const trailer = Buffer.alloc(8);
+    trailer.writeUInt32LE(footer.length, 0);
+    trailer.write('PAR1', 4, 'latin1');
+    write(footer);
+    write(trailer);
+  } finally {
+    closeSync(out);
+  }
+}
+
 /**
  * Rewrites the Parquet file at `path` in place so that every DECIMAL column with more than 18
  * digits uses the minimum fixed width for its precision. Returns how many column chunks changed;
@@ -222,31 +257,7 @@ export function narrowDecimals(path: string): number {
       }
     }
 
-    const out = openSync(`${path}.narrow`, 'w');
-    try {
-      const write = (bytes: Uint8Array) => {
-        let done = 0;
-        while (done < bytes.length) done += writeSync(out, bytes, done);
-      };
-      const copy = (from: number, to: number) => {
-        for (let at = from; at < to; at += 1 << 22) write(readAt(fd, at, Math.min(1 << 22, to - at)));
-      };
-      let at = 0;
-      for (const r of rewrites) {
-        copy(at, r.start);
-        write(r.bytes);
-        at = r.end;
-      }
-      copy(at, footerStart);
-      const footer = encodeStruct(meta);
-      const trailer = Buffer.alloc(8);
-      trailer.writeUInt32LE(footer.length, 0);
-      trailer.write('PAR1', 4, 'latin1');
-      write(footer);
-      write(trailer);
-    } finally {
-      closeSync(out);
-    }
+    writeNarrowed(fd, `${path}.narrow`, rewrites, footerStart, meta);
   } finally {
     closeSync(fd);
   }
