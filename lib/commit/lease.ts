@@ -1,5 +1,5 @@
 import type { TableRef } from '../core/table-ref.ts';
-import { LeaseLostError } from '../errors.ts';
+import { AssertionError, LeaseLostError } from '../errors.ts';
 import type { Log } from '../log.ts';
 import type { BucketState, RewriteBuckets } from '../state/iceberg-buckets.ts';
 import type { MergeState, MergeStore } from '../state/iceberg-store.ts';
@@ -25,8 +25,11 @@ import type { SourceState, StateStore } from '../state/store.ts';
 export interface LeaseItem<S> {
   /** Takes the lease if it is free, expired or already `owner`'s; bumps the version. Throws LeaseLostError when a live other holds it. */
   acquire(owner: string, expiresAt: number, now: number): Promise<S>;
-  /** Extends `owner`'s live lease to `expiresAt`; `held` is what `acquire` returned (a store may fence on its version). Throws LeaseLostError once it is lost. */
-  renew(owner: string, expiresAt: number, now: number, held: S): Promise<void>;
+  /**
+   * Extends `owner`'s live lease to `expiresAt`; `held` is what `acquire` returned (a store may fence on its version). Throws LeaseLostError once it is lost.
+   * Absent for an item its ledger's writes renew (a snapshot chunk's page commits): such a lease has no heartbeat, `renew()` nor `check()`.
+   */
+  renew?(owner: string, expiresAt: number, now: number, held: S): Promise<void>;
   /** Gives the lease up if `owner` still holds it. */
   release(owner: string, held: S): Promise<void>;
 }
@@ -97,6 +100,7 @@ export class Lease<S> {
   ) {
     const beat = terms.heartbeat;
     if (!beat) return;
+    if (!item.renew) throw new AssertionError('a heartbeat for a lease its ledger renews: the lease module would not see the renewals');
     this.heartbeat = setInterval(() => {
       this.renew().catch((error: Error) => beat.log.warn(beat.warning, { ...beat.fields, error }));
     }, terms.leaseMs / 4);
@@ -119,6 +123,7 @@ export class Lease<S> {
 
   /** Extends the lease now (conditionally: throws LeaseLostError once it is lost). */
   async renew(): Promise<void> {
+    if (!this.item.renew) throw new AssertionError("renew() of a lease its ledger renews: its expiry is the ledger's to extend");
     const now = this.terms.clock();
     const expiresAt = this.until(now);
     await this.item.renew(this.terms.owner, expiresAt, now, this.held);
@@ -127,6 +132,7 @@ export class Lease<S> {
 
   /** Throws LeaseLostError with `message` once the lease may have run out (its renewals failing): an unfenced write must not start. */
   check(message: string): void {
+    if (!this.item.renew) throw new AssertionError("check() of a lease its ledger renews: its expiry is only the ledger's to know");
     if (this.terms.clock() >= this.writableUntil) throw new LeaseLostError(message);
   }
 
@@ -155,8 +161,7 @@ export function sourceLease(store: StateStore, sourceId: string): LeaseItem<Sour
 export function chunkLease(snapshots: SnapshotStore, job: { readonly sourceId: string; readonly id: string }, table: string, n: number): LeaseItem<ChunkState> {
   return {
     acquire: (owner, expiresAt, now) => snapshots.claim(job.sourceId, job.id, table, n, owner, expiresAt, now),
-    // A chunk has no renewal of its own: every page commit renews it (chunkLedger).
-    renew: async () => undefined,
+    // No renewal of its own: every page commit renews it (chunkLedger).
     release: (owner) => snapshots.release(job.sourceId, job.id, table, n, owner),
   };
 }

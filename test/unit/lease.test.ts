@@ -4,6 +4,7 @@ import { acquireLease, isLive, sourceLease } from '../../lib/commit/lease.ts';
 import { sourceLedger } from '../../lib/commit/ledgers.ts';
 import { advance } from '../../lib/commit/protocol.ts';
 import { LeaseLostError, OffsetConflictError } from '../../lib/errors.ts';
+import { silentLog } from '../../lib/log.ts';
 import { InMemoryStateStore } from '../../lib/state/memory.ts';
 
 const at = (pos: number) => ({ file: 'binlog.000003', pos });
@@ -88,5 +89,20 @@ describe('the lease module (lib/commit/lease.ts, in-memory state store, simulate
     await acquireLease(sourceLease(store, 's'), { owner: 'run-2', clock, leaseMs: 1_000 });
     await expect(lease.renew()).rejects.toBeInstanceOf(LeaseLostError);
     expect(isLive((await store.get('s'))?.lease, now)).toBe(true);
+  });
+});
+
+describe('a lease its ledger renews (a snapshot chunk: every page commit renews it)', () => {
+  it('has no heartbeat, renew() nor check(): each says so instead of trusting an expiry nothing extended', async () => {
+    const item = { acquire: async () => ({ n: 1 }), release: async () => undefined };
+    const clock = () => 0;
+    await expect(acquireLease(item, { owner: 'w', clock, leaseMs: 1_000, heartbeat: { log: silentLog, warning: 'x' } })).rejects.toThrow(
+      /heartbeat for a lease its ledger renews/,
+    );
+    const lease = await acquireLease(item, { owner: 'w', clock, leaseMs: 1_000 });
+    if ('busy' in lease) throw new Error('the lease was free');
+    await expect(lease.renew()).rejects.toThrow(/ledger renews/);
+    expect(() => lease.check('write')).toThrow(/ledger renews/);
+    await lease.release();
   });
 });
