@@ -134,6 +134,7 @@ abstract class RowsEvent<R> {
   readonly useChecksum: boolean;
   readonly numberOfColumns: number;
   readonly tableMap: Record<number, TableMapEntry>;
+  // Declared, not initialised: as on zongji's, an event has only the fields its version and table gave it.
   declare readonly extraDataLength?: number;
   /** The table's TABLE_MAP was left out (or never seen): zongji drops the event. */
   declare readonly _filtered?: true;
@@ -149,6 +150,7 @@ abstract class RowsEvent<R> {
     this.tableId = parser.parseUnsignedNumber(6);
     this.flags = parser.parseUnsignedNumber(2);
     this.useChecksum = stream.useChecksum;
+    // The optional fields, set here only.
     const fields = this as { -readonly [K in keyof RowsEvent<R>]: RowsEvent<R>[K] };
     if (V2.has(options.eventType)) {
       fields.extraDataLength = parser.parseUnsignedNumber(2);
