@@ -1,6 +1,5 @@
 import type ZongJi from '@vlasky/zongji';
-import { MysqlType } from '../../../core/mysql-types.ts';
-import { readStoredBytes } from './stored-bytes.ts';
+import { DeleteRows, ROWS_EVENT_CODES, UpdateRows, WriteRows } from './rows.ts';
 import { type SkipTable, TABLE_MAP_EVENT, tableMapParser } from './table-map.ts';
 import { TRANSACTION_PAYLOAD_EVENT, TransactionPayload } from './transaction-payload.ts';
 
@@ -11,21 +10,23 @@ export interface DecoderOptions {
 }
 
 /**
- * Registers sluice's decoders with a zongji instance (its `setEventParser` and `setColumnReader`
- * hooks, as Debezium registers its deserializers with mysql-binlog-connector-java's
- * EventDeserializer): zongji keeps the protocol, sluice owns the decoding of these events and
- * values. Every stream that decodes as sluice does registers them, the reader's and the tests' alike.
+ * Registers sluice's decoders with a zongji instance (its `setEventParser` hook, as Debezium
+ * registers its deserializers with mysql-binlog-connector-java's EventDeserializer): zongji keeps
+ * the protocol, sluice owns the decoding of these events. Every stream that decodes as sluice does
+ * registers them, the reader's and the tests' alike. All are registered first, before any packet.
  * - TABLE_MAP: the table's columns and metadata, VECTOR and MariaDB's GEOMETRY charsets included, a
  *   byte-identical one reusing the last one's parse (table-map.ts); `skipTable` filters there.
  * - TRANSACTION_PAYLOAD: the compressed transaction's events, for zongji to deliver (transaction-payload.ts).
- *   zongji's own class, which skips them, was the only one it reports as unsupported (a stream error):
- *   registered first, before any packet, so that report never comes.
- * - JSON values: their bytes, which the reader prints as MySQL does and applies partial updates to (json.ts).
- * - VECTOR values (MySQL 9): their bytes, the stored float32s.
+ *   zongji's own class, which skips them, reports them as unsupported (a stream error).
+ * - WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS in every version, MySQL's PARTIAL_UPDATE_ROWS (an
+ *   UpdateRows, its JSON diffs for the reader to apply; zongji's own class reports it as
+ *   unsupported) and MariaDB's compressed ones (rows.ts), their values read by values.ts: JSON and
+ *   VECTOR as their bytes, which the reader prints as MySQL does (json.ts).
  */
-export function registerDecoders(zongji: Pick<ZongJi, 'setEventParser' | 'setColumnReader'>, options: DecoderOptions = {}): void {
+export function registerDecoders(zongji: Pick<ZongJi, 'setEventParser'>, options: DecoderOptions = {}): void {
   zongji.setEventParser(TABLE_MAP_EVENT, tableMapParser(options.skipTable));
   zongji.setEventParser(TRANSACTION_PAYLOAD_EVENT, TransactionPayload);
-  zongji.setColumnReader(MysqlType.JSON, readStoredBytes);
-  zongji.setColumnReader(MysqlType.VECTOR, readStoredBytes);
+  for (const code of ROWS_EVENT_CODES.write) zongji.setEventParser(code, WriteRows);
+  for (const code of ROWS_EVENT_CODES.update) zongji.setEventParser(code, UpdateRows);
+  for (const code of ROWS_EVENT_CODES.delete) zongji.setEventParser(code, DeleteRows);
 }
