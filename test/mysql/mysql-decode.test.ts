@@ -64,7 +64,7 @@ function readerItems(events: DecodedEvent[], file: string): BinlogItem[] {
   const { offsets } = reader as unknown as { offsets: EventOffsets };
   let header: unknown;
   for (const event of events) {
-    if (event.packetHeader !== header) offsets.onHeader(event.packetHeader);
+    if (event.packetHeader !== header) offsets.onHeader(event.packetHeader, event.inPayload);
     header = event.packetHeader;
     (reader as unknown as { onEvent(ev: DecodedEvent): void }).onEvent(event);
     for (let item = reader.takeReady(); item; item = reader.takeReady()) items.push(item);
@@ -343,9 +343,9 @@ describe('row images MySQL writes with binlog_row_image=MINIMAL', () => {
     const offsets = new EventOffsets('binlog.000001', 4);
     let header: unknown;
     for (const event of events) {
-      if (event.packetHeader !== header) offsets.onHeader(event.packetHeader);
+      if (event.packetHeader !== header) offsets.onHeader(event.packetHeader, event.inPayload);
       header = event.packetHeader;
-      const verdict = await guard.check(event, event.getTypeName(), 'binlog.000001', offsets.endOf(event.getTypeName()));
+      const verdict = await guard.check(event, event.getTypeName(), 'binlog.000001', offsets.endOf());
       if (verdict instanceof SluiceError) return verdict;
     }
     return undefined;

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import ZongJi from '@vlasky/zongji';
 import { registerDecoders } from '../../lib/source/mysql/binlog/decoders.ts';
+import { payloadEventPackets } from '../../lib/source/mysql/binlog/transaction-payload.ts';
 import { type EventHeader, eventHeader } from '../../lib/source/mysql/binlog-dump.ts';
 // zongji's package exports only its entry; the test drives its packet layer directly.
 // @ts-expect-error: a file of zongji's, without types
@@ -36,9 +37,9 @@ export interface ColumnRow {
 }
 
 /**
- * A zongji event; `packetHeader` is the common header of the packet it was delivered from (the
- * TRANSACTION_PAYLOAD's for the events inside one), as the binlog reader's dump sees it
- * (binlog-dump.ts), for feeding the reader as a stream would.
+ * A zongji event; `packetHeader` is the common header of the packet it was delivered from, and
+ * `inPayload` says whether that packet holds one of a compressed transaction's events, as the binlog
+ * reader's dump sees them (binlog-dump.ts), for feeding the reader as a stream would.
  */
 // biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
 export type DecodedEvent = any;
@@ -94,8 +95,10 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
   const connection = new Connection();
   zongji.connection = connection;
   let header: EventHeader | undefined;
+  let inPayload = false;
   const deliver = (event: DecodedEvent) => {
     event.packetHeader = header;
+    event.inPayload = inPayload;
     options.onEvent?.(event);
     events.push(event);
   };
@@ -131,13 +134,20 @@ export async function decodeBinlogFile(file: string, options: DecodeOptions = {}
     deliver(event);
   };
   const binlog = new (initBinlogClass(zongji))(handler);
-  // As a server sends each event: after the packet's OK byte.
-  const packets = recorded.events.map((event) => Buffer.concat([Buffer.alloc(1), event.bytes]));
+  // As a server sends each event: after the packet's OK byte; a compressed transaction's events as
+  // the stream's connection hands them over (transaction-payload.ts `deliverPayloadEvents`).
+  const packets = recorded.events.flatMap((event) => {
+    const packet = Buffer.concat([Buffer.alloc(1), event.bytes]);
+    const inner = payloadEventPackets(packet, 0, packet.length, zongji.useChecksum);
+    return inner ? inner.map((buffer, i) => ({ buffer, inPayload: i < inner.length - 1 })) : [{ buffer: packet, inPayload: false }];
+  });
   // Packets arriving while the connection is paused wait, as mysql2 queues them.
-  for (const buffer of packets) {
+  for (const next of packets) {
     while (connection._paused) await new Promise<void>((resume) => (resumed = resume));
+    const { buffer } = next;
     const packet = { buffer, offset: 0, end: buffer.length, isEOF: () => false, isError: () => false };
     header = eventHeader(buffer, 0, buffer.length);
+    inPayload = next.inPayload;
     binlog.binlogData(packet, connection);
   }
   while (connection._paused) await new Promise<void>((resume) => (resumed = resume));

@@ -1,6 +1,7 @@
 import type ZongJi from '@vlasky/zongji';
 import { GtidSet as ZongjiGtidSet } from '@vlasky/zongji';
 import { type BinlogPosition, LOG_POS_MODULUS, unwrapLogPos } from '../../core/position.ts';
+import { isPayloadEvent } from './binlog/transaction-payload.ts';
 
 /*
  * What sluice adds to zongji's binlog dump: the command that starts it, and the true offset of
@@ -37,7 +38,8 @@ import { type BinlogPosition, LOG_POS_MODULUS, unwrapLogPos } from '../../core/p
  * (where the server has got to), what the server makes up (LOG_EVENT_ARTIFICIAL_F) or sends out of
  * sequence at a dump's start (the file's FORMAT_DESCRIPTION, at offset 4, unless the dump starts
  * there; MariaDB's START_ENCRYPTION with log_pos 0), and the events inside a compressed transaction
- * (MySQL TRANSACTION_PAYLOAD), which are not packets and carry log_pos 0. An event that ends at a
+ * (MySQL TRANSACTION_PAYLOAD), which zongji is handed as packets of their own
+ * (binlog/transaction-payload.ts) and carry log_pos 0. An event that ends at a
  * multiple of 4 GiB exactly writes log_pos 0 too: it is told from those by its length.
  *
  * And a dump starts (`dumpPlan`):
@@ -55,7 +57,6 @@ import { type BinlogPosition, LOG_POS_MODULUS, unwrapLogPos } from '../../core/p
 const ROTATE_EVENT = 4;
 const FORMAT_DESCRIPTION_EVENT = 15;
 const HEARTBEAT_LOG_EVENT = 27;
-const TRANSACTION_PAYLOAD_EVENT = 40;
 const HEARTBEAT_LOG_EVENT_V2 = 41;
 /** LOG_EVENT_ARTIFICIAL_F: an event the server made up for the stream (a ROTATE naming the file, MariaDB's Gtid_list for a GTID start). */
 const ARTIFICIAL_FLAG = 0x20;
@@ -117,9 +118,17 @@ export class EventOffsets {
     this.pos = pos;
   }
 
-  onHeader(header: EventHeader): void {
+  /** `inPayload`: one of a compressed transaction's events, which has no offset of its own. */
+  onHeader(header: EventHeader, inPayload = false): void {
     let end: number | undefined;
-    if (header.flags & ARTIFICIAL_FLAG || header.type === ROTATE_EVENT || header.type === HEARTBEAT_LOG_EVENT || header.type === HEARTBEAT_LOG_EVENT_V2) {
+    if (inPayload) {
+      // Inside the transaction, which ends with its TRANSACTION_PAYLOAD.
+    } else if (
+      header.flags & ARTIFICIAL_FLAG ||
+      header.type === ROTATE_EVENT ||
+      header.type === HEARTBEAT_LOG_EVENT ||
+      header.type === HEARTBEAT_LOG_EVENT_V2
+    ) {
       // Made up for the stream: no offset of its own.
     } else if (header.type === FORMAT_DESCRIPTION_EVENT) {
       // The file's own, at offset 4: in sequence when the dump starts at the file's start.
@@ -144,8 +153,7 @@ export class EventOffsets {
    * of its own: a ROTATE, a heartbeat, an out-of-sequence FORMAT_DESCRIPTION, an event inside a
    * compressed transaction (delivered while its TRANSACTION_PAYLOAD's packet is).
    */
-  endOf(typeName: string): number | undefined {
-    if (this.current?.type === TRANSACTION_PAYLOAD_EVENT && typeName !== 'TransactionPayload') return undefined;
+  endOf(): number | undefined {
     return this.current?.end;
   }
 
@@ -228,7 +236,7 @@ export function extendDump(zongji: ZongJi, plan: DumpPlan, serverId: number, off
   Dump.prototype.binlogData = function (this: unknown, packet, connection) {
     if (!packet.isEOF() && !packet.isError()) {
       const header = eventHeader(packet.buffer, packet.offset, packet.end);
-      if (header) offsets.onHeader(header);
+      if (header) offsets.onHeader(header, isPayloadEvent(packet));
     }
     return own(base.binlogData.call(this, packet, connection));
   };

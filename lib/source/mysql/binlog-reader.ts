@@ -770,7 +770,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private onEvent(ev: Ev): void {
     const type: string = ev.getTypeName();
     // The event's true end offset; undefined for one without its own (binlog-dump.ts `endOf`).
-    let end = this.offsets.endOf(type);
+    let end = this.offsets.endOf();
     // Its log_pos may be 4 bytes of an offset past 4 GiB: the 8-byte sub-header (MariaDB) or the offset reached, unwrapped.
     if (type === 'Heartbeat') end = this.offsets.heartbeat(ev.binlogName, ev.nextPosition, typeof ev.position === 'number' ? ev.position : undefined);
     if (this.offsets.inconsistency && !this.failure) {
@@ -871,7 +871,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         this.boundary('commit', end);
         return;
       case 'TransactionPayload':
-        // After its events (zongji delivers them first): the only resumable point of the transaction.
+        // After its events (delivered first, binlog/transaction-payload.ts): the only resumable point of the transaction.
         if (this.endsWithPayload) this.boundary('commit', end);
         else if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;

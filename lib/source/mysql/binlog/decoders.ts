@@ -1,7 +1,7 @@
 import type ZongJi from '@vlasky/zongji';
 import { DeleteRows, ROWS_EVENT_CODES, UpdateRows, WriteRows } from './rows.ts';
 import { type SkipTable, TABLE_MAP_EVENT, tableMapParser } from './table-map.ts';
-import { TRANSACTION_PAYLOAD_EVENT, TransactionPayload } from './transaction-payload.ts';
+import { deliverPayloadEvents, TRANSACTION_PAYLOAD_EVENT, TransactionPayload } from './transaction-payload.ts';
 
 /** What a stream's decoders are told of it. */
 export interface DecoderOptions {
@@ -16,16 +16,18 @@ export interface DecoderOptions {
  * registers them, the reader's and the tests' alike. All are registered first, before any packet.
  * - TABLE_MAP: the table's columns and metadata, VECTOR and MariaDB's GEOMETRY charsets included, a
  *   byte-identical one reusing the last one's parse (table-map.ts); `skipTable` filters there.
- * - TRANSACTION_PAYLOAD: the compressed transaction's events, for zongji to deliver (transaction-payload.ts).
- *   zongji's own class, which skips them, reports them as unsupported (a stream error).
+ * - TRANSACTION_PAYLOAD: the compressed transaction's events reach zongji as packets of their own, then
+ *   the payload event, emptied (transaction-payload.ts). zongji's own class, which skips them,
+ *   reports them as unsupported (a stream error).
  * - WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS in every version, MySQL's PARTIAL_UPDATE_ROWS (an
  *   UpdateRows, its JSON diffs for the reader to apply; zongji's own class reports it as
  *   unsupported) and MariaDB's compressed ones (rows.ts), their values read by values.ts: JSON and
  *   VECTOR as their bytes, which the reader prints as MySQL does (json.ts).
  */
-export function registerDecoders(zongji: Pick<ZongJi, 'setEventParser'>, options: DecoderOptions = {}): void {
+export function registerDecoders(zongji: ZongJi, options: DecoderOptions = {}): void {
   zongji.setEventParser(TABLE_MAP_EVENT, tableMapParser(options.skipTable));
   zongji.setEventParser(TRANSACTION_PAYLOAD_EVENT, TransactionPayload);
+  deliverPayloadEvents(zongji);
   for (const code of ROWS_EVENT_CODES.write) zongji.setEventParser(code, WriteRows);
   for (const code of ROWS_EVENT_CODES.update) zongji.setEventParser(code, UpdateRows);
   for (const code of ROWS_EVENT_CODES.delete) zongji.setEventParser(code, DeleteRows);
