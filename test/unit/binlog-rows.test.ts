@@ -1,8 +1,9 @@
 import { deflateSync } from 'node:zlib';
-import type { PacketParser, TableMapEntry } from '@vlasky/zongji';
+import type { TableMapEntry } from '@vlasky/zongji';
 import { describe, expect, it } from 'vitest';
 import { MysqlType as T } from '../../lib/core/mysql-types.ts';
 import { countBits, DeleteRows, inflateRowImages, type RowsStream, UpdateRows, WriteRows } from '../../lib/source/mysql/binlog/rows.ts';
+import type { PacketParser } from '../../lib/source/mysql/binlog/zongji-hooks.ts';
 
 /** A packet parser over `body` (what zongji's lib/reader.js gives an event class, after the common header). */
 function parserOf(body: Buffer): PacketParser {

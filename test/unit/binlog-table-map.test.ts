@@ -1,6 +1,7 @@
-import type { EventParserOptions, PacketParser, TableMapEntry } from '@vlasky/zongji';
+import type { TableMapEntry } from '@vlasky/zongji';
 import { describe, expect, it } from 'vitest';
 import { tableMapParser } from '../../lib/source/mysql/binlog/table-map.ts';
+import type { EventParserOptions, PacketParser } from '../../lib/source/mysql/binlog/zongji-hooks.ts';
 // zongji's packet reader: the package exports only its entry, so its module by path.
 // @ts-expect-error untyped JavaScript module
 import { Parser } from '../../node_modules/@vlasky/zongji/lib/reader.js';

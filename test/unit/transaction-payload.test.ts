@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type ZongJi from '@vlasky/zongji';
-import type { PacketParser } from '@vlasky/zongji';
 import { describe, expect, it } from 'vitest';
 import { deliverPayloadEvents, payloadEventPackets, readPayloadBody, TransactionPayload } from '../../lib/source/mysql/binlog/transaction-payload.ts';
+import type { PacketParser } from '../../lib/source/mysql/binlog/zongji-hooks.ts';
 
 /** zongji's packet parser (lib/reader.js) over `body`, as a TRANSACTION_PAYLOAD's constructor gets it. */
 function parserOf(body: Buffer): PacketParser {

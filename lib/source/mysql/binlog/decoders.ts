@@ -2,6 +2,7 @@ import type ZongJi from '@vlasky/zongji';
 import { DeleteRows, ROWS_EVENT_CODES, UpdateRows, WriteRows } from './rows.ts';
 import { type SkipTable, TABLE_MAP_EVENT, tableMapParser } from './table-map.ts';
 import { deliverPayloadEvents, TRANSACTION_PAYLOAD_EVENT, TransactionPayload } from './transaction-payload.ts';
+import { setEventParser } from './zongji-hooks.ts';
 
 /** What a stream's decoders are told of it. */
 export interface DecoderOptions {
@@ -25,10 +26,10 @@ export interface DecoderOptions {
  *   VECTOR as their bytes, which the reader prints as MySQL does (json.ts).
  */
 export function registerDecoders(zongji: ZongJi, options: DecoderOptions = {}): void {
-  zongji.setEventParser(TABLE_MAP_EVENT, tableMapParser(options.skipTable));
-  zongji.setEventParser(TRANSACTION_PAYLOAD_EVENT, TransactionPayload);
+  setEventParser(zongji, TABLE_MAP_EVENT, tableMapParser(options.skipTable));
+  setEventParser(zongji, TRANSACTION_PAYLOAD_EVENT, TransactionPayload);
   deliverPayloadEvents(zongji);
-  for (const code of ROWS_EVENT_CODES.write) zongji.setEventParser(code, WriteRows);
-  for (const code of ROWS_EVENT_CODES.update) zongji.setEventParser(code, UpdateRows);
-  for (const code of ROWS_EVENT_CODES.delete) zongji.setEventParser(code, DeleteRows);
+  for (const code of ROWS_EVENT_CODES.write) setEventParser(zongji, code, WriteRows);
+  for (const code of ROWS_EVENT_CODES.update) setEventParser(zongji, code, UpdateRows);
+  for (const code of ROWS_EVENT_CODES.delete) setEventParser(zongji, code, DeleteRows);
 }

@@ -1,7 +1,8 @@
 import zlib from 'node:zlib';
-import type { EventParserOptions, PacketParser, TableMapEntry } from '@vlasky/zongji';
+import type { TableMapEntry } from '@vlasky/zongji';
 import { MysqlType as T } from '../../../core/mysql-types.ts';
 import { type Cursor, readLengthCoded, readValue, type ValueColumn, type ValueConfig, type ValueOptions, type ValueSchema, valueOptions } from './values.ts';
+import type { EventParserOptions, PacketParser } from './zongji-hooks.ts';
 
 /*
  * The rows events (WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS), registered through zongji's

@@ -1,7 +1,8 @@
-import type { ColumnInfo, ColumnSchema, EventParserOptions, PacketParser, TableMapEntry } from '@vlasky/zongji';
+import type { ColumnInfo, ColumnSchema, TableMapEntry } from '@vlasky/zongji';
 import iconv from 'iconv-lite';
 import { MysqlType as T } from '../../../core/mysql-types.ts';
 import type { TableMapColumn } from '../../../schema/column-type.ts';
+import type { EventParserOptions, PacketParser } from './zongji-hooks.ts';
 
 /** TABLE_MAP_EVENT's type code. */
 export const TABLE_MAP_EVENT = 19;

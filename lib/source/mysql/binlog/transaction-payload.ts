@@ -1,7 +1,7 @@
 import zlib from 'node:zlib';
 import type ZongJi from '@vlasky/zongji';
-import type { EventParserOptions, PacketParser } from '@vlasky/zongji';
 import { decompress as fzstdDecompress } from 'fzstd';
+import type { EventParserOptions, PacketParser } from './zongji-hooks.ts';
 
 /** TRANSACTION_PAYLOAD_EVENT's type code (MySQL 8.0.20+, binlog_transaction_compression=ON). */
 export const TRANSACTION_PAYLOAD_EVENT = 40;
