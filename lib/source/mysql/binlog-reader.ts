@@ -1,4 +1,4 @@
-import ZongJi from '@vlasky/zongji';
+import ZongJi, { type MariadbGtidEvent, type QueryEvent } from '@vlasky/zongji';
 import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
 import { MysqlType } from '../../core/mysql-types.ts';
 import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
@@ -10,6 +10,7 @@ import type { TableMapColumn } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
 import { registerDecoders } from './binlog/decoders.ts';
+import { type NamedEvent, named, type ReaderEvent } from './binlog/events.ts';
 import { applyPartialJson, jsonText } from './binlog/json.ts';
 import { applyRaw, asBinlogColumn, type BinlogDecoder, type RawValues, rawBinlogValues, ServerText, type ZongjiColumn } from './binlog/raw-values.ts';
 import { type TableMap, tableMapColumns } from './binlog/table-map.ts';
@@ -206,9 +207,6 @@ async function gtidModeOn(sql: () => Promise<SqlConnection>): Promise<boolean> {
 /** A fresh id per run, away from the small ids real replicas use. */
 const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000);
 
-// biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
-type Ev = any;
-
 /** A table as its latest TABLE_MAP describes it. */
 interface TableState {
   /** What the TABLE_MAP said that the rest is built from (`pushColumnFacts`), compared value by value at the next one. */
@@ -389,7 +387,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     };
     // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
     registerDecoders(this.zongji, { skipTable });
-    this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
+    // sluice's own classes decode some events (binlog/decoders.ts): ReaderEvent, not zongji's declared union.
+    this.zongji.on('binlog', (ev) => this.onEvent(ev as unknown as ReaderEvent));
     this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
     const serverId = options.serverId ?? randomServerId();
     // Past 4 GiB a dump starts by GTID when the server can (binlog-dump.ts): its gtid_mode decides.
@@ -436,13 +435,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   }
 
   /** A MySQL GTID event's original commit time (µs), as the server sent it; undefined for MariaDB's and before 8.0.1. */
-  private commitUsOf(ev: Ev): number | undefined {
+  private commitUsOf(ev: { readonly nextPosition: number }): number | undefined {
     const raw = this.rawGtidCommit;
     return raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition ? raw.us : undefined;
   }
 
   /** A Query event's status variables: as the server sent them, or zongji's decoded copy (inside a compressed transaction, log_pos 0). */
-  private statusVarsOf(ev: Ev): Uint8Array | string | undefined {
+  private statusVarsOf(ev: QueryEvent): Uint8Array | string | undefined {
     const raw = this.queryStatus;
     if (raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition && raw.bytes.length === ev.statusVarsLength) return raw.bytes;
     return ev.statusVars;
@@ -603,7 +602,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     return this.schemaConnection;
   }
 
-  private tableOf(ev: Ev): TableState {
+  private tableOf(ev: { readonly tableId: number }): TableState {
     const table = this.shapes.get(ev.tableId);
     if (!table) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
     return table;
@@ -678,7 +677,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
   }
 
-  private begin(ev: Ev, end: number | undefined, gtid: string | null, serverId: number | null, group: BinlogReader['group'], ddl: boolean): void {
+  private begin(
+    ev: { readonly timestamp: number; readonly nextPosition: number },
+    end: number | undefined,
+    gtid: string | null,
+    serverId: number | null,
+    group: BinlogReader['group'],
+    ddl: boolean,
+  ): void {
     this.inTxn = true;
     this.group = group;
     this.ddlGroup = ddl;
@@ -706,7 +712,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * up to and including the GTID read before; its end is a `progress`. The group's GTID becomes
    * its domain's last at the group's end.
    */
-  private onMariadbGtid(ev: Ev, end: number | undefined): void {
+  private onMariadbGtid(ev: MariadbGtidEvent, end: number | undefined): void {
     this.foldGtid();
     const text = String(ev.gtid);
     const domain = Number(ev.domainId);
@@ -728,7 +734,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   }
 
   /** A Query event: transaction control, or a statement (DDL, or DML logged as text) for the consumer to judge. */
-  private onQuery(ev: Ev, end: number | undefined): void {
+  private onQuery(ev: QueryEvent, end: number | undefined): void {
     const query = String(ev.query).trim();
     const upper = query.slice(0, 16).toUpperCase();
     if (upper === 'BEGIN' || upper.startsWith('XA START')) {
@@ -767,37 +773,39 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     if (this.group === 'standalone') this.boundary('commit', end);
   }
 
-  private onEvent(ev: Ev): void {
-    const type: string = ev.getTypeName();
+  private onEvent(ev: ReaderEvent): void {
+    const type = ev.getTypeName();
+    const event = named(ev, type);
     // The event's true end offset; undefined for one without its own (binlog-dump.ts `endOf`).
     let end = this.offsets.endOf(type);
     // Its log_pos may be 4 bytes of an offset past 4 GiB: the 8-byte sub-header (MariaDB) or the offset reached, unwrapped.
-    if (type === 'Heartbeat') end = this.offsets.heartbeat(ev.binlogName, ev.nextPosition, typeof ev.position === 'number' ? ev.position : undefined);
+    if (event.type === 'Heartbeat')
+      end = this.offsets.heartbeat(event.ev.binlogName, event.ev.nextPosition, typeof event.ev.position === 'number' ? event.ev.position : undefined);
     if (this.offsets.inconsistency && !this.failure) {
       this.failure = new AssertionError(`the binlog stream of ${this.file} contradicts itself: ${this.offsets.inconsistency}`);
       this.wake?.();
     }
     if (this.resumeAt !== undefined) {
-      this.reread(ev, type, end);
+      this.reread(ev, event, end);
       return;
     }
     const verdict = this.failure ? 'drop' : this.guard?.check(ev, type, this.file, end);
-    if (type === 'Rotate') this.offsets.rotate(ev.binlogName, Number(ev.position));
+    if (event.type === 'Rotate') this.offsets.rotate(event.ev.binlogName, Number(event.ev.position));
     if (verdict === 'drop') return;
     if (verdict) {
       this.failure = verdict;
       this.wake?.();
       return;
     }
-    switch (type) {
+    switch (event.type) {
       case 'MariadbGtid':
-        this.onMariadbGtid(ev, end);
+        this.onMariadbGtid(event.ev, end);
         return;
       case 'MariadbGtidList':
         // A file read from its start: the state before it, exact from here on. The domains still
         // skipped keep the GTID read on the other server, which this one logs further on.
         if (this.atFileStart) {
-          let position = GtidPosition.ofState(((ev.gtids ?? []) as { gtid: string }[]).map((g) => g.gtid));
+          let position = GtidPosition.ofState((event.ev.gtids ?? []).map((g) => g.gtid));
           for (const gtid of this.skipTo.gtids()) position = position.with(gtid);
           this.setDomains(position);
         }
@@ -807,24 +815,25 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
         this.foldGtid();
         this.skipping = undefined;
-        if (this.holds(ev.gtid)) {
+        if (this.holds(event.ev.gtid)) {
           this.inTxn = true;
           this.group = 'open';
-          this.gtid = String(ev.gtid);
+          this.gtid = String(event.ev.gtid);
           this.gtidTime = ev.timestamp;
-          this.gtidCommitUs = this.commitUsOf(ev);
+          this.gtidCommitUs = this.commitUsOf(event.ev);
           this.skipping = { tsMs: ev.timestamp };
           return;
         }
-        this.begin(ev, end, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
+        this.begin(event.ev, end, typeof event.ev.gtid === 'string' ? event.ev.gtid : String(event.ev.gtid ?? ''), null, 'open', false);
         this.pendingGtid = this.gtid ?? undefined;
         return;
       case 'PreviousGtids': {
         // A file read from its start: the set executed before it is exact from here on. United with
         // the set known so far: a start set's gap-filled transactions after it stay held.
         // With the server's gtid_purged, which the event leaves out when SET gtid_purged put it there.
+        const text = String(event.ev.gtidSet ?? '');
         this.executed = knownSet(() =>
-          GtidSet.parse(String(ev.gtidSet ?? ''))
+          GtidSet.parse(text)
             .union(this.executed?.set ?? GtidSet.EMPTY)
             .union(GtidSet.parse(this.options.purged ?? '')),
         );
@@ -832,41 +841,19 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         return;
       }
       case 'AnonymousGtid':
-        this.begin(ev, end, null, null, 'open', false);
+        this.begin(event.ev, end, null, null, 'open', false);
         return;
       case 'TableMap':
         // Byte for byte its table id's last one (binlog/table-map.ts): zongji kept its columns as
         // mapTable left them, and the table's state here was built from the same facts.
-        if (ev.unchanged === true && this.shapes.has(ev.tableId)) this.tableMapsReused++;
-        else this.mapTable(ev);
+        if (event.ev.unchanged === true && this.shapes.has(event.ev.tableId)) this.tableMapsReused++;
+        else this.mapTable(event.ev);
         return;
       case 'WriteRows':
       case 'UpdateRows':
-      case 'DeleteRows': {
-        if (this.skipping) return;
-        const { shape, map, decode, byServer, json } = this.tableOf(ev);
-        if (json.length) {
-          // A partial JSON update's diffs become the documents after them, from the before images' documents.
-          if (type === 'UpdateRows')
-            for (const row of ev.rows) {
-              applyPartialJson(row.before, row.after, json);
-              jsonText(row.before, json);
-              jsonText(row.after, json);
-            }
-          else for (const row of ev.rows) jsonText(row, json);
-        }
-        if (decode) {
-          if (type === 'UpdateRows')
-            for (const row of ev.rows) {
-              decode(row.before);
-              decode(row.after);
-            }
-          else for (const row of ev.rows) decode(row);
-        }
-        if (byServer.length) this.serverText.set(ev.rows, byServer);
-        this.push({ kind: 'rows', op: ROWS_OP[type], shape, map, rows: ev.rows, pos: end ?? this.offsets.pos, tsMs: ev.timestamp }, ev.rows.length);
+      case 'DeleteRows':
+        this.onRows(event, end);
         return;
-      }
       case 'Xid':
         this.boundary('commit', end);
         return;
@@ -876,13 +863,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         else if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
         return;
       case 'Query':
-        this.onQuery(ev, end);
+        this.onQuery(event.ev, end);
         return;
       case 'Rotate':
         // The new file starts at ev.position (taken above); the rotate's own end belongs to the old
         // file. No progress here: the new file's Format_description follows, and a position in a file
         // is exposed only once its creation time (its history, see history.ts) is known.
-        this.atFileStart = Number(ev.position) <= 4;
+        this.atFileStart = Number(event.ev.position) <= 4;
         return;
       case 'Heartbeat':
         // Its position is in the file its body names: one in another file than the stream's (a
@@ -894,6 +881,37 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     }
   }
 
+  /** A rows event: its rows, decoded as their table's state says, queued unless the group is skipped. */
+  private onRows(event: Extract<NamedEvent, { type: 'WriteRows' | 'UpdateRows' | 'DeleteRows' }>, end: number | undefined): void {
+    if (this.skipping) return;
+    const { shape, map, decode, byServer, json } = this.tableOf(event.ev);
+    const pos = end ?? this.offsets.pos;
+    const tsMs = event.ev.timestamp;
+    if (event.type === 'UpdateRows') {
+      const rows = event.ev.rows;
+      // A partial JSON update's diffs become the documents after them, from the before images' documents.
+      if (json.length)
+        for (const row of rows) {
+          applyPartialJson(row.before, row.after, json);
+          jsonText(row.before, json);
+          jsonText(row.after, json);
+        }
+      if (decode)
+        for (const row of rows) {
+          decode(row.before);
+          decode(row.after);
+        }
+      if (byServer.length) this.serverText.set(rows, byServer);
+      this.push({ kind: 'rows', op: 'update', shape, map, rows, pos, tsMs }, rows.length);
+      return;
+    }
+    const rows = event.ev.rows;
+    if (json.length) for (const row of rows) jsonText(row, json);
+    if (decode) for (const row of rows) decode(row);
+    if (byServer.length) this.serverText.set(rows, byServer);
+    this.push({ kind: 'rows', op: ROWS_OP[event.type], shape, map, rows, pos, tsMs }, rows.length);
+  }
+
   /**
    * Re-reading the start's file from its beginning up to the start, a position past 4 GiB a dump
    * cannot start at (binlog-dump.ts). Nothing before it is emitted or checked, but the file's
@@ -901,7 +919,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * stream begins after the event that ends exactly at the start. None does, or the file ends
    * first: the position is not an event boundary of this file, so it belongs to another history.
    */
-  private reread(ev: Ev, type: string, end: number | undefined): void {
+  private reread(ev: ReaderEvent, event: NamedEvent, end: number | undefined): void {
     const start = this.options.start;
     if (this.failure) return;
     const foreign = (evidence: string) =>
@@ -909,12 +927,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         ErrorCode.POSITION_FOREIGN,
         `the stored position ${formatPosition(start)} belongs to another binlog history: ${evidence}. Nothing was read. Re-snapshot: \`sluice state reset --to latest\`, then \`sluice snapshot --all\` (docs/RUNBOOK.md, POSITION_FOREIGN)`,
       );
-    if (type === 'Format') {
-      const verdict = this.guard?.check(ev, type, this.file, undefined);
+    if (event.type === 'Format') {
+      const verdict = this.guard?.check(ev, event.type, this.file, undefined);
       if (verdict && verdict !== 'drop') this.failure = verdict;
-    } else if (type === 'Rotate') {
-      this.offsets.rotate(ev.binlogName, Number(ev.position));
-      if (ev.binlogName !== start.file) this.failure = foreign(`this server's ${start.file} ends before offset ${start.pos}`);
+    } else if (event.type === 'Rotate') {
+      this.offsets.rotate(event.ev.binlogName, Number(event.ev.position));
+      if (event.ev.binlogName !== start.file) this.failure = foreign(`this server's ${start.file} ends before offset ${start.pos}`);
     } else if (end !== undefined && end >= start.pos) {
       if (end === start.pos) this.resumeAt = undefined;
       else this.failure = foreign(`no event of this server's ${start.file} ends at offset ${start.pos} (one ends at ${end})`);
