@@ -6,7 +6,6 @@ import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../..
 import { binlogColumn, type ColumnDefinition, maybeLogical, pushColumnFacts, withLogicalType } from '../../format/binlog-columns.ts';
 import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../format/event.ts';
 import { profiling, timed } from '../../profile.ts';
-import type { TableMapColumn } from '../../schema/column-type.ts';
 import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
 import { registerDecoders } from './binlog/decoders.ts';
@@ -18,148 +17,14 @@ import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
 import { type BinlogHistories, unreadablePositionReason } from './history.ts';
+import type { BinlogItem, TableMapStructure } from './reader/items.ts';
+import { type Packet, RawFields, sqlModeFlags } from './reader/raw-fields.ts';
 import { logicalTypes } from './schema.ts';
 import { connect, type SqlConnection } from './server.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
-/**
- * What the reader emits, strictly in binlog order. Only `commit` and `progress` carry a position,
- * and both are transaction boundaries: resuming inside a transaction silently drops rows, so no
- * other point is ever exposed.
- */
-export type BinlogItem =
-  | { kind: 'begin'; file: string; pos: number; gtid: string | null; serverId: number | null; tsMs: number; commitUs?: number }
-  | { kind: 'rows'; op: 'insert' | 'delete'; shape: EncodedShape; map: TableMapStructure; rows: Row[]; pos: number; tsMs: number }
-  | { kind: 'rows'; op: 'update'; shape: EncodedShape; map: TableMapStructure; rows: { before: Row; after: Row }[]; pos: number; tsMs: number }
-  /**
-   * A statement logged as text, inside the current transaction group: `ddl` when the group is a DDL
-   * statement's (MariaDB flags it in the GTID event; on MySQL a statement outside BEGIN…COMMIT, or
-   * the `CREATE TABLE … START TRANSACTION` that opens an atomic CREATE TABLE … SELECT's rows), else
-   * DML written by a session in STATEMENT or MIXED format. Never logged: it may hold secrets.
-   */
-  | { kind: 'query'; ddl: boolean; db: string; query: string; sqlMode: SqlModeFlags; position: BinlogPosition; tsMs: number }
-  /** A transaction (or a DDL statement) ended; `position` is right after it. */
-  | { kind: 'commit'; position: BinlogPosition }
-  /** A non-transactional event between transactions (rotate, checkpoint, heartbeat): the position moved. */
-  | { kind: 'progress'; position: BinlogPosition; tsMs: number }
-  /** Nothing arrived for `idleMs`: lets an idle consumer stop or heartbeat on time. */
-  | { kind: 'idle' };
-
-/** The table as its TABLE_MAP describes it (binlog_row_metadata=FULL), to check it against its schema version. */
-export interface TableMapStructure {
-  readonly columns: readonly TableMapColumn[];
-  readonly key: readonly number[] | null;
-}
-
-/** The sql_mode flags that change how a statement's text reads, from the Query event (undefined: unknown). */
-export interface SqlModeFlags {
-  readonly ansiQuotes?: boolean;
-  readonly noBackslashEscapes?: boolean;
-  /** STRICT_TRANS_TABLES or STRICT_ALL_TABLES: an ALTER that would turn a NULL into a default fails instead (so a logged one turned none). */
-  readonly strict?: boolean;
-  /** REAL_AS_FLOAT: REAL is FLOAT, not DOUBLE. */
-  readonly realAsFloat?: boolean;
-  /**
-   * ORACLE or MAXDB mode is on, or may be: type names then mean other types (DATE is DATETIME,
-   * NUMBER, VARCHAR2 and CLOB exist; TIMESTAMP is DATETIME). Byte 1 of the mode holds both bits and,
-   * in both modes, NO_FIELD_OPTIONS' high bit, which zongji's decoding loses: unreadable counts as on.
-   */
-  readonly foreignTypes?: boolean;
-}
-
-/**
- * sql_mode from a Query event's status variables: Q_SQL_MODE_CODE = 1 and 8 bytes, low byte first
- * (REAL_AS_FLOAT = 0x1, ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x100000, STRICT_TRANS_TABLES = 0x200000,
- * STRICT_ALL_TABLES = 0x400000, in MySQL and MariaDB alike; MariaDB's ORACLE = 0x200 and MAXDB =
- * 0x1000, bits MySQL 8 no longer has), right after Q_FLAGS2_CODE = 0 and its
- * 4 bytes, which servers write first (`Query_log_event::write`; both checked against what
- * `mariadb-binlog` prints of events written under each mode).
- * The reader passes the bytes as the server sent them (`queryStatusVars`). zongji's own copy is
- * decoded as UTF-8, so there a byte above 0x7f is lost, and with it the position of every byte
- * after it: the flags those would hold are then unknown (MySQL's default mode sets NO_ZERO_IN_DATE,
- * 0x800000, in STRICT_TRANS_TABLES' byte).
- */
-export function sqlModeFlags(statusVars: Uint8Array | string | undefined): SqlModeFlags {
-  if (statusVars === undefined) return {};
-  const decoded = typeof statusVars === 'string';
-  // Of a decoded string, the bytes before the first one above 0x7f are known.
-  let known = 0;
-  while (known < statusVars.length && !(decoded && statusVars.charCodeAt(known) > 0x7f)) known++;
-  const byte = (i: number) => (i >= known ? undefined : decoded ? statusVars.charCodeAt(i) : statusVars[i]);
-  const at = byte(0) === 0 ? 5 : 0;
-  if (byte(at) !== 1) return {};
-  const b0 = byte(at + 1);
-  const b1 = byte(at + 2);
-  const b2 = byte(at + 3);
-  return {
-    ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0, realAsFloat: (b0 & 0x1) !== 0 }),
-    foreignTypes: b1 === undefined || (b1 & 0x12) !== 0,
-    ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x10) !== 0, strict: (b2 & 0x60) !== 0 }),
-  };
-}
-
-/** A Query event's status variables as the server sent them, and the event's end (log_pos) to match it with zongji's event. */
-export interface QueryStatusVars {
-  readonly nextPosition: number;
-  readonly bytes: Buffer;
-}
-
-const QUERY_EVENT = 2;
-const QUERY_COMPRESSED_EVENT = 165; // MariaDB log_bin_compress: the same header and status variables
-/** The OK marker, then the event header: timestamp 4, type 1, server id 4, length 4, log_pos 4, flags 2. */
-const EVENT_HEADER = 1 + 19;
-/** Query post-header: thread id 4, exec time 4, db length 1, error code 2, status variables length 2. */
-const QUERY_POST_HEADER = 13;
-
-/** A MySQL GTID event's original commit time (µs since the epoch), and the event's end (log_pos) to match it with zongji's event. */
-export interface GtidCommit {
-  readonly nextPosition: number;
-  readonly us: number;
-}
-
-const GTID_EVENT = 33;
-/** GTID post-header: flags 1, source uuid 16, gno 8, logical clock type 1 (2), last_committed 8, sequence_number 8. */
-const GTID_POST_HEADER = 42;
-const LOGICAL_TIMESTAMP_TYPECODE = 2;
-
-/**
- * The original commit time of a binlog packet holding a MySQL GTID event (8.0.1+), undefined for
- * any other packet: the time its first server committed it, in microseconds, which every replica
- * logs unchanged (libbinlogevents Gtid_event: the immediate commit time, 7 bytes, whose top bit
- * says that the original one follows in 7 more; without it, the two are the same). Read here
- * because zongji skips it. With the GTID it identifies a transaction across servers, where a GTID
- * alone does not (GNOs restart after RESET MASTER) and its second-precision header time may match
- * by chance.
- */
-export function gtidCommit(packet: { readonly buffer: Buffer; readonly start: number; readonly end: number }): GtidCommit | undefined {
-  const event = packet.start + 4;
-  const body = event + EVENT_HEADER;
-  const at = body + GTID_POST_HEADER;
-  const buffer = packet.buffer;
-  if (at + 7 > packet.end || buffer[event] !== 0 || buffer[event + 5] !== GTID_EVENT || buffer[body + 25] !== LOGICAL_TIMESTAMP_TYPECODE) return undefined;
-  const read56 = (offset: number) => buffer.readUIntLE(offset, 6) + ((buffer[offset + 6] as number) & 0x7f) * 2 ** 48;
-  const hasOriginal = ((buffer[at + 6] as number) & 0x80) !== 0;
-  if (hasOriginal && at + 14 > packet.end) return undefined;
-  const us = read56(hasOriginal ? at + 7 : at);
-  // 0: committed first on a server older than 8.0.1, which did not record it.
-  return us === 0 ? undefined : { nextPosition: buffer.readUInt32LE(event + 14), us };
-}
-
-/**
- * The status variables of a binlog packet holding a Query event (as mysql2 hands the dump
- * connection's packets over: a 4-byte packet header at `start`, then the event), undefined for
- * any other packet. Read here because zongji keeps them only decoded as UTF-8 (`sqlModeFlags`).
- */
-export function queryStatusVars(packet: { readonly buffer: Buffer; readonly start: number; readonly end: number }): QueryStatusVars | undefined {
-  const event = packet.start + 4;
-  const vars = event + EVENT_HEADER + QUERY_POST_HEADER;
-  if (vars > packet.end || packet.buffer[event] !== 0) return undefined;
-  const type = packet.buffer[event + 5];
-  if (type !== QUERY_EVENT && type !== QUERY_COMPRESSED_EVENT) return undefined;
-  const length = packet.buffer.readUInt16LE(vars - 2);
-  if (vars + length > packet.end) return undefined;
-  return { nextPosition: packet.buffer.readUInt32LE(event + 14), bytes: Buffer.from(packet.buffer.subarray(vars, vars + length)) };
-}
+export type { BinlogItem, SqlModeFlags, TableMapStructure } from './reader/items.ts';
+export { type GtidCommit, gtidCommit, type QueryStatusVars, queryStatusVars, sqlModeFlags } from './reader/raw-fields.ts';
 
 export interface BinlogReaderOptions {
   target: MysqlTarget;
@@ -332,10 +197,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * events carry log_pos 0: its end is the payload event's, which zongji delivers after them.
    */
   private endsWithPayload = false;
-  /** The status variables of the last Query event the connection received (`keepRawFields`). */
-  private queryStatus: QueryStatusVars | undefined;
-  /** The original commit time of the last MySQL GTID event the connection received (`keepRawFields`). */
-  private rawGtidCommit: GtidCommit | undefined;
+  /** What zongji does not keep of the packets (`keepRawFields`). */
+  private readonly raw = new RawFields();
   private readonly highWater: number;
   /** When (epoch ms) the consumer wants an `idle` item at the latest if nothing arrives (see wakeWithin). */
   private wakeBy: number | undefined;
@@ -422,29 +285,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * event's being delivered; `statusVarsOf` and `commitUsOf` still check that by its log_pos.
    */
   private keepRawFields(): void {
-    const connection = this.zongji.connection as unknown as { handlePacket: (packet: Parameters<typeof queryStatusVars>[0] | null) => void } | null;
+    const connection = this.zongji.connection as unknown as { handlePacket: (packet: Packet | null) => void } | null;
     if (!connection) return;
     const handle = connection.handlePacket.bind(connection);
     connection.handlePacket = (packet) => {
-      if (packet) {
-        this.queryStatus = queryStatusVars(packet) ?? this.queryStatus;
-        this.rawGtidCommit = gtidCommit(packet) ?? this.rawGtidCommit;
-      }
+      if (packet) this.raw.see(packet);
       handle(packet);
     };
-  }
-
-  /** A MySQL GTID event's original commit time (µs), as the server sent it; undefined for MariaDB's and before 8.0.1. */
-  private commitUsOf(ev: { readonly nextPosition: number }): number | undefined {
-    const raw = this.rawGtidCommit;
-    return raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition ? raw.us : undefined;
-  }
-
-  /** A Query event's status variables: as the server sent them, or zongji's decoded copy (inside a compressed transaction, log_pos 0). */
-  private statusVarsOf(ev: QueryEvent): Uint8Array | string | undefined {
-    const raw = this.queryStatus;
-    if (raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition && raw.bytes.length === ev.statusVarsLength) return raw.bytes;
-    return ev.statusVars;
   }
 
   /** The binlog file the stream is in. */
@@ -690,7 +537,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.ddlGroup = ddl;
     this.skipping = undefined;
     this.atFileStart = false;
-    const commitUs = this.commitUsOf(ev);
+    const commitUs = this.raw.commitUsOf(ev);
     if (gtid) {
       this.gtid = gtid;
       this.gtidTime = ev.timestamp;
@@ -766,7 +613,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       ddl: this.ddlGroup,
       db: ev.schema ?? '',
       query,
-      sqlMode: sqlModeFlags(this.statusVarsOf(ev)),
+      sqlMode: sqlModeFlags(this.raw.statusVarsOf(ev)),
       position: { file: this.file, pos: end ?? this.offsets.pos },
       tsMs: ev.timestamp,
     });
@@ -820,7 +667,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
           this.group = 'open';
           this.gtid = String(event.ev.gtid);
           this.gtidTime = ev.timestamp;
-          this.gtidCommitUs = this.commitUsOf(event.ev);
+          this.gtidCommitUs = this.raw.commitUsOf(event.ev);
           this.skipping = { tsMs: ev.timestamp };
           return;
         }
