@@ -1,25 +1,18 @@
 import ZongJi, { type MariadbGtidEvent, type QueryEvent } from '@vlasky/zongji';
 import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
-import { MysqlType } from '../../core/mysql-types.ts';
 import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
 import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
-import { binlogColumn, type ColumnDefinition, maybeLogical, pushColumnFacts, withLogicalType } from '../../format/binlog-columns.ts';
-import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../format/event.ts';
 import { profiling, timed } from '../../profile.ts';
-import { isHiddenHashColumn } from '../../schema/version.ts';
 import { authRefusal } from './auth.ts';
 import { registerDecoders } from './binlog/decoders.ts';
 import { type NamedEvent, named, type ReaderEvent } from './binlog/events.ts';
-import { applyPartialJson, jsonText } from './binlog/json.ts';
-import { applyRaw, asBinlogColumn, type BinlogDecoder, type RawValues, rawBinlogValues, ServerText, type ZongjiColumn } from './binlog/raw-values.ts';
-import { type TableMap, tableMapColumns } from './binlog/table-map.ts';
 import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import { StreamGuard } from './guards.ts';
 import { type BinlogHistories, unreadablePositionReason } from './history.ts';
-import type { BinlogItem, TableMapStructure } from './reader/items.ts';
+import type { BinlogItem } from './reader/items.ts';
 import { type Packet, RawFields, sqlModeFlags } from './reader/raw-fields.ts';
-import { logicalTypes } from './schema.ts';
+import { TableShapes } from './reader/table-shapes.ts';
 import { connect, type SqlConnection } from './server.ts';
 import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
 
@@ -56,7 +49,6 @@ export interface BinlogReaderOptions {
   purged?: string;
 }
 
-const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete' } as const;
 const ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236;
 
 /** Whether the server's gtid_mode is ON: false on MariaDB (which has no such variable) and when it cannot be read. */
@@ -71,43 +63,6 @@ async function gtidModeOn(sql: () => Promise<SqlConnection>): Promise<boolean> {
 
 /** A fresh id per run, away from the small ids real replicas use. */
 const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000);
-
-/** A table as its latest TABLE_MAP describes it. */
-interface TableState {
-  /** What the TABLE_MAP said that the rest is built from (`pushColumnFacts`), compared value by value at the next one. */
-  facts: unknown[];
-  shape: EncodedShape;
-  map: TableMapStructure;
-  /** What to change in zongji's descriptors at each TABLE_MAP, by column index (see rawBinlogValues). */
-  raw: [index: number, raw: RawValues][];
-  /** Columns whose zongji values need converting. */
-  decoders: [name: string, decode: BinlogDecoder][];
-  /** Converts one row's values in place (`compileDecoder` of `decoders`); undefined when none need it. */
-  decode: ((row: Row) => void) | undefined;
-  /** Columns whose values the server converts (ServerText) before the rows are yielded. */
-  byServer: string[];
-  /** Columns zongji must store under another property than their name (see `rowProperty`), by index. */
-  renamed: number[];
-  /** MySQL JSON columns (by property): a partial update's after image may hold their diffs (binlog/json.ts). */
-  json: string[];
-}
-
-function sameFacts(a: unknown[], b: unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/**
- * One function converting a row's values in place, reading and writing each column by its literal
- * name (as the shape's encoders do, event.ts): a loop over names would make every access a keyed,
- * megamorphic one, for every row. Names enter the source only as JSON string literals.
- */
-function compileDecoder(decoders: TableState['decoders']): TableState['decode'] {
-  if (!decoders.length) return undefined;
-  const body = decoders.map(([name], i) => `r[${JSON.stringify(name)}] = d${i}(r[${JSON.stringify(name)}]);`).join(' ');
-  return new Function(...decoders.map((_, i) => `d${i}`), `return (r) => { ${body} };`)(...decoders.map(([, decode]) => decode));
-}
 
 /** A set with its text; unknown (undefined) when the server's text does not parse: positions then go without one. */
 function knownSet(make: () => GtidSet | undefined): { set: GtidSet; text: string } | undefined {
@@ -126,19 +81,14 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   private queuedRows = 0;
   private peakQueuedRows = 0;
   private pauses = 0;
-  private tableMapsReused = 0;
   private paused = false;
   private wake: (() => void) | undefined;
   private failure: Error | Promise<Error> | undefined;
   /** Per-event checks of the stream's assumptions (lib/source/mysql/guards.ts). */
   private readonly guard: StreamGuard | undefined;
   private stopped = false;
-  private readonly shapes = new Map<number, TableState>();
-  /** Shapes with BINARY(4|16) columns, to be resolved to UUID/INET4/INET6 (see `resolve`), with zongji's descriptors. */
-  private readonly unresolved = new WeakMap<EncodedShape, ZongjiColumn[]>();
-  private readonly resolved = new WeakMap<EncodedShape, Promise<EncodedShape>>();
-  /** Rows (by their array) holding ServerText in the named columns. */
-  private readonly serverText = new WeakMap<object, string[]>();
+  /** The tables' shapes and decoding, by TABLE_MAP (reader/table-shapes.ts). */
+  private readonly shapes = new TableShapes(() => this.sql());
   private schemaConnection: SqlConnection | undefined;
   /**
    * Where the stream has got to: its file, and the true end offset of the last event the server
@@ -337,122 +287,10 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     this.wake?.();
   }
 
-  /**
-   * Builds (or reuses) the table's shape at its TABLE_MAP event, which alone carries the key and
-   * signedness. Also makes zongji hand over raw bytes where its own decoding is lossy; zongji
-   * rebuilds its descriptors at every TABLE_MAP, so this runs at each one, before the rows.
-   */
-  private mapTable(ev: TableMap): void {
-    const map = ev.tableMap[ev.tableId];
-    if (!map?.columns) throw new AssertionError(`TABLE_MAP of table id ${ev.tableId} without zongji's columns`);
-    const columns = map.columns as ZongjiColumn[];
-    const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
-    const unsigned = ev.signedness ?? [];
-    const geometry = ev.geometryTypes ?? [];
-    const schemas: ColumnDefinition[] = map.columnSchemas ?? [];
-    // The TABLE_MAP's raw ENUM/SET labels, which the parser keeps on the event (FULL metadata only).
-    const labels: (Buffer[] | undefined)[] = ev.enumSetValues ?? [];
-    const facts: unknown[] = [map.parentSchema, map.tableName, key?.length, ...(key ?? [])];
-    for (let i = 0; i < columns.length; i++)
-      pushColumnFacts(facts, asBinlogColumn(columns[i] as ZongjiColumn), unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
-    let table = this.shapes.get(ev.tableId);
-    if (!table || !sameFacts(table.facts, facts)) {
-      // MariaDB logs a hidden DB_ROW_HASH_<n> column per long unique key: not part of the table's rows.
-      const kept = columns.map((_, i) => i).filter((i) => !isHiddenHashColumn((columns[i] as ZongjiColumn).name));
-      const described = kept.map((i) =>
-        binlogColumn(asBinlogColumn(columns[i] as ZongjiColumn), { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }),
-      );
-      const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key: key ? key.map((i) => kept.indexOf(i)) : null });
-      if (columns.some((c) => maybeLogical(asBinlogColumn(c))))
-        this.unresolved.set(
-          shape,
-          kept.map((i) => columns[i] as ZongjiColumn),
-        );
-      // Read before applyRaw below rewrites zongji's descriptors.
-      table = { facts, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [], renamed: [], json: [] };
-      for (const [i, c] of columns.entries()) {
-        if (rowProperty(c.name) !== c.name) table.renamed.push(i);
-        // zongji hands over MySQL's binary JSON as its bytes (binlog/decoders.ts), printed here as MySQL prints it.
-        if (c.type === MysqlType.JSON) table.json.push(rowProperty(c.name));
-        const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
-        if (!raw) continue;
-        table.raw.push([i, raw]);
-        if (raw.decode) table.decoders.push([rowProperty(c.name), raw.decode]);
-        if (raw.byServer) table.byServer.push(rowProperty(c.name));
-      }
-      table.decode = compileDecoder(table.decoders);
-      this.shapes.set(ev.tableId, table);
-    }
-    for (const [i, raw] of table.raw) applyRaw(columns[i] as ZongjiColumn, raw, schemas[i], labels[i]);
-    // zongji stores each value as row[descriptor.name]: `row.__proto__ = value` would be lost.
-    for (const i of table.renamed) (columns[i] as ZongjiColumn).name = rowProperty((columns[i] as ZongjiColumn).name);
-  }
-
-  /**
-   * MariaDB logs UUID, INET4 and INET6 columns as BINARY(16|4|16); only information_schema tells
-   * them apart, so a shape with such columns takes their types from it before its rows are
-   * yielded (once per shape and run). It describes the table now, not when the event was written:
-   * a column converted between BINARY and one of these types since is written with its current
-   * type, which the manifest names. Either way the value is exact (the text and the bytes convert
-   * one to one).
-   */
-  private resolve(shape: EncodedShape, columns: ZongjiColumn[]): Promise<EncodedShape> {
-    let pending = this.resolved.get(shape);
-    if (!pending) {
-      pending = (async () => {
-        const types = await logicalTypes(await this.sql(), shape.db, shape.table);
-        if (!types.size) return shape;
-        return encodeShape({
-          ...shape,
-          columns: shape.columns.map((c, i) => withLogicalType(c, asBinlogColumn(columns[i] as ZongjiColumn), types.get(c.name))),
-        });
-      })();
-      this.resolved.set(shape, pending);
-    }
-    return pending;
-  }
-
-  /**
-   * Converts the item's ServerText values with the server's own tables, as it converts the column
-   * for a SELECT (bytes it cannot convert become '?'): one query per 500 values.
-   */
-  private async decodeOnServer(item: Extract<BinlogItem, { kind: 'rows' }>, names: string[]): Promise<void> {
-    const images: Row[] = item.op === 'update' ? item.rows.flatMap((r) => [r.before, r.after]) : item.rows;
-    const pending: [Row, string, ServerText][] = [];
-    for (const row of images) {
-      for (const name of names) {
-        const value = row[name];
-        if (value instanceof ServerText) pending.push([row, name, value]);
-      }
-    }
-    const conn = await this.sql();
-    for (let from = 0; from < pending.length; from += 500) {
-      const chunk = pending.slice(from, from + 500);
-      const expressions = chunk.map(([, , text], i) => {
-        if (!/^\w+$/.test(text.charset)) throw new AssertionError(`unexpected charset name ${text.charset}`);
-        return `CONVERT(CAST(? AS CHAR CHARACTER SET ${text.charset}) USING utf8mb4) AS v${i}`;
-      });
-      const [rows] = await conn.query(
-        `SELECT ${expressions.join(', ')}`,
-        chunk.map(([, , text]) => text.bytes),
-      );
-      const converted = (rows as Record<string, string>[])[0] ?? {};
-      chunk.forEach(([row, name], i) => {
-        row[name] = converted[`v${i}`];
-      });
-    }
-  }
-
   /** A connection for the lookups binlog decoding needs, opened on first use. */
   private async sql(): Promise<SqlConnection> {
     this.schemaConnection ??= await connect(this.options.target);
     return this.schemaConnection;
-  }
-
-  private tableOf(ev: { readonly tableId: number }): TableState {
-    const table = this.shapes.get(ev.tableId);
-    if (!table) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
-    return table;
   }
 
   /** The ended (or superseded) group's GTID joins the executed set (MySQL), or becomes its domain's last (MariaDB). */
@@ -691,15 +529,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         this.begin(event.ev, end, null, null, 'open', false);
         return;
       case 'TableMap':
-        // Byte for byte its table id's last one (binlog/table-map.ts): zongji kept its columns as
-        // mapTable left them, and the table's state here was built from the same facts.
-        if (event.ev.unchanged === true && this.shapes.has(event.ev.tableId)) this.tableMapsReused++;
-        else this.mapTable(event.ev);
+        this.shapes.onTableMap(event.ev);
         return;
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows':
-        this.onRows(event, end);
+        if (this.skipping) return;
+        this.push(this.shapes.rows(event, end ?? this.offsets.pos), event.ev.rows.length);
         return;
       case 'Xid':
         this.boundary('commit', end);
@@ -726,37 +562,6 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       default:
         if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
     }
-  }
-
-  /** A rows event: its rows, decoded as their table's state says, queued unless the group is skipped. */
-  private onRows(event: Extract<NamedEvent, { type: 'WriteRows' | 'UpdateRows' | 'DeleteRows' }>, end: number | undefined): void {
-    if (this.skipping) return;
-    const { shape, map, decode, byServer, json } = this.tableOf(event.ev);
-    const pos = end ?? this.offsets.pos;
-    const tsMs = event.ev.timestamp;
-    if (event.type === 'UpdateRows') {
-      const rows = event.ev.rows;
-      // A partial JSON update's diffs become the documents after them, from the before images' documents.
-      if (json.length)
-        for (const row of rows) {
-          applyPartialJson(row.before, row.after, json);
-          jsonText(row.before, json);
-          jsonText(row.after, json);
-        }
-      if (decode)
-        for (const row of rows) {
-          decode(row.before);
-          decode(row.after);
-        }
-      if (byServer.length) this.serverText.set(rows, byServer);
-      this.push({ kind: 'rows', op: 'update', shape, map, rows, pos, tsMs }, rows.length);
-      return;
-    }
-    const rows = event.ev.rows;
-    if (json.length) for (const row of rows) jsonText(row, json);
-    if (decode) for (const row of rows) decode(row);
-    if (byServer.length) this.serverText.set(rows, byServer);
-    this.push({ kind: 'rows', op: ROWS_OP[event.type], shape, map, rows, pos, tsMs }, rows.length);
   }
 
   /**
@@ -812,7 +617,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
   takeReady(): BinlogItem | undefined {
     if (this.failure || this.head >= this.queue.length) return undefined;
     const item = this.queue[this.head] as BinlogItem;
-    if (item.kind === 'rows' && (this.unresolved.has(item.shape) || this.serverText.has(item.rows))) return undefined;
+    if (item.kind === 'rows' && !this.shapes.ready(item)) return undefined;
     return this.shift();
   }
 
@@ -821,12 +626,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       if (this.failure) throw await this.failure;
       if (this.head < this.queue.length) {
         const item = this.shift();
-        if (item.kind === 'rows') {
-          const columns = this.unresolved.get(item.shape);
-          if (columns) item.shape = await this.resolve(item.shape, columns);
-          const byServer = this.serverText.get(item.rows);
-          if (byServer) await this.decodeOnServer(item, byServer);
-        }
+        if (item.kind === 'rows' && !this.shapes.ready(item)) await this.shapes.prepare(item);
         yield item;
         continue;
       }
@@ -856,7 +656,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
 
   /** TABLE_MAP events found byte-identical to their table id's previous one, so not mapped again. */
   get reusedTableMaps(): number {
-    return this.tableMapsReused;
+    return this.shapes.reused;
   }
 
   /**

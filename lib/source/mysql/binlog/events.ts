@@ -93,6 +93,9 @@ export type EventName = ReturnType<ReaderEvent['getTypeName']>;
 /** An event with its name beside it: a switch on `type` narrows `ev`. */
 export type NamedEvent = { [N in EventName]: { readonly type: N; readonly ev: Extract<ReaderEvent, { getTypeName(): N }> } }[EventName];
 
+/** A rows event with its name. */
+export type NamedRowsEvent = Extract<NamedEvent, { type: 'WriteRows' | 'UpdateRows' | 'DeleteRows' }>;
+
 /** Pairs an event with its name, `type` as the caller read it (`getTypeName()`, which names the event's class). */
 export function named(ev: ReaderEvent, type: string): NamedEvent {
   return { type, ev } as NamedEvent;

@@ -27,6 +27,9 @@ export type BinlogItem =
   /** Nothing arrived for `idleMs`: lets an idle consumer stop or heartbeat on time. */
   | { kind: 'idle' };
 
+/** An item of rows. */
+export type RowsItem = Extract<BinlogItem, { kind: 'rows' }>;
+
 /** The table as its TABLE_MAP describes it (binlog_row_metadata=FULL), to check it against its schema version. */
 export interface TableMapStructure {
   readonly columns: readonly TableMapColumn[];
