@@ -1,30 +1,24 @@
-import ZongJi from '@vlasky/zongji';
-import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
-import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
-import { profiling, timed } from '../../profile.ts';
-import { authRefusal } from './auth.ts';
-import { registerDecoders } from './binlog/decoders.ts';
+import { type BinlogPosition, formatPosition } from '../../core/position.ts';
+import { AssertionError, ErrorCode, SluiceError } from '../../errors.ts';
 import { type NamedEvent, named, type ReaderEvent } from './binlog/events.ts';
-import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
+import { EventOffsets } from './binlog-dump.ts';
 import { StreamGuard } from './guards.ts';
 import type { BinlogHistories } from './history.ts';
-import { unreadablePositionReason } from './history.ts';
+import { BinlogStream } from './reader/binlog-stream.ts';
 import { ItemQueue } from './reader/item-queue.ts';
 import type { BinlogItem } from './reader/items.ts';
-import { type Packet, RawFields } from './reader/raw-fields.ts';
+import { RawFields } from './reader/raw-fields.ts';
 import { TableShapes } from './reader/table-shapes.ts';
 import { TransactionContext } from './reader/transaction-context.ts';
-import { connect, type SqlConnection } from './server.ts';
 import type { MysqlTarget } from './target.ts';
-import { connectionOptions, scrub } from './target.ts';
 
 export type { BinlogItem, SqlModeFlags, TableMapStructure } from './reader/items.ts';
 export { type GtidCommit, gtidCommit, type QueryStatusVars, queryStatusVars, sqlModeFlags } from './reader/raw-fields.ts';
 
 /*
  * A MySQL or MariaDB binlog stream as an async iterable of items (reader/items.ts), strictly in
- * binlog order. The stream's wiring (zongji, sluice's decoders, the dump's start, errors) is
- * here; the transaction context (reader/transaction-context.ts: the
+ * binlog order, in four parts: the stream's wiring (reader/binlog-stream.ts: zongji, sluice's
+ * decoders, the dump's start, errors), the transaction context (reader/transaction-context.ts: the
  * current group, its GTIDs and the positions made at its end), the table-shape builder
  * (reader/table-shapes.ts: each table's shape and decoding at its TABLE_MAP) and the item queue
  * between the connection and the consumer (reader/item-queue.ts: back-pressure, wake-ups, the
@@ -61,37 +55,13 @@ export interface BinlogReaderOptions {
   purged?: string;
 }
 
-const ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236;
-
-/** Whether the server's gtid_mode is ON: false on MariaDB (which has no such variable) and when it cannot be read. */
-async function gtidModeOn(sql: () => Promise<SqlConnection>): Promise<boolean> {
-  try {
-    const [rows] = await (await sql()).query('SELECT @@GLOBAL.gtid_mode AS mode');
-    return String((rows as { mode?: unknown }[])[0]?.mode).toUpperCase() === 'ON';
-  } catch {
-    return false;
-  }
-}
-
-/** A fresh id per run, away from the small ids real replicas use. */
-const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000);
-
 export class BinlogReader implements AsyncIterable<BinlogItem> {
   /**
    * Where the stream has got to: its file, and the true end offset of the last event the server
    * sent, whatever it was (binlog-dump.ts: every packet's header, past 4 GiB too).
    */
   private readonly offsets: EventOffsets;
-  private readonly zongji: ZongJi;
-  private schemaConnection: SqlConnection | undefined;
-  private stopped = false;
-  /**
-   * Set while the dump re-reads the start's file from its beginning to reach the start (a position
-   * past 4 GiB a dump cannot start at, binlog-dump.ts): the start's offset, where the stream begins.
-   */
-  private resumeAt: number | undefined;
-  /** What zongji does not keep of the packets (`keepRawFields`). */
-  private readonly raw = new RawFields();
+  private readonly stream: BinlogStream;
   private readonly queue: ItemQueue;
   private readonly transaction: TransactionContext;
   /** The tables' shapes and decoding, by TABLE_MAP. */
@@ -103,121 +73,25 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
     const start = options.start;
     const offsets = new EventOffsets(start.file, start.pos);
     this.offsets = offsets;
-    const sql = () => this.sql();
+    const sql = () => this.stream.sql();
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
     // (20,000 took a 320k-row capture's peak RSS from ~180 to ~235 MB, docs/PERFORMANCE.md).
-    this.queue = new ItemQueue(options.highWaterRows ?? 5_000, {
-      pause: () => this.zongji.connection?.pause(),
-      resume: () => this.zongji.connection?.resume(),
-    });
-    this.transaction = new TransactionContext(start, { offsets, queue: this.queue, raw: this.raw, purged: options.purged });
+    this.queue = new ItemQueue(options.highWaterRows ?? 5_000, { pause: () => this.stream.pause(), resume: () => this.stream.resume() });
+    const raw = new RawFields();
+    this.transaction = new TransactionContext(start, { offsets, queue: this.queue, raw, purged: options.purged });
     this.shapes = new TableShapes(sql);
     const history = options.capture?.history ?? options.history;
     this.guard = history && new StreamGuard(start, { history: { check: history, sql }, accept: options.filter, historyOnly: !options.capture });
-    // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
-    // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
-    // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).
-    this.zongji = new ZongJi({
-      ...connectionOptions(options.target),
-      dateStrings: true,
-      timezone: 'Z',
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      jsonStrings: true,
+    this.stream = new BinlogStream({
+      target: options.target,
+      start,
+      filter: options.filter,
+      serverId: options.serverId,
+      offsets,
+      raw,
+      onEvent: (ev) => this.onEvent(ev),
+      onFailure: (error) => this.queue.fail(error),
     });
-    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
-    registerDecoders(this.zongji, { skipTable: this.tableFilter() });
-    // sluice's own classes decode some events (binlog/decoders.ts): ReaderEvent, not zongji's declared union.
-    this.zongji.on('binlog', (ev) => this.onEvent(ev as unknown as ReaderEvent));
-    this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
-    const serverId = options.serverId ?? randomServerId();
-    // Past 4 GiB a dump starts by GTID when the server can (binlog-dump.ts): its gtid_mode decides.
-    const byGtid = start.pos >= LOG_POS_MODULUS && start.gtidSet !== undefined;
-    if (!byGtid) this.startDump(dumpPlan(start, false), serverId);
-    else
-      void gtidModeOn(() => this.sql())
-        .then((on) => this.startDump(dumpPlan(start, on), serverId))
-        .catch((error: Error) => this.fail(error));
-  }
-
-  /**
-   * zongji's per-table filter takes exact names; ours are regexes. sluice's TABLE_MAP parser asks
-   * it at each TABLE_MAP, so rows of filtered tables are never decoded. Remembered per table: it is
-   * asked at every TABLE_MAP, and a single-row transaction has one.
-   */
-  private tableFilter(): (db: string, table: string) => boolean {
-    const accepted = new Map<string, Map<string, boolean>>();
-    return (db, table) => {
-      // Re-reading up to the start: nothing before it is decoded.
-      if (this.resumeAt !== undefined) return true;
-      let tables = accepted.get(db);
-      if (!tables) {
-        tables = new Map();
-        accepted.set(db, tables);
-      }
-      let accept = tables.get(table);
-      if (accept === undefined) {
-        accept = this.options.filter(db, table);
-        tables.set(table, accept);
-      }
-      return !accept;
-    };
-  }
-
-  private startDump(plan: DumpPlan, serverId: number): void {
-    if (this.stopped) return;
-    this.resumeAt = plan.kind === 'reread' ? plan.resumeAt : undefined;
-    this.offsets.rotate(plan.file, plan.pos);
-    this.zongji.once('ready', () => {
-      extendDump(this.zongji, plan, serverId, this.offsets);
-      // SLUICE_PROFILE=1: time parsing binlog packets (mysql2 + zongji) as decoding.
-      if (profiling) this.profileDecoding();
-    });
-    this.zongji.start({ serverId, filename: plan.file, position: plan.pos });
-    this.keepRawFields();
-  }
-
-  /**
-   * Reads what zongji does not keep from each packet before it decodes it (raw-fields.ts): a Query
-   * event's status variables (zongji decodes them as UTF-8, `sqlModeFlags`), a MySQL GTID event's
-   * original commit time (zongji skips it).
-   */
-  private keepRawFields(): void {
-    const connection = this.zongji.connection as unknown as { handlePacket: (packet: Packet | null) => void } | null;
-    if (!connection) return;
-    const handle = connection.handlePacket.bind(connection);
-    const raw = this.raw;
-    connection.handlePacket = (packet) => {
-      if (packet) raw.see(packet);
-      handle(packet);
-    };
-  }
-
-  private profileDecoding(): void {
-    const connection = this.zongji.connection as unknown as { handlePacket: (packet: unknown) => void };
-    connection.handlePacket = timed('decode', connection.handlePacket.bind(connection));
-  }
-
-  private fail(error: Error & { errno?: number }): void {
-    if (this.stopped || this.queue.failure) return; // the first failure is the cause; what follows is its echo
-    this.queue.fail(
-      error.errno === ER_SOURCE_FATAL_ERROR_READING_BINLOG
-        ? new PositionLostError(
-            `the binlog position ${this.offsets.file}:${this.options.start.pos} cannot be read from the server: ${unreadablePositionReason(error.message)}. ` +
-              'Nothing was skipped. Re-snapshot the source or reset its position (see docs/RUNBOOK.md), and raise binlog retention.',
-          )
-        : (authRefusal(error) ??
-            new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${scrub(error.message, this.options.target.uri)}`, {
-              cause: error,
-              retriable: true,
-            })),
-    );
-  }
-
-  /** A connection for the lookups binlog decoding needs, opened on first use. */
-  async sql(): Promise<SqlConnection> {
-    this.schemaConnection ??= await connect(this.options.target);
-    return this.schemaConnection;
   }
 
   /** Each event zongji delivers: checked, then handed to the part its kind concerns. */
@@ -231,7 +105,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       end = this.offsets.heartbeat(event.ev.binlogName, event.ev.nextPosition, typeof event.ev.position === 'number' ? event.ev.position : undefined);
     if (this.offsets.inconsistency && !this.queue.failure)
       this.queue.fail(new AssertionError(`the binlog stream of ${this.offsets.file} contradicts itself: ${this.offsets.inconsistency}`));
-    if (this.resumeAt !== undefined) {
+    if (this.stream.resumeAt !== undefined) {
       this.reread(ev, event, end);
       return;
     }
@@ -314,7 +188,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
       this.offsets.rotate(event.ev.binlogName, Number(event.ev.position));
       if (event.ev.binlogName !== start.file) this.queue.fail(foreign(`this server's ${start.file} ends before offset ${start.pos}`));
     } else if (end !== undefined && end >= start.pos) {
-      if (end === start.pos) this.resumeAt = undefined;
+      if (end === start.pos) this.stream.resumeAt = undefined;
       else this.queue.fail(foreign(`no event of this server's ${start.file} ends at offset ${start.pos} (one ends at ${end})`));
     }
   }
@@ -342,7 +216,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
         yield item;
         continue;
       }
-      if (this.stopped) return;
+      if (this.stream.stopped) return;
       if (await this.queue.idle(this.options.idleMs ?? 1000)) yield { kind: 'idle' };
     }
   }
@@ -375,7 +249,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * reached made no progress.
    */
   get rereading(): { readonly at: BinlogPosition; readonly to: BinlogPosition } | undefined {
-    return this.resumeAt === undefined ? undefined : { at: this.streamPosition, to: this.options.start };
+    return this.stream.resumeAt === undefined ? undefined : { at: this.streamPosition, to: this.options.start };
   }
 
   /** True when nothing decoded waits to be read: the consumer has everything the server sent so far. */
@@ -393,17 +267,8 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
 
   /** Ends the stream; takes milliseconds. */
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    // zongji emits `stopped` within its own 1 s KILL timeout; the 2 s bound only guards against a
-    // release that does not. Cleared either way: a pending timer keeps the process alive.
-    let timer: NodeJS.Timeout | undefined;
-    const stopped = new Promise<void>((resolve) => this.zongji.once('stopped', () => resolve()));
-    this.zongji.stop();
-    await Promise.race([stopped, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))]);
-    clearTimeout(timer);
-    // A helper connection; an error closing it changes nothing.
-    await this.schemaConnection?.end().catch(() => undefined);
+    if (this.stream.stopped) return;
+    await this.stream.stop();
     this.queue.wakeUp();
   }
 }
