@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SluiceError } from '../../lib/errors.ts';
+import type { ReaderEvent } from '../../lib/source/mysql/binlog/events.ts';
 import { StreamGuard } from '../../lib/source/mysql/guards.ts';
 import { BinlogHistories, unreadablePositionReason } from '../../lib/source/mysql/history.ts';
 import type { SqlConnection } from '../../lib/source/mysql/server.ts';
@@ -41,7 +42,9 @@ const xid = (next: number): Event => ({ type: 'Xid', nextPosition: next });
  */
 async function feed(guard: StreamGuard, events: Event[], file = FILE): Promise<unknown[]> {
   const verdicts: unknown[] = [];
-  for (const ev of events) verdicts.push(await guard.check(ev, ev.type, file, (ev.nextPosition as number) > 0 ? (ev.nextPosition as number) : undefined));
+  // Fabricated: only the fields the guards read.
+  for (const ev of events)
+    verdicts.push(await guard.check(ev as unknown as ReaderEvent, ev.type, file, (ev.nextPosition as number) > 0 ? (ev.nextPosition as number) : undefined));
   return verdicts;
 }
 

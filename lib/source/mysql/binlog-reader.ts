@@ -1,164 +1,29 @@
-import ZongJi from '@vlasky/zongji';
-import { GtidPosition, GtidSet } from '../../core/gtid-set.ts';
-import { MysqlType } from '../../core/mysql-types.ts';
-import { type BinlogPosition, formatPosition, LOG_POS_MODULUS } from '../../core/position.ts';
-import { AssertionError, ErrorCode, PositionLostError, SluiceError } from '../../errors.ts';
-import { binlogColumn, type ColumnDefinition, maybeLogical, pushColumnFacts, withLogicalType } from '../../format/binlog-columns.ts';
-import { type EncodedShape, encodeShape, type Row, rowProperty } from '../../format/event.ts';
-import { profiling, timed } from '../../profile.ts';
-import type { TableMapColumn } from '../../schema/column-type.ts';
-import { isHiddenHashColumn } from '../../schema/version.ts';
-import { authRefusal } from './auth.ts';
-import { registerDecoders } from './binlog/decoders.ts';
-import { applyPartialJson, jsonText } from './binlog/json.ts';
-import { applyRaw, asBinlogColumn, type BinlogDecoder, type RawValues, rawBinlogValues, ServerText, type ZongjiColumn } from './binlog/raw-values.ts';
-import { type TableMap, tableMapColumns } from './binlog/table-map.ts';
-import { type DumpPlan, dumpPlan, EventOffsets, extendDump } from './binlog-dump.ts';
-import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
+import { type BinlogPosition, formatPosition } from '../../core/position.ts';
+import { AssertionError, ErrorCode, SluiceError } from '../../errors.ts';
+import { type NamedEvent, named, type ReaderEvent } from './binlog/events.ts';
+import { EventOffsets } from './binlog-dump.ts';
 import { StreamGuard } from './guards.ts';
-import { type BinlogHistories, unreadablePositionReason } from './history.ts';
-import { logicalTypes } from './schema.ts';
-import { connect, type SqlConnection } from './server.ts';
-import { connectionOptions, type MysqlTarget, scrub } from './target.ts';
+import type { BinlogHistories } from './history.ts';
+import { BinlogStream } from './reader/binlog-stream.ts';
+import { ItemQueue } from './reader/item-queue.ts';
+import type { BinlogItem } from './reader/items.ts';
+import { RawFields } from './reader/raw-fields.ts';
+import { TableShapes } from './reader/table-shapes.ts';
+import { TransactionContext } from './reader/transaction-context.ts';
+import type { MysqlTarget } from './target.ts';
 
-/**
- * What the reader emits, strictly in binlog order. Only `commit` and `progress` carry a position,
- * and both are transaction boundaries: resuming inside a transaction silently drops rows, so no
- * other point is ever exposed.
+export type { BinlogItem, SqlModeFlags, TableMapStructure } from './reader/items.ts';
+export { type GtidCommit, gtidCommit, type QueryStatusVars, queryStatusVars, sqlModeFlags } from './reader/raw-fields.ts';
+
+/*
+ * A MySQL or MariaDB binlog stream as an async iterable of items (reader/items.ts), strictly in
+ * binlog order, in four parts: the stream's wiring (reader/binlog-stream.ts: zongji, sluice's
+ * decoders, the dump's start, errors), the transaction context (reader/transaction-context.ts: the
+ * current group, its GTIDs and the positions made at its end), the table-shape builder
+ * (reader/table-shapes.ts: each table's shape and decoding at its TABLE_MAP) and the item queue
+ * between the connection and the consumer (reader/item-queue.ts: back-pressure, wake-ups, the
+ * failure). Here, each event is checked (guards.ts) and handed to the part its kind concerns.
  */
-export type BinlogItem =
-  | { kind: 'begin'; file: string; pos: number; gtid: string | null; serverId: number | null; tsMs: number; commitUs?: number }
-  | { kind: 'rows'; op: 'insert' | 'delete'; shape: EncodedShape; map: TableMapStructure; rows: Row[]; pos: number; tsMs: number }
-  | { kind: 'rows'; op: 'update'; shape: EncodedShape; map: TableMapStructure; rows: { before: Row; after: Row }[]; pos: number; tsMs: number }
-  /**
-   * A statement logged as text, inside the current transaction group: `ddl` when the group is a DDL
-   * statement's (MariaDB flags it in the GTID event; on MySQL a statement outside BEGIN…COMMIT, or
-   * the `CREATE TABLE … START TRANSACTION` that opens an atomic CREATE TABLE … SELECT's rows), else
-   * DML written by a session in STATEMENT or MIXED format. Never logged: it may hold secrets.
-   */
-  | { kind: 'query'; ddl: boolean; db: string; query: string; sqlMode: SqlModeFlags; position: BinlogPosition; tsMs: number }
-  /** A transaction (or a DDL statement) ended; `position` is right after it. */
-  | { kind: 'commit'; position: BinlogPosition }
-  /** A non-transactional event between transactions (rotate, checkpoint, heartbeat): the position moved. */
-  | { kind: 'progress'; position: BinlogPosition; tsMs: number }
-  /** Nothing arrived for `idleMs`: lets an idle consumer stop or heartbeat on time. */
-  | { kind: 'idle' };
-
-/** The table as its TABLE_MAP describes it (binlog_row_metadata=FULL), to check it against its schema version. */
-export interface TableMapStructure {
-  readonly columns: readonly TableMapColumn[];
-  readonly key: readonly number[] | null;
-}
-
-/** The sql_mode flags that change how a statement's text reads, from the Query event (undefined: unknown). */
-export interface SqlModeFlags {
-  readonly ansiQuotes?: boolean;
-  readonly noBackslashEscapes?: boolean;
-  /** STRICT_TRANS_TABLES or STRICT_ALL_TABLES: an ALTER that would turn a NULL into a default fails instead (so a logged one turned none). */
-  readonly strict?: boolean;
-  /** REAL_AS_FLOAT: REAL is FLOAT, not DOUBLE. */
-  readonly realAsFloat?: boolean;
-  /**
-   * ORACLE or MAXDB mode is on, or may be: type names then mean other types (DATE is DATETIME,
-   * NUMBER, VARCHAR2 and CLOB exist; TIMESTAMP is DATETIME). Byte 1 of the mode holds both bits and,
-   * in both modes, NO_FIELD_OPTIONS' high bit, which zongji's decoding loses: unreadable counts as on.
-   */
-  readonly foreignTypes?: boolean;
-}
-
-/**
- * sql_mode from a Query event's status variables: Q_SQL_MODE_CODE = 1 and 8 bytes, low byte first
- * (REAL_AS_FLOAT = 0x1, ANSI_QUOTES = 0x4, NO_BACKSLASH_ESCAPES = 0x100000, STRICT_TRANS_TABLES = 0x200000,
- * STRICT_ALL_TABLES = 0x400000, in MySQL and MariaDB alike; MariaDB's ORACLE = 0x200 and MAXDB =
- * 0x1000, bits MySQL 8 no longer has), right after Q_FLAGS2_CODE = 0 and its
- * 4 bytes, which servers write first (`Query_log_event::write`; both checked against what
- * `mariadb-binlog` prints of events written under each mode).
- * The reader passes the bytes as the server sent them (`queryStatusVars`). zongji's own copy is
- * decoded as UTF-8, so there a byte above 0x7f is lost, and with it the position of every byte
- * after it: the flags those would hold are then unknown (MySQL's default mode sets NO_ZERO_IN_DATE,
- * 0x800000, in STRICT_TRANS_TABLES' byte).
- */
-export function sqlModeFlags(statusVars: Uint8Array | string | undefined): SqlModeFlags {
-  if (statusVars === undefined) return {};
-  const decoded = typeof statusVars === 'string';
-  // Of a decoded string, the bytes before the first one above 0x7f are known.
-  let known = 0;
-  while (known < statusVars.length && !(decoded && statusVars.charCodeAt(known) > 0x7f)) known++;
-  const byte = (i: number) => (i >= known ? undefined : decoded ? statusVars.charCodeAt(i) : statusVars[i]);
-  const at = byte(0) === 0 ? 5 : 0;
-  if (byte(at) !== 1) return {};
-  const b0 = byte(at + 1);
-  const b1 = byte(at + 2);
-  const b2 = byte(at + 3);
-  return {
-    ...(b0 === undefined ? {} : { ansiQuotes: (b0 & 0x4) !== 0, realAsFloat: (b0 & 0x1) !== 0 }),
-    foreignTypes: b1 === undefined || (b1 & 0x12) !== 0,
-    ...(b2 === undefined ? {} : { noBackslashEscapes: (b2 & 0x10) !== 0, strict: (b2 & 0x60) !== 0 }),
-  };
-}
-
-/** A Query event's status variables as the server sent them, and the event's end (log_pos) to match it with zongji's event. */
-export interface QueryStatusVars {
-  readonly nextPosition: number;
-  readonly bytes: Buffer;
-}
-
-const QUERY_EVENT = 2;
-const QUERY_COMPRESSED_EVENT = 165; // MariaDB log_bin_compress: the same header and status variables
-/** The OK marker, then the event header: timestamp 4, type 1, server id 4, length 4, log_pos 4, flags 2. */
-const EVENT_HEADER = 1 + 19;
-/** Query post-header: thread id 4, exec time 4, db length 1, error code 2, status variables length 2. */
-const QUERY_POST_HEADER = 13;
-
-/** A MySQL GTID event's original commit time (µs since the epoch), and the event's end (log_pos) to match it with zongji's event. */
-export interface GtidCommit {
-  readonly nextPosition: number;
-  readonly us: number;
-}
-
-const GTID_EVENT = 33;
-/** GTID post-header: flags 1, source uuid 16, gno 8, logical clock type 1 (2), last_committed 8, sequence_number 8. */
-const GTID_POST_HEADER = 42;
-const LOGICAL_TIMESTAMP_TYPECODE = 2;
-
-/**
- * The original commit time of a binlog packet holding a MySQL GTID event (8.0.1+), undefined for
- * any other packet: the time its first server committed it, in microseconds, which every replica
- * logs unchanged (libbinlogevents Gtid_event: the immediate commit time, 7 bytes, whose top bit
- * says that the original one follows in 7 more; without it, the two are the same). Read here
- * because zongji skips it. With the GTID it identifies a transaction across servers, where a GTID
- * alone does not (GNOs restart after RESET MASTER) and its second-precision header time may match
- * by chance.
- */
-export function gtidCommit(packet: { readonly buffer: Buffer; readonly start: number; readonly end: number }): GtidCommit | undefined {
-  const event = packet.start + 4;
-  const body = event + EVENT_HEADER;
-  const at = body + GTID_POST_HEADER;
-  const buffer = packet.buffer;
-  if (at + 7 > packet.end || buffer[event] !== 0 || buffer[event + 5] !== GTID_EVENT || buffer[body + 25] !== LOGICAL_TIMESTAMP_TYPECODE) return undefined;
-  const read56 = (offset: number) => buffer.readUIntLE(offset, 6) + ((buffer[offset + 6] as number) & 0x7f) * 2 ** 48;
-  const hasOriginal = ((buffer[at + 6] as number) & 0x80) !== 0;
-  if (hasOriginal && at + 14 > packet.end) return undefined;
-  const us = read56(hasOriginal ? at + 7 : at);
-  // 0: committed first on a server older than 8.0.1, which did not record it.
-  return us === 0 ? undefined : { nextPosition: buffer.readUInt32LE(event + 14), us };
-}
-
-/**
- * The status variables of a binlog packet holding a Query event (as mysql2 hands the dump
- * connection's packets over: a 4-byte packet header at `start`, then the event), undefined for
- * any other packet. Read here because zongji keeps them only decoded as UTF-8 (`sqlModeFlags`).
- */
-export function queryStatusVars(packet: { readonly buffer: Buffer; readonly start: number; readonly end: number }): QueryStatusVars | undefined {
-  const event = packet.start + 4;
-  const vars = event + EVENT_HEADER + QUERY_POST_HEADER;
-  if (vars > packet.end || packet.buffer[event] !== 0) return undefined;
-  const type = packet.buffer[event + 5];
-  if (type !== QUERY_EVENT && type !== QUERY_COMPRESSED_EVENT) return undefined;
-  const length = packet.buffer.readUInt16LE(vars - 2);
-  if (vars + length > packet.end) return undefined;
-  return { nextPosition: packet.buffer.readUInt32LE(event + 14), bytes: Buffer.from(packet.buffer.subarray(vars, vars + length)) };
-}
 
 export interface BinlogReaderOptions {
   target: MysqlTarget;
@@ -190,707 +55,114 @@ export interface BinlogReaderOptions {
   purged?: string;
 }
 
-const ROWS_OP = { WriteRows: 'insert', UpdateRows: 'update', DeleteRows: 'delete' } as const;
-const ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236;
-
-/** Whether the server's gtid_mode is ON: false on MariaDB (which has no such variable) and when it cannot be read. */
-async function gtidModeOn(sql: () => Promise<SqlConnection>): Promise<boolean> {
-  try {
-    const [rows] = await (await sql()).query('SELECT @@GLOBAL.gtid_mode AS mode');
-    return String((rows as { mode?: unknown }[])[0]?.mode).toUpperCase() === 'ON';
-  } catch {
-    return false;
-  }
-}
-
-/** A fresh id per run, away from the small ids real replicas use. */
-const randomServerId = () => 100_000 + Math.floor(Math.random() * 2_000_000_000);
-
-// biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
-type Ev = any;
-
-/** A table as its latest TABLE_MAP describes it. */
-interface TableState {
-  /** What the TABLE_MAP said that the rest is built from (`pushColumnFacts`), compared value by value at the next one. */
-  facts: unknown[];
-  shape: EncodedShape;
-  map: TableMapStructure;
-  /** What to change in zongji's descriptors at each TABLE_MAP, by column index (see rawBinlogValues). */
-  raw: [index: number, raw: RawValues][];
-  /** Columns whose zongji values need converting. */
-  decoders: [name: string, decode: BinlogDecoder][];
-  /** Converts one row's values in place (`compileDecoder` of `decoders`); undefined when none need it. */
-  decode: ((row: Row) => void) | undefined;
-  /** Columns whose values the server converts (ServerText) before the rows are yielded. */
-  byServer: string[];
-  /** Columns zongji must store under another property than their name (see `rowProperty`), by index. */
-  renamed: number[];
-  /** MySQL JSON columns (by property): a partial update's after image may hold their diffs (binlog/json.ts). */
-  json: string[];
-}
-
-function sameFacts(a: unknown[], b: unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/**
- * One function converting a row's values in place, reading and writing each column by its literal
- * name (as the shape's encoders do, event.ts): a loop over names would make every access a keyed,
- * megamorphic one, for every row. Names enter the source only as JSON string literals.
- */
-function compileDecoder(decoders: TableState['decoders']): TableState['decode'] {
-  if (!decoders.length) return undefined;
-  const body = decoders.map(([name], i) => `r[${JSON.stringify(name)}] = d${i}(r[${JSON.stringify(name)}]);`).join(' ');
-  return new Function(...decoders.map((_, i) => `d${i}`), `return (r) => { ${body} };`)(...decoders.map(([, decode]) => decode));
-}
-
-/** A set with its text; unknown (undefined) when the server's text does not parse: positions then go without one. */
-function knownSet(make: () => GtidSet | undefined): { set: GtidSet; text: string } | undefined {
-  try {
-    const set = make();
-    return set && { set, text: set.toString() };
-  } catch {
-    return undefined;
-  }
-}
-
 export class BinlogReader implements AsyncIterable<BinlogItem> {
-  private readonly zongji: ZongJi;
-  private readonly queue: BinlogItem[] = [];
-  private head = 0;
-  private queuedRows = 0;
-  private peakQueuedRows = 0;
-  private pauses = 0;
-  private tableMapsReused = 0;
-  private paused = false;
-  private wake: (() => void) | undefined;
-  private failure: Error | Promise<Error> | undefined;
-  /** Per-event checks of the stream's assumptions (lib/source/mysql/guards.ts). */
-  private readonly guard: StreamGuard | undefined;
-  private stopped = false;
-  private readonly shapes = new Map<number, TableState>();
-  /** Shapes with BINARY(4|16) columns, to be resolved to UUID/INET4/INET6 (see `resolve`), with zongji's descriptors. */
-  private readonly unresolved = new WeakMap<EncodedShape, ZongjiColumn[]>();
-  private readonly resolved = new WeakMap<EncodedShape, Promise<EncodedShape>>();
-  /** Rows (by their array) holding ServerText in the named columns. */
-  private readonly serverText = new WeakMap<object, string[]>();
-  private schemaConnection: SqlConnection | undefined;
   /**
    * Where the stream has got to: its file, and the true end offset of the last event the server
    * sent, whatever it was (binlog-dump.ts: every packet's header, past 4 GiB too).
    */
   private readonly offsets: EventOffsets;
-  /**
-   * Set while the dump re-reads the start's file from its beginning to reach the start (a position
-   * past 4 GiB a dump cannot start at, binlog-dump.ts): the start's offset, where the stream begins.
-   */
-  private resumeAt: number | undefined;
-  private gtid: string | null;
-  /** When `gtid` was written (its GTID event's timestamp), for positions (`BinlogPosition.gtidTime`). */
-  private gtidTime: number | undefined;
-  /** MySQL: when `gtid` was first committed, in µs (`BinlogPosition.gtidCommitUs`). */
-  private gtidCommitUs: number | undefined;
-  /**
-   * MariaDB: every domain's last transaction at the stream's point, once known (the stored
-   * position's, or a file's Gtid_list); the open group's GTID joins it at the group's end.
-   */
-  private domains: Map<number, string> | undefined;
-  /** `domains` as a position's text, made when a boundary needs it after a change (a plain Map and one string: this runs per transaction). */
-  private domainsText: string | undefined;
-  private pendingDomainGtid: { domain: number; text: string } | undefined;
-  /**
-   * MariaDB: the domains whose last transaction read lies further on in this binlog (a position
-   * moved by GTID to a server that logged the domains in another order): their transactions are
-   * moved past without being emitted up to and including that GTID, as a replica skips them.
-   */
-  private skipTo: GtidPosition = GtidPosition.EMPTY;
-  /** A Gtid_list here is the state before the file's first transaction (the stream entered the file at its start). */
-  private atFileStart: boolean;
-  /**
-   * MySQL: the GTID set executed at the stream's point, once known (the stored position's, or a
-   * file's Previous_gtids), with its text for positions; the open group's GTID joins it at the
-   * group's end.
-   */
-  private executed: { set: GtidSet; text: string } | undefined;
-  private pendingGtid: string | undefined;
-  /**
-   * MySQL: the open group's GTID is already in `executed` (a gap the start set filled: another
-   * source's transactions, commits out of order), so it is moved past without being emitted, as a
-   * replica's COM_BINLOG_DUMP_GTID skips what its set holds; its end is a `progress`, with its time.
-   */
-  private skipping: { tsMs: number } | undefined;
-  private inTxn = false;
-  /**
-   * How the current group ends: `transaction` at its Xid or COMMIT, `standalone` after its one
-   * statement (a DDL), `open` until its first event says (a MySQL GTID: BEGIN follows, or a DDL).
-   */
-  private group: 'open' | 'transaction' | 'standalone' = 'transaction';
-  /** The current group is a DDL statement's (MariaDB's GTID flag; a standalone statement or an atomic CREATE TABLE … SELECT on MySQL). */
-  private ddlGroup = false;
-  /**
-   * The current transaction ended inside a compressed transaction (MySQL TRANSACTION_PAYLOAD), whose
-   * events carry log_pos 0: its end is the payload event's, which zongji delivers after them.
-   */
-  private endsWithPayload = false;
-  /** The status variables of the last Query event the connection received (`keepRawFields`). */
-  private queryStatus: QueryStatusVars | undefined;
-  /** The original commit time of the last MySQL GTID event the connection received (`keepRawFields`). */
-  private rawGtidCommit: GtidCommit | undefined;
-  private readonly highWater: number;
-  /** When (epoch ms) the consumer wants an `idle` item at the latest if nothing arrives (see wakeWithin). */
-  private wakeBy: number | undefined;
+  private readonly stream: BinlogStream;
+  private readonly queue: ItemQueue;
+  private readonly transaction: TransactionContext;
+  /** The tables' shapes and decoding, by TABLE_MAP. */
+  private readonly shapes: TableShapes;
+  /** Per-event checks of the stream's assumptions (lib/source/mysql/guards.ts). */
+  private readonly guard: StreamGuard | undefined;
 
   constructor(private readonly options: BinlogReaderOptions) {
-    this.offsets = new EventOffsets(options.start.file, options.start.pos);
-    this.gtid = options.start.gtid ?? null;
-    this.gtidTime = options.start.gtidTime;
-    this.gtidCommitUs = options.start.gtidCommitUs;
-    if (options.start.gtidSet !== undefined) this.executed = { set: GtidSet.parse(options.start.gtidSet), text: options.start.gtidSet };
-    if (options.start.gtidPos) this.setDomains(GtidPosition.parse(options.start.gtidPos));
-    if (options.start.gtidSkip) this.skipTo = GtidPosition.parse(options.start.gtidSkip);
-    this.atFileStart = options.start.pos <= 4;
+    const start = options.start;
+    const offsets = new EventOffsets(start.file, start.pos);
+    this.offsets = offsets;
+    const sql = () => this.stream.sql();
     // 5,000 rows: decoding stays ahead of the consumer, and every scavenge copies fewer waiting rows
     // (20,000 took a 320k-row capture's peak RSS from ~180 to ~235 MB, docs/PERFORMANCE.md).
-    this.highWater = options.highWaterRows ?? 5_000;
+    this.queue = new ItemQueue(options.highWaterRows ?? 5_000, { pause: () => this.stream.pause(), resume: () => this.stream.resume() });
+    const raw = new RawFields();
+    this.transaction = new TransactionContext(start, { offsets, queue: this.queue, raw, purged: options.purged });
+    this.shapes = new TableShapes(sql);
     const history = options.capture?.history ?? options.history;
-    this.guard =
-      history && new StreamGuard(options.start, { history: { check: history, sql: () => this.sql() }, accept: options.filter, historyOnly: !options.capture });
-    // dateStrings + timezone 'Z': temporal values arrive as MySQL text, TIMESTAMP rendered in UTC,
-    // independent of the process time zone. Big numbers arrive as exact strings. jsonStrings: MySQL's
-    // binary JSON arrives as text, as the snapshot reads it (MariaDB's JSON is text anyway).
-    this.zongji = new ZongJi({
-      ...connectionOptions(options.target),
-      dateStrings: true,
-      timezone: 'Z',
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      jsonStrings: true,
-    });
-    // zongji's per-table filter takes exact names; ours are regexes. sluice's TABLE_MAP parser asks
-    // it at each TABLE_MAP, so rows of filtered tables are never decoded.
-    // Remembered per table: it is asked at every TABLE_MAP, and a single-row transaction has one.
-    const accepted = new Map<string, Map<string, boolean>>();
-    const skipTable = (db: string, table: string) => {
-      // Re-reading up to the start: nothing before it is decoded.
-      if (this.resumeAt !== undefined) return true;
-      let tables = accepted.get(db);
-      if (!tables) {
-        tables = new Map();
-        accepted.set(db, tables);
-      }
-      let accept = tables.get(table);
-      if (accept === undefined) {
-        accept = options.filter(db, table);
-        tables.set(table, accept);
-      }
-      return !accept;
-    };
-    // sluice decodes what zongji's own classes do not (binlog/decoders.ts).
-    registerDecoders(this.zongji, { skipTable });
-    this.zongji.on('binlog', (ev: Ev) => this.onEvent(ev));
-    this.zongji.on('error', (error: Error & { errno?: number }) => this.fail(error));
-    const serverId = options.serverId ?? randomServerId();
-    // Past 4 GiB a dump starts by GTID when the server can (binlog-dump.ts): its gtid_mode decides.
-    const start = options.start;
-    const byGtid = start.pos >= LOG_POS_MODULUS && start.gtidSet !== undefined;
-    if (!byGtid) this.startDump(dumpPlan(start, false), serverId);
-    else
-      void gtidModeOn(() => this.sql())
-        .then((on) => this.startDump(dumpPlan(start, on), serverId))
-        .catch((error: Error) => this.fail(error));
-  }
-
-  private startDump(plan: DumpPlan, serverId: number): void {
-    if (this.stopped) return;
-    this.resumeAt = plan.kind === 'reread' ? plan.resumeAt : undefined;
-    this.offsets.rotate(plan.file, plan.pos);
-    this.zongji.once('ready', () => {
-      extendDump(this.zongji, plan, serverId, this.offsets);
-      // SLUICE_PROFILE=1: time parsing binlog packets (mysql2 + zongji) as decoding.
-      if (profiling) this.profileDecoding();
-    });
-    this.zongji.start({ serverId, filename: plan.file, position: plan.pos });
-    this.keepRawFields();
-  }
-
-  /**
-   * Reads what zongji does not keep from each packet before it decodes it: a Query event's status
-   * variables (zongji decodes them as UTF-8, `sqlModeFlags`), a MySQL GTID event's original
-   * commit time (zongji skips it). The dump connection hands each packet to zongji synchronously,
-   * and again when it replays the packets it queued while paused, so the last one read is the
-   * event's being delivered; `statusVarsOf` and `commitUsOf` still check that by its log_pos.
-   */
-  private keepRawFields(): void {
-    const connection = this.zongji.connection as unknown as { handlePacket: (packet: Parameters<typeof queryStatusVars>[0] | null) => void } | null;
-    if (!connection) return;
-    const handle = connection.handlePacket.bind(connection);
-    connection.handlePacket = (packet) => {
-      if (packet) {
-        this.queryStatus = queryStatusVars(packet) ?? this.queryStatus;
-        this.rawGtidCommit = gtidCommit(packet) ?? this.rawGtidCommit;
-      }
-      handle(packet);
-    };
-  }
-
-  /** A MySQL GTID event's original commit time (µs), as the server sent it; undefined for MariaDB's and before 8.0.1. */
-  private commitUsOf(ev: Ev): number | undefined {
-    const raw = this.rawGtidCommit;
-    return raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition ? raw.us : undefined;
-  }
-
-  /** A Query event's status variables: as the server sent them, or zongji's decoded copy (inside a compressed transaction, log_pos 0). */
-  private statusVarsOf(ev: Ev): Uint8Array | string | undefined {
-    const raw = this.queryStatus;
-    if (raw && ev.nextPosition > 0 && raw.nextPosition === ev.nextPosition && raw.bytes.length === ev.statusVarsLength) return raw.bytes;
-    return ev.statusVars;
-  }
-
-  /** The binlog file the stream is in. */
-  private get file(): string {
-    return this.offsets.file;
-  }
-
-  private profileDecoding(): void {
-    const connection = this.zongji.connection as unknown as { handlePacket: (packet: unknown) => void };
-    connection.handlePacket = timed('decode', connection.handlePacket.bind(connection));
-  }
-
-  private push(item: BinlogItem, rows = 0): void {
-    this.queue.push(item);
-    this.queuedRows += rows;
-    if (this.queuedRows > this.peakQueuedRows) this.peakQueuedRows = this.queuedRows;
-    if (!this.paused && this.queuedRows >= this.highWater) {
-      this.paused = true;
-      this.pauses++;
-      this.zongji.connection?.pause();
-    }
-    // Once: the other events of this socket read find the waiting iterator already woken.
-    const wake = this.wake;
-    if (wake) {
-      this.wake = undefined;
-      wake();
-    }
-  }
-
-  private fail(error: Error & { errno?: number }): void {
-    if (this.stopped || this.failure) return; // the first failure is the cause; what follows is its echo
-    this.failure =
-      error.errno === ER_SOURCE_FATAL_ERROR_READING_BINLOG
-        ? new PositionLostError(
-            `the binlog position ${this.file}:${this.options.start.pos} cannot be read from the server: ${unreadablePositionReason(error.message)}. ` +
-              'Nothing was skipped. Re-snapshot the source or reset its position (see docs/RUNBOOK.md), and raise binlog retention.',
-          )
-        : (authRefusal(error) ??
-          new SluiceError(ErrorCode.BINLOG_STREAM, `binlog stream failed: ${scrub(error.message, this.options.target.uri)}`, {
-            cause: error,
-            retriable: true,
-          }));
-    this.wake?.();
-  }
-
-  /**
-   * Builds (or reuses) the table's shape at its TABLE_MAP event, which alone carries the key and
-   * signedness. Also makes zongji hand over raw bytes where its own decoding is lossy; zongji
-   * rebuilds its descriptors at every TABLE_MAP, so this runs at each one, before the rows.
-   */
-  private mapTable(ev: TableMap): void {
-    const map = ev.tableMap[ev.tableId];
-    if (!map?.columns) throw new AssertionError(`TABLE_MAP of table id ${ev.tableId} without zongji's columns`);
-    const columns = map.columns as ZongjiColumn[];
-    const key: number[] | null = Array.isArray(ev.primaryKey) && ev.primaryKey.length > 0 ? ev.primaryKey : null;
-    const unsigned = ev.signedness ?? [];
-    const geometry = ev.geometryTypes ?? [];
-    const schemas: ColumnDefinition[] = map.columnSchemas ?? [];
-    // The TABLE_MAP's raw ENUM/SET labels, which the parser keeps on the event (FULL metadata only).
-    const labels: (Buffer[] | undefined)[] = ev.enumSetValues ?? [];
-    const facts: unknown[] = [map.parentSchema, map.tableName, key?.length, ...(key ?? [])];
-    for (let i = 0; i < columns.length; i++)
-      pushColumnFacts(facts, asBinlogColumn(columns[i] as ZongjiColumn), unsigned[i] === true, geometry[i], schemas[i], labels[i] !== undefined);
-    let table = this.shapes.get(ev.tableId);
-    if (!table || !sameFacts(table.facts, facts)) {
-      // MariaDB logs a hidden DB_ROW_HASH_<n> column per long unique key: not part of the table's rows.
-      const kept = columns.map((_, i) => i).filter((i) => !isHiddenHashColumn((columns[i] as ZongjiColumn).name));
-      const described = kept.map((i) =>
-        binlogColumn(asBinlogColumn(columns[i] as ZongjiColumn), { unsigned: unsigned[i] === true, geometryType: geometry[i], schema: schemas[i] }),
-      );
-      const shape = encodeShape({ db: map.parentSchema, table: map.tableName, columns: described, key: key ? key.map((i) => kept.indexOf(i)) : null });
-      if (columns.some((c) => maybeLogical(asBinlogColumn(c))))
-        this.unresolved.set(
-          shape,
-          kept.map((i) => columns[i] as ZongjiColumn),
-        );
-      // Read before applyRaw below rewrites zongji's descriptors.
-      table = { facts, shape, map: { columns: tableMapColumns(ev), key }, raw: [], decoders: [], decode: undefined, byServer: [], renamed: [], json: [] };
-      for (const [i, c] of columns.entries()) {
-        if (rowProperty(c.name) !== c.name) table.renamed.push(i);
-        // zongji hands over MySQL's binary JSON as its bytes (binlog/decoders.ts), printed here as MySQL prints it.
-        if (c.type === MysqlType.JSON) table.json.push(rowProperty(c.name));
-        const raw = rawBinlogValues(c, schemas[i], labels[i] !== undefined);
-        if (!raw) continue;
-        table.raw.push([i, raw]);
-        if (raw.decode) table.decoders.push([rowProperty(c.name), raw.decode]);
-        if (raw.byServer) table.byServer.push(rowProperty(c.name));
-      }
-      table.decode = compileDecoder(table.decoders);
-      this.shapes.set(ev.tableId, table);
-    }
-    for (const [i, raw] of table.raw) applyRaw(columns[i] as ZongjiColumn, raw, schemas[i], labels[i]);
-    // zongji stores each value as row[descriptor.name]: `row.__proto__ = value` would be lost.
-    for (const i of table.renamed) (columns[i] as ZongjiColumn).name = rowProperty((columns[i] as ZongjiColumn).name);
-  }
-
-  /**
-   * MariaDB logs UUID, INET4 and INET6 columns as BINARY(16|4|16); only information_schema tells
-   * them apart, so a shape with such columns takes their types from it before its rows are
-   * yielded (once per shape and run). It describes the table now, not when the event was written:
-   * a column converted between BINARY and one of these types since is written with its current
-   * type, which the manifest names. Either way the value is exact (the text and the bytes convert
-   * one to one).
-   */
-  private resolve(shape: EncodedShape, columns: ZongjiColumn[]): Promise<EncodedShape> {
-    let pending = this.resolved.get(shape);
-    if (!pending) {
-      pending = (async () => {
-        const types = await logicalTypes(await this.sql(), shape.db, shape.table);
-        if (!types.size) return shape;
-        return encodeShape({
-          ...shape,
-          columns: shape.columns.map((c, i) => withLogicalType(c, asBinlogColumn(columns[i] as ZongjiColumn), types.get(c.name))),
-        });
-      })();
-      this.resolved.set(shape, pending);
-    }
-    return pending;
-  }
-
-  /**
-   * Converts the item's ServerText values with the server's own tables, as it converts the column
-   * for a SELECT (bytes it cannot convert become '?'): one query per 500 values.
-   */
-  private async decodeOnServer(item: Extract<BinlogItem, { kind: 'rows' }>, names: string[]): Promise<void> {
-    const images: Row[] = item.op === 'update' ? item.rows.flatMap((r) => [r.before, r.after]) : item.rows;
-    const pending: [Row, string, ServerText][] = [];
-    for (const row of images) {
-      for (const name of names) {
-        const value = row[name];
-        if (value instanceof ServerText) pending.push([row, name, value]);
-      }
-    }
-    const conn = await this.sql();
-    for (let from = 0; from < pending.length; from += 500) {
-      const chunk = pending.slice(from, from + 500);
-      const expressions = chunk.map(([, , text], i) => {
-        if (!/^\w+$/.test(text.charset)) throw new AssertionError(`unexpected charset name ${text.charset}`);
-        return `CONVERT(CAST(? AS CHAR CHARACTER SET ${text.charset}) USING utf8mb4) AS v${i}`;
-      });
-      const [rows] = await conn.query(
-        `SELECT ${expressions.join(', ')}`,
-        chunk.map(([, , text]) => text.bytes),
-      );
-      const converted = (rows as Record<string, string>[])[0] ?? {};
-      chunk.forEach(([row, name], i) => {
-        row[name] = converted[`v${i}`];
-      });
-    }
-  }
-
-  /** A connection for the lookups binlog decoding needs, opened on first use. */
-  private async sql(): Promise<SqlConnection> {
-    this.schemaConnection ??= await connect(this.options.target);
-    return this.schemaConnection;
-  }
-
-  private tableOf(ev: Ev): TableState {
-    const table = this.shapes.get(ev.tableId);
-    if (!table) throw new AssertionError(`row event for table id ${ev.tableId} without a preceding TABLE_MAP`);
-    return table;
-  }
-
-  /** The ended (or superseded) group's GTID joins the executed set (MySQL), or becomes its domain's last (MariaDB). */
-  private foldGtid(): void {
-    const domainGtid = this.pendingDomainGtid;
-    if (domainGtid) {
-      this.pendingDomainGtid = undefined;
-      if (this.domains && this.domains.get(domainGtid.domain) !== domainGtid.text) {
-        this.domains.set(domainGtid.domain, domainGtid.text);
-        this.domainsText = undefined;
-      }
-    }
-    if (this.pendingGtid === undefined) return;
-    if (this.executed) this.executed = knownSet(() => this.executed?.set.add(this.pendingGtid as string));
-    this.pendingGtid = undefined;
-  }
-
-  private setDomains(position: GtidPosition): void {
-    this.domains = new Map(position.gtids().map((g) => [g.domain, g.text]));
-    this.domainsText = undefined;
-  }
-
-  /** Every domain's last GTID as a position's text (by domain), when known. */
-  private gtidPos(): string | undefined {
-    const domains = this.domains;
-    if (!domains?.size) return undefined;
-    this.domainsText ??=
-      domains.size === 1
-        ? (domains.values().next().value as string)
-        : [...domains]
-            .sort(([a], [b]) => a - b)
-            .map(([, text]) => text)
-            .join(',');
-    return this.domainsText;
-  }
-
-  /** A transaction boundary at `pos`; a commit without one is inside a compressed transaction, which ends with its payload event. */
-  private boundary(kind: 'commit' | 'progress', pos: number | undefined, tsMs = 0): void {
-    if (pos === undefined) {
-      if (kind === 'commit') this.endsWithPayload = true;
-      return;
-    }
-    this.inTxn = false;
-    this.endsWithPayload = false;
-    this.foldGtid();
-    const skipped = this.skipping;
-    this.skipping = undefined;
-    const position: BinlogPosition = {
-      file: this.file,
-      pos,
-      gtid: this.gtid ?? undefined,
-      ...(this.gtid && this.gtidTime !== undefined ? { gtidTime: this.gtidTime } : {}),
-      ...(this.gtid && this.gtidCommitUs !== undefined ? { gtidCommitUs: this.gtidCommitUs } : {}),
-      ...(this.executed?.text ? { gtidSet: this.executed.text } : {}),
-      ...(this.domains?.size ? { gtidPos: this.gtidPos() } : {}),
-      ...(this.skipTo.isEmpty ? {} : { gtidSkip: this.skipTo.toString() }),
-    };
-    if (skipped) this.push({ kind: 'progress', position, tsMs: skipped.tsMs });
-    else this.push(kind === 'progress' ? { kind, position, tsMs } : { kind, position });
-  }
-
-  /** Whether a MySQL GTID is in the set executed at the stream's point (false while that set is unknown). */
-  private holds(gtid: unknown): boolean {
-    if (typeof gtid !== 'string' || !this.executed) return false;
-    try {
-      return this.executed.set.contains(gtid);
-    } catch {
-      return false;
-    }
-  }
-
-  private begin(ev: Ev, end: number | undefined, gtid: string | null, serverId: number | null, group: BinlogReader['group'], ddl: boolean): void {
-    this.inTxn = true;
-    this.group = group;
-    this.ddlGroup = ddl;
-    this.skipping = undefined;
-    this.atFileStart = false;
-    const commitUs = this.commitUsOf(ev);
-    if (gtid) {
-      this.gtid = gtid;
-      this.gtidTime = ev.timestamp;
-      this.gtidCommitUs = commitUs;
-    }
-    this.push({
-      kind: 'begin',
-      file: this.file,
-      pos: end ?? this.offsets.pos,
-      gtid,
-      serverId,
-      tsMs: ev.timestamp,
-      ...(commitUs === undefined ? {} : { commitUs }),
+    this.guard = history && new StreamGuard(start, { history: { check: history, sql }, accept: options.filter, historyOnly: !options.capture });
+    this.stream = new BinlogStream({
+      target: options.target,
+      start,
+      filter: options.filter,
+      serverId: options.serverId,
+      offsets,
+      raw,
+      onEvent: (ev) => this.onEvent(ev),
+      onFailure: (error) => this.queue.fail(error),
     });
   }
 
-  /**
-   * A MariaDB group starts. A domain still to be skipped (`skipTo`) has its transactions moved past
-   * up to and including the GTID read before; its end is a `progress`. The group's GTID becomes
-   * its domain's last at the group's end.
-   */
-  private onMariadbGtid(ev: Ev, end: number | undefined): void {
-    this.foldGtid();
-    const text = String(ev.gtid);
-    const domain = Number(ev.domainId);
-    const until = this.skipTo.isEmpty ? undefined : this.skipTo.get(domain);
-    if (until) {
-      if (until.text === text) this.skipTo = this.skipTo.without(domain);
-      this.inTxn = true;
-      this.group = ev.standalone ? 'standalone' : 'transaction';
-      this.ddlGroup = false;
-      this.gtid = text;
-      this.gtidTime = ev.timestamp;
-      this.gtidCommitUs = undefined;
-      this.atFileStart = false;
-      this.skipping = { tsMs: ev.timestamp };
-      return;
-    }
-    this.begin(ev, end, text, ev.serverId ?? null, ev.standalone ? 'standalone' : 'transaction', ev.isDdl === true);
-    this.pendingDomainGtid = { domain, text };
-  }
-
-  /** A Query event: transaction control, or a statement (DDL, or DML logged as text) for the consumer to judge. */
-  private onQuery(ev: Ev, end: number | undefined): void {
-    const query = String(ev.query).trim();
-    const upper = query.slice(0, 16).toUpperCase();
-    if (upper === 'BEGIN' || upper.startsWith('XA START')) {
-      if (!this.inTxn) this.begin(ev, end, null, null, 'transaction', false);
-      else if (this.group === 'open') this.group = 'transaction';
-      return;
-    }
-    if (upper === 'COMMIT' || upper === 'ROLLBACK') {
-      this.boundary('commit', end);
-      return;
-    }
-    if (upper.startsWith('SAVEPOINT') || upper.startsWith('XA END')) return;
-    if (this.skipping) {
-      // A held DDL (MySQL: its own group) ends with its statement, which is not emitted.
-      if (this.group === 'open') this.group = 'standalone';
-      if (this.group === 'standalone') this.boundary('commit', end);
-      return;
-    }
-    // A statement outside any group (no GTID events, old servers) stands alone.
-    if (!this.inTxn) this.begin(ev, end, null, null, 'standalone', true);
-    if (this.group === 'open') {
-      this.group = 'standalone';
-      this.ddlGroup = true;
-    }
-    // MySQL's atomic CREATE TABLE … SELECT: BEGIN, this DDL, its rows, COMMIT (MariaDB flags the group in its GTID).
-    if (!this.ddlGroup && isAtomicCreateSelect(query)) this.ddlGroup = true;
-    this.push({
-      kind: 'query',
-      ddl: this.ddlGroup,
-      db: ev.schema ?? '',
-      query,
-      sqlMode: sqlModeFlags(this.statusVarsOf(ev)),
-      position: { file: this.file, pos: end ?? this.offsets.pos },
-      tsMs: ev.timestamp,
-    });
-    if (this.group === 'standalone') this.boundary('commit', end);
-  }
-
-  private onEvent(ev: Ev): void {
-    const type: string = ev.getTypeName();
+  /** Each event zongji delivers: checked, then handed to the part its kind concerns. */
+  private onEvent(ev: ReaderEvent): void {
+    const type = ev.getTypeName();
+    const event = named(ev, type);
     // The event's true end offset; undefined for one without its own (binlog-dump.ts `endOf`).
     let end = this.offsets.endOf();
     // Its log_pos may be 4 bytes of an offset past 4 GiB: the 8-byte sub-header (MariaDB) or the offset reached, unwrapped.
-    if (type === 'Heartbeat') end = this.offsets.heartbeat(ev.binlogName, ev.nextPosition, typeof ev.position === 'number' ? ev.position : undefined);
-    if (this.offsets.inconsistency && !this.failure) {
-      this.failure = new AssertionError(`the binlog stream of ${this.file} contradicts itself: ${this.offsets.inconsistency}`);
-      this.wake?.();
-    }
-    if (this.resumeAt !== undefined) {
-      this.reread(ev, type, end);
+    if (event.type === 'Heartbeat')
+      end = this.offsets.heartbeat(event.ev.binlogName, event.ev.nextPosition, typeof event.ev.position === 'number' ? event.ev.position : undefined);
+    if (this.offsets.inconsistency && !this.queue.failure)
+      this.queue.fail(new AssertionError(`the binlog stream of ${this.offsets.file} contradicts itself: ${this.offsets.inconsistency}`));
+    if (this.stream.resumeAt !== undefined) {
+      this.reread(ev, event, end);
       return;
     }
-    const verdict = this.failure ? 'drop' : this.guard?.check(ev, type, this.file, end);
-    if (type === 'Rotate') this.offsets.rotate(ev.binlogName, Number(ev.position));
+    const verdict = this.queue.failure ? 'drop' : this.guard?.check(ev, type, this.offsets.file, end);
+    if (event.type === 'Rotate') this.offsets.rotate(event.ev.binlogName, Number(event.ev.position));
     if (verdict === 'drop') return;
     if (verdict) {
-      this.failure = verdict;
-      this.wake?.();
+      this.queue.fail(verdict);
       return;
     }
-    switch (type) {
+    this.dispatch(event, end);
+  }
+
+  private dispatch(event: NamedEvent, end: number | undefined): void {
+    const transaction = this.transaction;
+    switch (event.type) {
       case 'MariadbGtid':
-        this.onMariadbGtid(ev, end);
+        transaction.onMariadbGtid(event.ev, end);
         return;
       case 'MariadbGtidList':
-        // A file read from its start: the state before it, exact from here on. The domains still
-        // skipped keep the GTID read on the other server, which this one logs further on.
-        if (this.atFileStart) {
-          let position = GtidPosition.ofState(((ev.gtids ?? []) as { gtid: string }[]).map((g) => g.gtid));
-          for (const gtid of this.skipTo.gtids()) position = position.with(gtid);
-          this.setDomains(position);
-        }
-        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
+        transaction.onGtidList(event.ev, end);
         return;
       case 'Gtid':
-        // A group that ended without a commit this reader sees (XA PREPARE, a compressed payload) was still executed.
-        this.foldGtid();
-        this.skipping = undefined;
-        if (this.holds(ev.gtid)) {
-          this.inTxn = true;
-          this.group = 'open';
-          this.gtid = String(ev.gtid);
-          this.gtidTime = ev.timestamp;
-          this.gtidCommitUs = this.commitUsOf(ev);
-          this.skipping = { tsMs: ev.timestamp };
-          return;
-        }
-        this.begin(ev, end, typeof ev.gtid === 'string' ? ev.gtid : String(ev.gtid ?? ''), null, 'open', false);
-        this.pendingGtid = this.gtid ?? undefined;
+        transaction.onGtid(event.ev, end);
         return;
-      case 'PreviousGtids': {
-        // A file read from its start: the set executed before it is exact from here on. United with
-        // the set known so far: a start set's gap-filled transactions after it stay held.
-        // With the server's gtid_purged, which the event leaves out when SET gtid_purged put it there.
-        this.executed = knownSet(() =>
-          GtidSet.parse(String(ev.gtidSet ?? ''))
-            .union(this.executed?.set ?? GtidSet.EMPTY)
-            .union(GtidSet.parse(this.options.purged ?? '')),
-        );
-        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
+      case 'PreviousGtids':
+        transaction.onPreviousGtids(event.ev, end);
         return;
-      }
       case 'AnonymousGtid':
-        this.begin(ev, end, null, null, 'open', false);
+        transaction.onAnonymousGtid(event.ev, end);
         return;
       case 'TableMap':
-        // Byte for byte its table id's last one (binlog/table-map.ts): zongji kept its columns as
-        // mapTable left them, and the table's state here was built from the same facts.
-        if (ev.unchanged === true && this.shapes.has(ev.tableId)) this.tableMapsReused++;
-        else this.mapTable(ev);
+        this.shapes.onTableMap(event.ev);
         return;
       case 'WriteRows':
       case 'UpdateRows':
-      case 'DeleteRows': {
-        if (this.skipping) return;
-        const { shape, map, decode, byServer, json } = this.tableOf(ev);
-        if (json.length) {
-          // A partial JSON update's diffs become the documents after them, from the before images' documents.
-          if (type === 'UpdateRows')
-            for (const row of ev.rows) {
-              applyPartialJson(row.before, row.after, json);
-              jsonText(row.before, json);
-              jsonText(row.after, json);
-            }
-          else for (const row of ev.rows) jsonText(row, json);
-        }
-        if (decode) {
-          if (type === 'UpdateRows')
-            for (const row of ev.rows) {
-              decode(row.before);
-              decode(row.after);
-            }
-          else for (const row of ev.rows) decode(row);
-        }
-        if (byServer.length) this.serverText.set(ev.rows, byServer);
-        this.push({ kind: 'rows', op: ROWS_OP[type], shape, map, rows: ev.rows, pos: end ?? this.offsets.pos, tsMs: ev.timestamp }, ev.rows.length);
+      case 'DeleteRows':
+        if (transaction.skipsRows) return;
+        this.queue.push(this.shapes.rows(event, end ?? this.offsets.pos), event.ev.rows.length);
         return;
-      }
       case 'Xid':
-        this.boundary('commit', end);
+        transaction.onXid(end);
         return;
       case 'TransactionPayload':
-        // After its events (delivered first, binlog/transaction-payload.ts): the only resumable point of the transaction.
-        if (this.endsWithPayload) this.boundary('commit', end);
-        else if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
+        transaction.onPayload(end, event.ev.timestamp);
         return;
       case 'Query':
-        this.onQuery(ev, end);
+        transaction.onQuery(event.ev, end);
         return;
       case 'Rotate':
-        // The new file starts at ev.position (taken above); the rotate's own end belongs to the old
-        // file. No progress here: the new file's Format_description follows, and a position in a file
-        // is exposed only once its creation time (its history, see history.ts) is known.
-        this.atFileStart = Number(ev.position) <= 4;
-        return;
-      case 'Heartbeat':
-        // Its position is in the file its body names: one in another file than the stream's (a
-        // server still naming the file before a ROTATE it sent) has none here.
-        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
+        // The new file starts at ev.position (taken in onEvent); the rotate's own end belongs to the old file.
+        transaction.onRotate(Number(event.ev.position));
         return;
       default:
-        if (!this.inTxn) this.boundary('progress', end, ev.timestamp);
+        // A heartbeat's position is in the file its body names: one in another file than the
+        // stream's (a server still naming the file before a ROTATE it sent) has none here.
+        transaction.between(end, event.ev.timestamp);
     }
   }
 
@@ -901,41 +173,24 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * stream begins after the event that ends exactly at the start. None does, or the file ends
    * first: the position is not an event boundary of this file, so it belongs to another history.
    */
-  private reread(ev: Ev, type: string, end: number | undefined): void {
+  private reread(ev: ReaderEvent, event: NamedEvent, end: number | undefined): void {
     const start = this.options.start;
-    if (this.failure) return;
+    if (this.queue.failure) return;
     const foreign = (evidence: string) =>
       new SluiceError(
         ErrorCode.POSITION_FOREIGN,
         `the stored position ${formatPosition(start)} belongs to another binlog history: ${evidence}. Nothing was read. Re-snapshot: \`sluice state reset --to latest\`, then \`sluice snapshot --all\` (docs/RUNBOOK.md, POSITION_FOREIGN)`,
       );
-    if (type === 'Format') {
-      const verdict = this.guard?.check(ev, type, this.file, undefined);
-      if (verdict && verdict !== 'drop') this.failure = verdict;
-    } else if (type === 'Rotate') {
-      this.offsets.rotate(ev.binlogName, Number(ev.position));
-      if (ev.binlogName !== start.file) this.failure = foreign(`this server's ${start.file} ends before offset ${start.pos}`);
+    if (event.type === 'Format') {
+      const verdict = this.guard?.check(ev, event.type, this.offsets.file, undefined);
+      if (verdict && verdict !== 'drop') this.queue.fail(verdict);
+    } else if (event.type === 'Rotate') {
+      this.offsets.rotate(event.ev.binlogName, Number(event.ev.position));
+      if (event.ev.binlogName !== start.file) this.queue.fail(foreign(`this server's ${start.file} ends before offset ${start.pos}`));
     } else if (end !== undefined && end >= start.pos) {
-      if (end === start.pos) this.resumeAt = undefined;
-      else this.failure = foreign(`no event of this server's ${start.file} ends at offset ${start.pos} (one ends at ${end})`);
+      if (end === start.pos) this.stream.resumeAt = undefined;
+      else this.queue.fail(foreign(`no event of this server's ${start.file} ends at offset ${start.pos} (one ends at ${end})`));
     }
-    if (this.failure) this.wake?.();
-  }
-
-  /** Takes the first queued item; resumes the connection once few rows wait. */
-  private shift(): BinlogItem {
-    const item = this.queue[this.head] as BinlogItem;
-    this.queue[this.head++] = undefined as unknown as BinlogItem;
-    if (this.head > 4096) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    if (item.kind === 'rows') this.queuedRows -= item.rows.length;
-    if (this.paused && this.queuedRows < this.highWater / 4) {
-      this.paused = false;
-      this.zongji.connection?.resume();
-    }
-    return item;
   }
 
   /**
@@ -945,39 +200,24 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * a few promises per item (a single-row transaction is three items). The order is the iterator's.
    */
   takeReady(): BinlogItem | undefined {
-    if (this.failure || this.head >= this.queue.length) return undefined;
-    const item = this.queue[this.head] as BinlogItem;
-    if (item.kind === 'rows' && (this.unresolved.has(item.shape) || this.serverText.has(item.rows))) return undefined;
-    return this.shift();
+    if (this.queue.failure) return undefined;
+    const item = this.queue.peek();
+    if (!item || (item.kind === 'rows' && !this.shapes.ready(item))) return undefined;
+    return this.queue.shift();
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<BinlogItem> {
     while (true) {
-      if (this.failure) throw await this.failure;
-      if (this.head < this.queue.length) {
-        const item = this.shift();
-        if (item.kind === 'rows') {
-          const columns = this.unresolved.get(item.shape);
-          if (columns) item.shape = await this.resolve(item.shape, columns);
-          const byServer = this.serverText.get(item.rows);
-          if (byServer) await this.decodeOnServer(item, byServer);
-        }
+      const failure = this.queue.failure;
+      if (failure) throw await failure;
+      const item = this.queue.shift();
+      if (item) {
+        if (item.kind === 'rows' && !this.shapes.ready(item)) await this.shapes.prepare(item);
         yield item;
         continue;
       }
-      if (this.stopped) return;
-      let timer: NodeJS.Timeout | undefined;
-      const idleMs = Math.min(this.options.idleMs ?? 1000, this.wakeBy === undefined ? Number.POSITIVE_INFINITY : Math.max(0, this.wakeBy - Date.now()));
-      const idle = await new Promise<boolean>((resolve) => {
-        this.wake = () => resolve(false);
-        timer = setTimeout(() => resolve(true), idleMs);
-      });
-      clearTimeout(timer);
-      this.wake = undefined;
-      if (idle) {
-        this.wakeBy = undefined;
-        yield { kind: 'idle' };
-      }
+      if (this.stream.stopped) return;
+      if (await this.queue.idle(this.options.idleMs ?? 1000)) yield { kind: 'idle' };
     }
   }
 
@@ -986,12 +226,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * time), and how often the connection was paused because they reached `highWaterRows`.
    */
   get backPressure(): { readonly queuedRows: number; readonly peakQueuedRows: number; readonly pauses: number } {
-    return { queuedRows: this.queuedRows, peakQueuedRows: this.peakQueuedRows, pauses: this.pauses };
+    return this.queue.backPressure;
   }
 
   /** TABLE_MAP events found byte-identical to their table id's previous one, so not mapped again. */
   get reusedTableMaps(): number {
-    return this.tableMapsReused;
+    return this.shapes.reused;
   }
 
   /**
@@ -1000,7 +240,7 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * lands on it exactly (a group left open at the end: XA PREPARE, a compressed transaction).
    */
   get streamPosition(): BinlogPosition {
-    return { file: this.file, pos: this.offsets.pos };
+    return { file: this.offsets.file, pos: this.offsets.pos };
   }
 
   /**
@@ -1009,12 +249,12 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * reached made no progress.
    */
   get rereading(): { readonly at: BinlogPosition; readonly to: BinlogPosition } | undefined {
-    return this.resumeAt === undefined ? undefined : { at: this.streamPosition, to: this.options.start };
+    return this.stream.resumeAt === undefined ? undefined : { at: this.streamPosition, to: this.options.start };
   }
 
   /** True when nothing decoded waits to be read: the consumer has everything the server sent so far. */
   get drained(): boolean {
-    return this.head >= this.queue.length;
+    return this.queue.drained;
   }
 
   /**
@@ -1022,23 +262,13 @@ export class BinlogReader implements AsyncIterable<BinlogItem> {
    * than `idleMs`): a consumer waiting for its batch to come of age acts on time in a quiet stream.
    */
   wakeWithin(ms: number): void {
-    const at = Date.now() + ms;
-    this.wakeBy = this.wakeBy === undefined ? at : Math.min(this.wakeBy, at);
+    this.queue.wakeWithin(ms);
   }
 
   /** Ends the stream; takes milliseconds. */
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    // zongji emits `stopped` within its own 1 s KILL timeout; the 2 s bound only guards against a
-    // release that does not. Cleared either way: a pending timer keeps the process alive.
-    let timer: NodeJS.Timeout | undefined;
-    const stopped = new Promise<void>((resolve) => this.zongji.once('stopped', () => resolve()));
-    this.zongji.stop();
-    await Promise.race([stopped, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))]);
-    clearTimeout(timer);
-    // A helper connection; an error closing it changes nothing.
-    await this.schemaConnection?.end().catch(() => undefined);
-    this.wake?.();
+    if (this.stream.stopped) return;
+    await this.stream.stop();
+    this.queue.wakeUp();
   }
 }

@@ -1,6 +1,7 @@
 import { type BinlogPosition, formatPosition } from '../../core/position.ts';
 import { formatTableRef, type TableRef } from '../../core/table-ref.ts';
 import { ErrorCode, SluiceError } from '../../errors.ts';
+import { type NamedEvent, named, type ReaderEvent, type RowsEvent } from './binlog/events.ts';
 import { isAtomicCreateSelect } from './ddl/atomic-create-select.ts';
 import type { CommentRules } from './ddl/lexer.ts';
 import { writtenTables } from './ddl/written-tables.ts';
@@ -30,9 +31,6 @@ import type { SqlConnection } from './server.ts';
  * emitted, so the stored position never moves past it. To name the exact skip position and every
  * captured table the transaction changed, the rest of the transaction is read (and dropped) first.
  */
-
-// biome-ignore lint/suspicious/noExplicitAny: zongji events are untyped
-type Ev = any;
 
 /** What the reader does with an event: handle it (undefined), drop it, or stop with the error. */
 export type Verdict = undefined | 'drop' | SluiceError | Promise<SluiceError>;
@@ -115,9 +113,9 @@ export class StreamGuard {
    * its true end offset (undefined for one without its own: inside a compressed transaction, a
    * ROTATE, an out-of-sequence FORMAT_DESCRIPTION; see binlog-dump.ts).
    */
-  check(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
+  check(ev: ReaderEvent, type: string, file: string, end: number | undefined): Verdict {
     if (this.stopped) return 'drop';
-    const verdict = this.inspect(ev, type, file, end);
+    const verdict = this.inspect(ev, named(ev, type), file, end);
     if (end !== undefined && type !== 'Rotate') {
       this.lastFile = file;
       this.lastPos = end;
@@ -126,33 +124,30 @@ export class StreamGuard {
     return verdict;
   }
 
-  private inspect(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
+  private inspect(ev: ReaderEvent, event: NamedEvent, file: string, end: number | undefined): Verdict {
     const history = this.options.history;
-    const mismatch = history?.check.onEvent(ev, type, file);
+    const mismatch = history?.check.onEvent(ev, event.type, file);
     if (history && mismatch) return history.check.explain(history.sql, mismatch);
     if (this.options.historyOnly) return undefined;
-    if (this.violation) return this.drain(ev, type, file, end);
-    switch (type) {
+    if (this.violation) return this.drain(event, file, end);
+    switch (event.type) {
       case 'MariadbGtid':
+        this.group = { start: this.last(), gtid: gtidOf(event.ev), ddl: event.ev.isDdl === true, xa: event.ev.preparedXa === true, tables: new Map() };
+        return undefined;
       case 'Gtid':
       case 'AnonymousGtid':
-        this.group = {
-          start: this.last(),
-          gtid: typeof ev.gtid === 'string' ? ev.gtid : undefined,
-          ddl: type === 'MariadbGtid' ? ev.isDdl === true : undefined,
-          xa: ev.preparedXa === true,
-          tables: new Map(),
-        };
+        // MySQL's GTID events carry no XA flag: an `XA START` statement tells.
+        this.group = { start: this.last(), gtid: gtidOf(event.ev), ddl: undefined, xa: false, tables: new Map() };
         return undefined;
       case 'Query':
-        return this.statement(ev, type, file, end);
+        return this.statement(event.ev.query, event.ev.schema, file, end);
       case 'TableMap':
-        this.mapped(ev);
+        this.mapped(event.ev);
         return undefined;
       case 'WriteRows':
       case 'UpdateRows':
       case 'DeleteRows':
-        return this.rows(ev, type, file, end);
+        return this.rows(event, file, end);
       default:
         return undefined;
     }
@@ -162,8 +157,8 @@ export class StreamGuard {
    * A Query event: transaction control, a DDL (the capture's to classify), or DML logged as a
    * statement, which stops the stream if it writes a captured table (or cannot be read).
    */
-  private statement(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
-    const query = String(ev.query);
+  private statement(text: string, schema: string | undefined, file: string, end: number | undefined): Verdict {
+    const query = String(text);
     if (/^\s*(BEGIN|XA\s+START)\b/i.test(query)) {
       if (this.group) {
         this.group.ddl = false;
@@ -185,10 +180,10 @@ export class StreamGuard {
     }
     const accept = this.options.accept;
     if (!accept) return undefined;
-    const written = writtenTables(query, ev.schema ?? '', STATEMENT_COMMENTS);
+    const written = writtenTables(query, schema ?? '', STATEMENT_COMMENTS);
     const captured = written?.filter((t) => accept(t.db, t.table));
     if (captured && !captured.length) return undefined;
-    return this.violate(ev, type, file, end, {
+    return this.violate(file, end, {
       code: ErrorCode.STATEMENT_DML,
       what: `a change ${captured ? `to ${captured.map(formatTableRef).join(', ')} ` : 'sluice cannot read the tables of '}logged as a statement, without its rows (binlog_format=STATEMENT or MIXED in the session that wrote it)`,
       fix: "have the writer use binlog_format=ROW (SET SESSION binlog_format = 'ROW', or drop the setting from its connection options; ROW globally)",
@@ -196,15 +191,15 @@ export class StreamGuard {
     });
   }
 
-  private mapped(ev: Ev): void {
+  private mapped(ev: { readonly schemaName: string; readonly tableName: string }): void {
     const ref: TableRef = { db: ev.schemaName, table: ev.tableName };
     this.group?.tables.set(groupKey(ref), ref);
   }
 
-  private rows(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
+  private rows({ type, ev }: Extract<NamedEvent, { type: 'WriteRows' | 'UpdateRows' | 'DeleteRows' }>, file: string, end: number | undefined): Verdict {
     if (this.group?.xa) {
       const table = rowsTable(ev);
-      return this.violate(ev, type, file, end, {
+      return this.violate(file, end, {
         code: 'XA_PREPARED',
         what: `changes to ${table} in an XA transaction prepared in two phases (XA PREPARE), whose commit or rollback comes later in the binlog`,
         fix: 'use plain transactions (or XA COMMIT … ONE PHASE) for captured tables; skip this one only after it was committed or rolled back (XA RECOVER no longer lists it)',
@@ -212,30 +207,30 @@ export class StreamGuard {
     }
     const missing = missingColumns(ev, type);
     if (!missing.length) return undefined;
-    const columns: { name: string; type: number }[] = ev.tableMap?.[ev.tableId]?.columns ?? [];
+    const columns: readonly { name: string; type: number }[] = ev.tableMap?.[ev.tableId]?.columns ?? [];
     const noblob = missing.every((i) => BLOB_TYPES.has(columns[i]?.type ?? -1));
     const setting = noblob ? 'NOBLOB' : 'MINIMAL (or FULL_NODUP)';
     const names = missing.map((i) => columns[i]?.name ?? `#${i + 1}`).join(', ');
     const op = type === 'WriteRows' ? 'an insert' : type === 'UpdateRows' ? 'an update' : 'a delete';
     const table = rowsTable(ev);
-    return this.violate(ev, type, file, end, {
+    return this.violate(file, end, {
       code: 'ROW_IMAGE_PARTIAL',
       what: `${op} of ${table} logged with a partial row image, without column(s) ${names} (binlog_row_image=${setting} in the session that wrote it), which sluice would write as NULL`,
       fix: "have the writer use binlog_row_image=FULL (SET SESSION binlog_row_image = 'FULL', or drop the setting from its connection options)",
     });
   }
 
-  private violate(ev: Ev, _type: string, file: string, end: number | undefined, violation: Omit<Violation, 'since'>): Verdict {
+  private violate(file: string, end: number | undefined, violation: Omit<Violation, 'since'>): Verdict {
     this.violation = { ...violation, since: this.now };
     for (const table of violation.tables ?? []) this.group?.tables.set(groupKey(table), table);
-    return this.drain(ev, 'violation', file, end);
+    return this.drain(undefined, file, end);
   }
 
-  /** Inside a violating transaction: drop its events until it ends, then stop naming its end. */
-  private drain(ev: Ev, type: string, file: string, end: number | undefined): Verdict {
-    switch (type) {
+  /** Inside a violating transaction: drop its events until it ends, then stop naming its end (`event` undefined: the violating one). */
+  private drain(event: NamedEvent | undefined, file: string, end: number | undefined): Verdict {
+    switch (event?.type) {
       case 'TableMap':
-        this.mapped(ev);
+        this.mapped(event.ev);
         break;
       case 'Xid':
       case 'XaPrepare':
@@ -243,7 +238,7 @@ export class StreamGuard {
         if (end === undefined) break;
         return this.stop(file, end);
       case 'Query':
-        if (end !== undefined && /^\s*(COMMIT|ROLLBACK)\s*$/i.test(String(ev.query))) return this.stop(file, end);
+        if (end !== undefined && /^\s*(COMMIT|ROLLBACK)\s*$/i.test(String(event.ev.query))) return this.stop(file, end);
         break;
       case 'TransactionPayload':
         return this.stop(file, end);
@@ -276,10 +271,13 @@ export class StreamGuard {
 }
 
 /** A rows event's table, as a violation's message names it (formatted only then, not for every rows event). */
-function rowsTable(ev: Ev): string {
+function rowsTable(ev: RowsEvent): string {
   const map = ev.tableMap?.[ev.tableId];
   return map ? formatTableRef({ db: map.parentSchema, table: map.tableName }) : `table id ${ev.tableId}`;
 }
+
+/** A GTID event's GTID, when it is text. */
+const gtidOf = (ev: { readonly gtid?: unknown }) => (typeof ev.gtid === 'string' ? ev.gtid : undefined);
 
 /** Indexes of the columns a rows event leaves out of a row image (its bitmaps: bit i = column i). */
 export function missingColumns(ev: { numberOfColumns?: number; columns_present_bitmap?: Buffer; columns_present_bitmap2?: Buffer }, type: string): number[] {
