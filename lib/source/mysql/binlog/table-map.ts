@@ -147,6 +147,69 @@ export interface ColumnMetadata {
   dimensions?: number;
 }
 
+/** What a column's type name is made from: its metadata, charset (null: binary or unknown), ENUM/SET labels and geometry type. */
+interface TypeContext {
+  readonly m: ColumnMetadata;
+  readonly binary: boolean;
+  readonly charset: string | null;
+  readonly labels: readonly string[];
+  readonly geometryType: number | undefined;
+}
+const named = (name: string) => () => name;
+/** A temporal type with its fractional digits, when it has any. */
+const fractional =
+  (name: string) =>
+  ({ m }: TypeContext) =>
+    m.decimals ? `${name}(${m.decimals})` : name;
+const blob = ({ m, binary }: TypeContext) => (BLOB_TYPE_NAMES[m.length_size as number] ?? BLOB_TYPE_NAMES[2])?.[binary ? 0 : 1] as string;
+/** The metadata has byte widths; character widths follow from the charset. */
+const chars = ({ charset }: TypeContext, bytes: number) => Math.floor(bytes / maxBytesPerChar(charset));
+const text = (binaryName: string, textName: string) => (c: TypeContext) =>
+  c.binary ? `${binaryName}(${c.m.max_length})` : `${textName}(${chars(c, c.m.max_length as number)})`;
+const labelList = (labels: readonly string[]) => labels.map((label) => `'${label.replace(/'/g, "''")}'`).join(',');
+const decimal = ({ m }: TypeContext) => `decimal(${m.precision},${m.decimals})`;
+
+/** COLUMN_TYPE as information_schema shows it, from the binlog's type code (the real type, metadata applied). */
+const COLUMN_TYPES: Partial<Record<number, (column: TypeContext) => string>> = {
+  [T.TINY]: named('tinyint'),
+  [T.SHORT]: named('smallint'),
+  [T.INT24]: named('mediumint'),
+  [T.LONG]: named('int'),
+  [T.LONGLONG]: named('bigint'),
+  [T.FLOAT]: named('float'),
+  [T.DOUBLE]: named('double'),
+  [T.DECIMAL]: decimal,
+  [T.NEWDECIMAL]: decimal,
+  [T.YEAR]: named('year'),
+  [T.STRING]: text('binary', 'char'),
+  [T.VARCHAR]: text('varbinary', 'varchar'),
+  [T.VAR_STRING]: text('varbinary', 'varchar'),
+  [T.TINY_BLOB]: blob,
+  [T.MEDIUM_BLOB]: blob,
+  [T.LONG_BLOB]: blob,
+  [T.BLOB]: blob,
+  // As MariaDB's information_schema shows a COMPRESSED column; VARCHAR's max_length counts the compression header's byte.
+  [T.BLOB_COMPRESSED]: (c) => `${blob(c)} /*M!100301 COMPRESSED*/`,
+  [T.VARCHAR_COMPRESSED]: (c) => {
+    const bytes = (c.m.max_length as number) - 1;
+    return c.binary ? `varbinary(${bytes}) /*M!100301 COMPRESSED*/` : `varchar(${chars(c, bytes)}) /*M!100301 COMPRESSED*/`;
+  },
+  [T.ENUM]: ({ labels }) => `enum(${labelList(labels)})`,
+  [T.SET]: ({ labels }) => `set(${labelList(labels)})`,
+  [T.BIT]: ({ m }) => `bit(${m.bits})`,
+  [T.JSON]: named('json'),
+  [T.VECTOR]: ({ m }) => (m.dimensions === undefined ? 'vector' : `vector(${m.dimensions})`),
+  [T.GEOMETRY]: ({ geometryType }) => GEOMETRY_TYPE_NAMES[geometryType as number] ?? 'geometry',
+  [T.TIMESTAMP]: fractional('timestamp'),
+  [T.TIMESTAMP2]: fractional('timestamp'),
+  [T.DATETIME]: fractional('datetime'),
+  [T.DATETIME2]: fractional('datetime'),
+  [T.TIME]: fractional('time'),
+  [T.TIME2]: fractional('time'),
+  [T.DATE]: named('date'),
+  [T.NEWDATE]: named('date'),
+};
+
 /** The fields a TABLE_MAP's parse sets, which a byte-identical one reuses. */
 interface TableMapFields {
   tableId: number;
@@ -361,47 +424,7 @@ class TableMapEvent implements TableMap {
 
     const { numeric, character, enumSet, enums, sets, geometry, vectors } = this.subsets();
 
-    const number = () => parser.parseLengthCodedNumber() ?? 0;
-    // MSB-first, one bit per entry of `indexes`, set back at the columns' positions.
-    const readBitmap = (indexes: number[], target: unknown[]) => {
-      const bytes = parser.parseBuffer(Math.floor((indexes.length + 7) / 8));
-      indexes.forEach((column, i) => {
-        target[column] = ((bytes[i >> 3] as number) & (0x80 >> (i % 8))) !== 0;
-      });
-    };
-    // DEFAULT_CHARSET: the default collation, then (position among `indexes`, collation) pairs for those that differ.
-    const readDefaultCharset = (fieldEnd: number, indexes: number[], target: (number | undefined)[]) => {
-      const collation = number();
-      for (const column of indexes) target[column] = collation;
-      while (parser._offset < fieldEnd) {
-        const position = number();
-        const other = number();
-        if (position < indexes.length) target[indexes[position] as number] = other;
-      }
-    };
-    // COLUMN_CHARSET: one collation per entry of `indexes`.
-    const readColumnCharsets = (fieldEnd: number, indexes: number[], target: (number | undefined)[]) => {
-      for (let i = 0; parser._offset < fieldEnd; i++) {
-        const collation = number();
-        if (i < indexes.length) target[indexes[i] as number] = collation;
-      }
-    };
-    // SET_STR_VALUE/ENUM_STR_VALUE, per column: a count, then that many length-coded labels (raw bytes).
-    const readLabels = (fieldEnd: number, indexes: number[], target: (Buffer[] | undefined)[]) => {
-      for (let i = 0; parser._offset < fieldEnd; i++) {
-        const count = number();
-        const labels: Buffer[] = [];
-        for (let j = 0; j < count; j++) labels.push(parser.parseBuffer(number()));
-        if (i < indexes.length) target[indexes[i] as number] = labels;
-      }
-    };
-    // One length-coded number per entry of `indexes`.
-    const readNumbers = (fieldEnd: number, indexes: number[], set: (column: number, value: number) => void) => {
-      for (let i = 0; parser._offset < fieldEnd; i++) {
-        const value = number();
-        if (i < indexes.length) set(indexes[i] as number, value);
-      }
-    };
+    const { number, readBitmap, readDefaultCharset, readColumnCharsets, readLabels, readNumbers } = fieldReaders(parser);
 
     const charsetIds: (number | undefined)[] = new Array(this.columnCount);
     while (parser._offset < end) {
@@ -512,111 +535,21 @@ class TableMapEvent implements TableMap {
 
   private columnSchema(i: number): ColumnSchema {
     const type = this.effectiveType(i);
-    const m = this.columnsMetadata[i] ?? {};
     const charsetId = this.columnCharsetIds?.[i];
     const binary = charsetId === BINARY_COLLATION_ID;
     const charset = charsetId === undefined || binary ? null : collationCharset(charsetId);
     const unsigned = this.signedness?.[i];
+    const labels = type === T.ENUM || type === T.SET ? decodeLabels(this.enumSetValues?.[i], charset) : [];
+    const column = { m: this.columnsMetadata[i] ?? {}, binary, charset, labels, geometryType: this.geometryTypes?.[i] };
     const schema: ColumnSchema = {
       COLUMN_NAME: this.columnNames?.[i] as string,
       COLLATION_NAME: null,
       CHARACTER_SET_NAME: charset,
       COLUMN_COMMENT: '',
-      COLUMN_TYPE: '',
+      COLUMN_TYPE: COLUMN_TYPES[type]?.(column) ?? '',
     };
-    const precision = (name: string) => (m.decimals ? `${name}(${m.decimals})` : name);
-    const blob = () => (BLOB_TYPE_NAMES[m.length_size as number] ?? BLOB_TYPE_NAMES[2])?.[binary ? 0 : 1];
-    const chars = (bytes: number) => Math.floor(bytes / maxBytesPerChar(charset));
-    switch (type) {
-      case T.TINY:
-        schema.COLUMN_TYPE = 'tinyint';
-        break;
-      case T.SHORT:
-        schema.COLUMN_TYPE = 'smallint';
-        break;
-      case T.INT24:
-        schema.COLUMN_TYPE = 'mediumint';
-        break;
-      case T.LONG:
-        schema.COLUMN_TYPE = 'int';
-        break;
-      case T.LONGLONG:
-        schema.COLUMN_TYPE = 'bigint';
-        break;
-      case T.FLOAT:
-        schema.COLUMN_TYPE = 'float';
-        break;
-      case T.DOUBLE:
-        schema.COLUMN_TYPE = 'double';
-        break;
-      case T.DECIMAL:
-      case T.NEWDECIMAL:
-        schema.COLUMN_TYPE = `decimal(${m.precision},${m.decimals})`;
-        break;
-      case T.YEAR:
-        schema.COLUMN_TYPE = 'year';
-        break;
-      case T.STRING:
-      case T.VARCHAR:
-      case T.VAR_STRING: {
-        // The metadata has byte widths; character widths follow from the charset.
-        const char = type === T.STRING;
-        schema.COLUMN_TYPE = binary ? `${char ? 'binary' : 'varbinary'}(${m.max_length})` : `${char ? 'char' : 'varchar'}(${chars(m.max_length as number)})`;
-        break;
-      }
-      case T.TINY_BLOB:
-      case T.MEDIUM_BLOB:
-      case T.LONG_BLOB:
-      case T.BLOB:
-        schema.COLUMN_TYPE = blob() as string;
-        break;
-      case T.BLOB_COMPRESSED:
-        // As MariaDB's information_schema shows a COMPRESSED column.
-        schema.COLUMN_TYPE = `${blob()} /*M!100301 COMPRESSED*/`;
-        break;
-      case T.VARCHAR_COMPRESSED: {
-        // max_length counts the compression header's byte.
-        const bytes = (m.max_length as number) - 1;
-        schema.COLUMN_TYPE = binary ? `varbinary(${bytes}) /*M!100301 COMPRESSED*/` : `varchar(${chars(bytes)}) /*M!100301 COMPRESSED*/`;
-        break;
-      }
-      case T.ENUM:
-      case T.SET: {
-        const values = decodeLabels(this.enumSetValues?.[i], charset);
-        if (type === T.ENUM) schema.ENUM_VALUES = values;
-        else schema.SET_VALUES = values;
-        schema.COLUMN_TYPE = `${type === T.ENUM ? 'enum' : 'set'}(${values.map((value) => `'${value.replace(/'/g, "''")}'`).join(',')})`;
-        break;
-      }
-      case T.BIT:
-        schema.COLUMN_TYPE = `bit(${m.bits})`;
-        break;
-      case T.JSON:
-        schema.COLUMN_TYPE = 'json';
-        break;
-      case T.VECTOR:
-        schema.COLUMN_TYPE = m.dimensions === undefined ? 'vector' : `vector(${m.dimensions})`;
-        break;
-      case T.GEOMETRY:
-        schema.COLUMN_TYPE = GEOMETRY_TYPE_NAMES[this.geometryTypes?.[i] as number] ?? 'geometry';
-        break;
-      case T.TIMESTAMP:
-      case T.TIMESTAMP2:
-        schema.COLUMN_TYPE = precision('timestamp');
-        break;
-      case T.DATETIME:
-      case T.DATETIME2:
-        schema.COLUMN_TYPE = precision('datetime');
-        break;
-      case T.TIME:
-      case T.TIME2:
-        schema.COLUMN_TYPE = precision('time');
-        break;
-      case T.DATE:
-      case T.NEWDATE:
-        schema.COLUMN_TYPE = 'date';
-        break;
-    }
+    if (type === T.ENUM) schema.ENUM_VALUES = labels;
+    else if (type === T.SET) schema.SET_VALUES = labels;
     if (unsigned !== undefined && NUMERIC.has(type)) {
       schema.UNSIGNED = unsigned;
       if (unsigned && type !== T.YEAR) schema.COLUMN_TYPE += ' unsigned';
@@ -711,6 +644,54 @@ export function tableMapParser(skip?: SkipTable): TableMapClass {
   // zongji names an event by its class's name, which a bundler may change: set, not inferred.
   Object.defineProperty(Registered, 'name', { value: 'TableMap' });
   return Registered;
+}
+
+/** Readers of the optional metadata's field values, at the parser's offset (each up to its field's end). */
+function fieldReaders(parser: PacketParser) {
+  const number = () => parser.parseLengthCodedNumber() ?? 0;
+  return {
+    number,
+    /** MSB-first, one bit per entry of `indexes`, set back at the columns' positions. */
+    readBitmap(indexes: number[], target: unknown[]) {
+      const bytes = parser.parseBuffer(Math.floor((indexes.length + 7) / 8));
+      indexes.forEach((column, i) => {
+        target[column] = ((bytes[i >> 3] as number) & (0x80 >> (i % 8))) !== 0;
+      });
+    },
+    /** DEFAULT_CHARSET: the default collation, then (position among `indexes`, collation) pairs for those that differ. */
+    readDefaultCharset(fieldEnd: number, indexes: number[], target: (number | undefined)[]) {
+      const collation = number();
+      for (const column of indexes) target[column] = collation;
+      while (parser._offset < fieldEnd) {
+        const position = number();
+        const other = number();
+        if (position < indexes.length) target[indexes[position] as number] = other;
+      }
+    },
+    /** COLUMN_CHARSET: one collation per entry of `indexes`. */
+    readColumnCharsets(fieldEnd: number, indexes: number[], target: (number | undefined)[]) {
+      for (let i = 0; parser._offset < fieldEnd; i++) {
+        const collation = number();
+        if (i < indexes.length) target[indexes[i] as number] = collation;
+      }
+    },
+    /** SET_STR_VALUE/ENUM_STR_VALUE, per column: a count, then that many length-coded labels (raw bytes). */
+    readLabels(fieldEnd: number, indexes: number[], target: (Buffer[] | undefined)[]) {
+      for (let i = 0; parser._offset < fieldEnd; i++) {
+        const count = number();
+        const labels: Buffer[] = [];
+        for (let j = 0; j < count; j++) labels.push(parser.parseBuffer(number()));
+        if (i < indexes.length) target[indexes[i] as number] = labels;
+      }
+    },
+    /** One length-coded number per entry of `indexes`. */
+    readNumbers(fieldEnd: number, indexes: number[], set: (column: number, value: number) => void) {
+      for (let i = 0; parser._offset < fieldEnd; i++) {
+        const value = number();
+        if (i < indexes.length) set(indexes[i] as number, value);
+      }
+    },
+  };
 }
 
 /** One column's entry in the TABLE_MAP's per-column metadata block, by its type code. */
