@@ -143,7 +143,9 @@ describe('sluice sources and --source on a registered source', () => {
     const status = await sluice(stack.env, ['status']);
     expect(status.code).toBe(0);
     expect(status.out).toMatch(/^fleet {12}2 registered sources/m);
-    expect(status.out).toMatch(/^ {2}orders {9}active, every 2 min; never ran; lag unknown \(cannot connect to MySQL at mysql:\/\/reader:\*\*\*@127\.0\.0\.1:1\/.*\); 0 commits; lease free$/m);
+    expect(status.out).toMatch(
+      /^ {2}orders {9}active, every 2 min; never ran; lag unknown \(cannot connect to MySQL at mysql:\/\/reader:\*\*\*@127\.0\.0\.1:1\/.*\); 0 commits; lease free$/m,
+    );
     printed.push(set.out, pause.out, resume.out, status.out, status.err);
     expect(printed.join('\n')).not.toContain(password);
 
