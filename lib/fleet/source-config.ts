@@ -58,8 +58,7 @@ export function sourceConfig(env: Record<string, string | undefined>, record: Pi
   for (const name of SOURCE_SETTINGS) delete merged[name];
   if (record.settings.SLUICE_ICEBERG_CATALOG) for (const name of CATALOG_SETTINGS) delete merged[name];
   else if (!env.SLUICE_ICEBERG_CATALOG && env.SLUICE_GLUE_DATABASE) merged.SLUICE_ICEBERG_CATALOG = 'glue';
-  const stackPrefix = (env.SLUICE_PREFIX ?? '').replace(/^\/+|\/+$/g, '');
-  merged.SLUICE_PREFIX = `${stackPrefix ? `${stackPrefix}/` : ''}${record.id}/`;
+  merged.SLUICE_PREFIX = sourcePrefix(env, { id: record.id, settings: {} });
   try {
     return loadConfig({ ...merged, ...record.settings, SLUICE_SOURCE_ID: record.id });
   } catch (error) {
@@ -71,6 +70,14 @@ export function sourceConfig(env: Record<string, string | undefined>, record: Pi
       )}`,
     );
   }
+}
+
+/** Where a source's output goes: its SLUICE_PREFIX, else `<stack prefix><id>/`. */
+export function sourcePrefix(env: Record<string, string | undefined>, record: Pick<SourceRecord, 'id' | 'settings'>): string {
+  const trim = (prefix: string) => prefix.replace(/^\/+|\/+$/g, '');
+  if (record.settings.SLUICE_PREFIX) return `${trim(record.settings.SLUICE_PREFIX)}/`;
+  const stack = trim(env.SLUICE_PREFIX ?? '');
+  return `${stack ? `${stack}/` : ''}${record.id}/`;
 }
 
 /** Whether a tick at `now` (ms) runs it: not paused, and the tick's minute (since the epoch) is a multiple of everyMinutes. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkSourceSettings, isDue, sourceConfig } from '../../lib/fleet/source-config.ts';
+import { checkSourceSettings, isDue, sourceConfig, sourcePrefix } from '../../lib/fleet/source-config.ts';
 
 /** A stack's environment: its own source, and operational tuning every registered source inherits. */
 const stack = {
@@ -34,6 +34,8 @@ describe('a registered source’s configuration', () => {
     });
     expect(sourceConfig({ ...stack, SLUICE_PREFIX: '' }, { id: 'a', settings: { SLUICE_MYSQL_SECRET_ID: 's' } }).prefix).toBe('a/');
     expect(sourceConfig(stack, { id: 'a', settings: { SLUICE_MYSQL_SECRET_ID: 's', SLUICE_PREFIX: 'old/place' } }).prefix).toBe('old/place/');
+    expect(sourcePrefix({ SLUICE_PREFIX: '/cdc/' }, { id: 'a', settings: {} })).toBe('cdc/a/');
+    expect(sourcePrefix(stack, { id: 'a', settings: { SLUICE_PREFIX: '/old/place' } })).toBe('old/place/');
   });
 
   it('a source without a connection of its own is refused, never given the stack’s', () => {

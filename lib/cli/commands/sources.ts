@@ -113,8 +113,9 @@ export function sourcesCommands(program: Command, cli: Cli): void {
     .description('unregister a source; its output, Iceberg tables and state stay (the command prints how to delete them)')
     .action(async (id: string) => {
       const { env, registry } = await fleet();
+      const { sourcePrefix } = await import('../../fleet/source-config.ts');
       const record = await registry.remove(id);
-      for (const line of removalNotes(env, record, await configOf(env, record))) cli.out(line);
+      for (const line of removalNotes(env, record, sourcePrefix(env, record), await configOf(env, record))) cli.out(line);
     });
 }
 
@@ -169,10 +170,9 @@ async function configOf(env: Record<string, string>, record: SourceRecord): Prom
 }
 
 /** What `sources remove` leaves, and how to delete it. */
-function removalNotes(env: Record<string, string>, record: SourceRecord, config: Config | undefined): string[] {
+function removalNotes(env: Record<string, string>, record: SourceRecord, prefix: string, config: Config | undefined): string[] {
   const { id } = record;
-  const bucket = config?.bucket ?? env.SLUICE_BUCKET ?? '<bucket>';
-  const prefix = config?.prefix ?? `${(env.SLUICE_PREFIX ?? '').replace(/^\/+|\/+$/g, '')}${env.SLUICE_PREFIX ? '/' : ''}${id}/`;
+  const bucket = env.SLUICE_BUCKET ?? '<bucket>';
   const table = env.SLUICE_STATE_TABLE;
   const catalog = config?.iceberg.catalog;
   return [
