@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { formatPosition } from '../../core/position.ts';
-import type { SourceStatus } from '../../ops/status.ts';
+import type { FleetSourceStatus, SourceStatus } from '../../ops/status.ts';
 import type { Cli } from '../cli.ts';
 
 /** `sluice status`: the source, its snapshots and the Iceberg merge, for people or as JSON. */
@@ -11,13 +11,15 @@ export function statusCommand(program: Command, cli: Cli): void {
     .option('--json', 'machine-readable output')
     .action(async (options: { json?: boolean }) => {
       const { snapshotSummaries } = await import('../../snapshot/progress.ts');
-      const { sourceStatus } = await import('../../ops/status.ts');
+      const { fleetStatus, sourceStatus } = await import('../../ops/status.ts');
       const { icebergStatus } = await import('../../iceberg/merge/status.ts');
-      const { config, clients } = await cli.configure(program.opts());
+      const { config, clients, env } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
       const snapshots = await snapshotSummaries(clients.snapshots, config.sourceId);
-      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg }, null, 2));
+      // Without --source: the stack's own source as before, then one line per registered source.
+      const fleet = program.opts().source === undefined ? await fleetStatus(env, await clients.registry.list(), clients.store) : undefined;
+      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg, ...(fleet ? { fleet } : {}) }, null, 2));
       const rows: [string, string][] = [
         ['source', status.source],
         ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
@@ -73,8 +75,28 @@ export function statusCommand(program: Command, cli: Cli): void {
         if (t.lease?.live) rows.push(['    lease', `${t.lease.owner} until ${t.lease.expiresAt}`]);
         if (t.error) rows.push(['    error', `${t.error.code}: ${t.error.message} (at ${new Date(t.error.at).toISOString()})`]);
       }
+      if (fleet?.length) {
+        rows.push(['fleet', `${fleet.length} registered source${fleet.length === 1 ? '' : 's'} (\`sluice status --source <id>\` for one in detail)`]);
+        for (const source of fleet) rows.push([`  ${source.id}`, fleetLine(source)]);
+      }
       for (const [k, v] of rows) cli.out(`${k.padEnd(16)} ${v}`);
     });
+}
+
+/** A registered source in one line: schedule, position, lag, last commit, lease, error. */
+function fleetLine(source: FleetSourceStatus): string {
+  const schedule = `${source.paused ? 'PAUSED' : 'active'}, every ${source.everyMinutes} min${source.iceberg ? '' : ', no iceberg'}`;
+  const s = source.status;
+  if (!s) return `${schedule}; its record makes no configuration: ${source.configError?.split('\n').join(' ')}`;
+  return [
+    schedule,
+    s.stored ? `at ${formatPosition(s.stored)}` : 'never ran',
+    s.lagBytes !== undefined ? `lag ${s.lagBytes} bytes` : `lag unknown${s.mysqlError ? ` (${s.mysqlError})` : ''}`,
+    `${s.commitSeq} commits${s.lastCommitAt ? `, last at ${s.lastCommitAt}` : ''}`,
+    s.lease?.live ? `leased by ${s.lease.owner} until ${s.lease.expiresAt}` : 'lease free',
+    ...(s.pending ? [`commit ${s.pending.commitSeq} being renamed`] : []),
+    ...(s.error ? [`error ${s.error.code}: ${s.error.message}`] : []),
+  ].join('; ');
 }
 
 /** `sluice status`'s line for the last automatic move to another binlog history. */
