@@ -14,7 +14,9 @@ import type { SourceRecord } from './registry.ts';
  *   group: a source naming its own SLUICE_ICEBERG_CATALOG inherits none of them, and otherwise the
  *   stack's catalog is named explicitly, so a Glue stack's source without its own
  *   SLUICE_GLUE_DATABASE is refused instead of silently left out of Glue.
- * Its output goes under `<stack prefix><id>/` unless its settings give a SLUICE_PREFIX.
+ * Its output goes under `<stack prefix><id>/` unless its settings give a SLUICE_PREFIX. Its capture
+ * run ends once caught up (SLUICE_STOP_WHEN_CAUGHT_UP=true), unless its settings give it a
+ * SLUICE_TARGET_LATENCY_MS, which keeps its poller reading for the whole invocation.
  */
 
 /** Settings a source has only from its own record, never inherited from the stack's environment. */
@@ -59,6 +61,10 @@ export function sourceConfig(env: Record<string, string | undefined>, record: Pi
   if (record.settings.SLUICE_ICEBERG_CATALOG) for (const name of CATALOG_SETTINGS) delete merged[name];
   else if (!env.SLUICE_ICEBERG_CATALOG && env.SLUICE_GLUE_DATABASE) merged.SLUICE_ICEBERG_CATALOG = 'glue';
   merged.SLUICE_PREFIX = sourcePrefix(env, { id: record.id, settings: {} });
+  // A quiet source costs about nothing: its run ends once caught up, unless it has a latency target
+  // (its poller then runs the whole invocation) or says otherwise. Neither is the stack's to give.
+  delete merged.SLUICE_TARGET_LATENCY_MS;
+  merged.SLUICE_STOP_WHEN_CAUGHT_UP = record.settings.SLUICE_TARGET_LATENCY_MS ? 'false' : 'true';
   try {
     return loadConfig({ ...merged, ...record.settings, SLUICE_SOURCE_ID: record.id });
   } catch (error) {

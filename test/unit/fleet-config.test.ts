@@ -38,6 +38,16 @@ describe('a registered source’s configuration', () => {
     expect(sourcePrefix(stack, { id: 'a', settings: { SLUICE_PREFIX: '/old/place' } })).toBe('old/place/');
   });
 
+  it('a quiet source’s run ends once caught up; one with a latency target reads the whole invocation; neither inherits the stack’s', () => {
+    const running = { ...stack, SLUICE_STOP_WHEN_CAUGHT_UP: 'false', SLUICE_TARGET_LATENCY_MS: '1000' };
+    const quiet = sourceConfig(running, { id: 'quiet', settings: { SLUICE_MYSQL_URL: 'mysql://u:p@db:3306/' } });
+    expect([quiet.stopWhenCaughtUp, quiet.batch.targetLatencyMs]).toEqual([true, undefined]);
+    const live = sourceConfig(stack, { id: 'live', settings: { SLUICE_MYSQL_URL: 'mysql://u:p@db:3306/', SLUICE_TARGET_LATENCY_MS: '2000' } });
+    expect([live.stopWhenCaughtUp, live.batch.targetLatencyMs]).toEqual([false, 2000]);
+    const own = sourceConfig(stack, { id: 'own', settings: { SLUICE_MYSQL_URL: 'mysql://u:p@db:3306/', SLUICE_STOP_WHEN_CAUGHT_UP: 'false' } });
+    expect(own.stopWhenCaughtUp).toBe(false);
+  });
+
   it('a source without a connection of its own is refused, never given the stack’s', () => {
     expect(() => sourceConfig(stack, { id: 'orders', settings: { SLUICE_INCLUDE: 'orders\\..*' } })).toThrow(
       /^source orders: invalid configuration:\n {2}SLUICE_MYSQL_URL: is required \(or SLUICE_MYSQL_SECRET_ID.*\n.*sluice sources set orders KEY=VALUE/,
