@@ -348,13 +348,25 @@ describe('serverless deploy --stage local into the AWS emulator', () => {
       for (const key of ['tables/x', 'manifests/x', 'schema/x', 'iceberg/x'])
         expect(allows(policy, 's3:DeleteObject', `${bucket}/${key}`), `${role} ${key}`).toBe(false);
       expect(allows(policy, 's3:PutObject', `${bucket}/iceberg/x`), role).toBe(false);
-      expect(allows(policy, 's3:ListBucket', bucket), role).toEqual({ condition: { StringLike: { 's3:prefix': ['_staging/*'] } } });
+      expect(allows(policy, 's3:ListBucket', bucket), role).toEqual({ condition: { StringLike: { 's3:prefix': ['_staging/*', '*/_staging/*'] } } });
+      // A registered source's output, under <prefix><id>/: the same rules.
+      expect(allows(policy, 's3:DeleteObject', `${bucket}/orders/_staging/x`), role).toBeTruthy();
+      expect(allows(policy, 's3:PutObject', `${bucket}/orders/tables/x`), role).toBeTruthy();
+      for (const key of ['orders/tables/x', 'orders/manifests/x', 'orders/iceberg/x'])
+        expect(allows(policy, 's3:DeleteObject', `${bucket}/${key}`), `${role} ${key}`).toBe(false);
       expect(allows(policy, 'dynamodb:UpdateItem', table), role).toBeTruthy();
       expect(allows(policy, 'lambda:InvokeFunction', snapshotFn), role).toBeTruthy();
       expect(allows(policy, 'sqs:SendMessage', queue), role).toBeTruthy();
-      // No secret in the local stage, so no secret access.
-      expect(grants(policy, 'secretsmanager:GetSecretValue'), role).toEqual([]);
+      // No secret of its own in the local stage: only registered sources' secrets, those tagged for this stack.
+      expect(
+        grants(policy, 'secretsmanager:GetSecretValue').map((s) => s.Condition),
+        role,
+      ).toEqual([{ StringEquals: { 'secretsmanager:ResourceTag/sluice-stack': STACK } }]);
     }
+    // A tick reads the registry and starts one poller invocation per due source.
+    const poller = await statements('PollerRole');
+    expect(allows(poller, 'dynamodb:BatchGetItem', table)).toBeTruthy();
+    expect(allows(poller, 'lambda:InvokeFunction', (await functionConfig('poller')).FunctionArn as string)).toBeTruthy();
     const iceberg = await statements('IcebergRole');
     expect(allows(iceberg, 's3:DeleteObject', `${bucket}/iceberg/x`)).toBeTruthy();
     expect(allows(iceberg, 's3:GetObject', `${bucket}/tables/x`)).toBeTruthy();
@@ -465,6 +477,46 @@ describe('the deployed functions against the deployed resources (their packaged 
       const rows = await icebergRowsAt(store, (await loadVersion(store, key)).metadata);
       expect(rows, table).toEqual(await mysqlTextOf(sql, db, table));
     }
+  });
+
+  it('a fleet of three registered sources: a tick starts one poller per source, each captures its own database under its own prefix', async () => {
+    const { registry, s3: client } = createClients(config);
+    const sources = ['north', 'south', 'west'];
+    for (const name of sources) {
+      await admin.query(`CREATE DATABASE fleet_${name}; CREATE TABLE fleet_${name}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
+      await registry.add(
+        {
+          id: name,
+          settings: { SLUICE_MYSQL_URL: config.mysqlUrl as string, SLUICE_INCLUDE: `fleet_${name}\\.t`, SLUICE_STARTUP: 'latest' },
+          paused: false,
+          everyMinutes: 1,
+          iceberg: false,
+        },
+        Date.now(),
+      );
+    }
+    const tick = async () => {
+      ok(await functions.invoke(fn('poller'), {}));
+      expect(functions.queue.map((q) => q.event).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
+        sources.map((source) => ({ source })),
+      );
+      for (const r of await functions.drain()) expect(ok(r).status).toBe('captured');
+    };
+    await timed('fleet tick', tick); // each source's first run: it starts at the server's end
+    for (const name of sources)
+      await admin.query(`INSERT INTO fleet_${name}.t VALUES (1, '${name}'), (2, '${name}!'); UPDATE fleet_${name}.t SET v = 'x' WHERE id = 1`);
+    await tick();
+    for (const name of sources) {
+      const events: ChangeEvent[] = [];
+      for await (const { line } of eventLines(client, config.bucket, `${config.prefix}${name}/`, name)) events.push(JSON.parse(line) as ChangeEvent);
+      const rows = events.filter((e) => e.op !== 't').map((e) => [e.db, e.op, e.after?.v]);
+      expect(rows, name).toEqual([
+        [`fleet_${name}`, 'c', name],
+        [`fleet_${name}`, 'c', `${name}!`],
+        [`fleet_${name}`, 'u', 'x'],
+      ]);
+    }
+    for (const name of sources) await registry.remove(name);
   });
 });
 
