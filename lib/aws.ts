@@ -18,7 +18,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
  * `env`: the CLI hands its own environment (flags, the local stack's defaults) to the clients
  * without writing process.env. What `env` does not set, the SDK resolves as usual.
  */
-export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB' | 'GLUE') {
+export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB' | 'GLUE' | 'CLOUDWATCH') {
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
   const endpoint = env[`AWS_ENDPOINT_URL_${service}`] ?? env.AWS_ENDPOINT_URL;
   const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;

@@ -10,7 +10,7 @@ import {
   GetTemplateCommand,
   ListStackResourcesCommand,
 } from '@aws-sdk/client-cloudformation';
-import { CloudWatchClient, GetDashboardCommand } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchClient, DescribeAlarmsCommand, GetDashboardCommand } from '@aws-sdk/client-cloudwatch';
 import { CloudWatchLogsClient, DescribeLogGroupsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeRuleCommand, EventBridgeClient, ListRuleNamesByTargetCommand, ListTargetsByRuleCommand } from '@aws-sdk/client-eventbridge';
@@ -33,6 +33,7 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createClients } from '../../lib/aws.ts';
+import { run } from '../../lib/cli/main.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { loadVersion } from '../../lib/iceberg/table/table.ts';
 import { eventLines } from '../../lib/materialize/change-log.ts';
@@ -304,6 +305,9 @@ describe('serverless deploy --stage local into the AWS emulator', () => {
         SLUICE_STATE_TABLE: outputs.StateTableName,
         SLUICE_SNAPSHOT_FUNCTION: fn('snapshot'),
         SLUICE_MYSQL_URL: mysqlUrl,
+        // For `sluice sources`, which gives a registered source the stack's alarms.
+        SLUICE_ALARM_TOPIC_ARN: outputs.AlarmTopicArn,
+        SLUICE_LAG_ALARM_SECONDS: '900',
       });
     const groups = (await logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: `/aws/lambda/${STACK}-` }))).logGroups ?? [];
     expect(groups.map((g) => [g.logGroupName, g.retentionInDays]).sort()).toEqual(
@@ -392,6 +396,8 @@ describe('serverless deploy --stage local into the AWS emulator', () => {
 describe('the deployed functions against the deployed resources (their packaged bundles, run locally)', () => {
   let functions: PackagedFunctions;
   let config: Config;
+  /** The deployed poller's environment with the emulator's endpoints: what an operator's CLI runs with. */
+  let deployedEnv: Record<string, string>;
   let admin: mysql.Connection;
   const db = 'shop';
 
@@ -407,6 +413,7 @@ describe('the deployed functions against the deployed resources (their packaged 
       AWS_ENDPOINT_URL: endpoint,
       SLUICE_S3_FORCE_PATH_STYLE: 'true',
     };
+    deployedEnv = env;
     config = loadConfig(env);
     Object.assign(process.env, { AWS_ENDPOINT_URL: endpoint, AWS_REGION: region, AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' });
     admin = await mysql.createConnection({ uri: mysqlAdminUrl, multipleStatements: true, timezone: 'Z', dateStrings: true });
@@ -479,22 +486,34 @@ describe('the deployed functions against the deployed resources (their packaged 
     }
   });
 
-  it('a fleet of three registered sources: a tick starts one poller per source, each captures its own database under its own prefix', async () => {
-    const { registry, s3: client } = createClients(config);
+  it('a fleet of three added with `sluice sources add`: each gets its alarms; a tick starts one poller per source, each captures its own database under its own prefix', async () => {
+    const { s3: client } = createClients(config);
+    // The CLI with the deployed poller's environment, as an operator runs it against the stack.
+    const cli = async (...args: string[]) => {
+      const out: string[] = [];
+      const code = await run(args, {
+        env: { ...deployedEnv, SLUICE_HOME: '/nonexistent' },
+        stdout: { write: (t: string) => out.push(t) },
+        stderr: { write: (t: string) => out.push(t) },
+      });
+      expect(code, out.join('')).toBe(0);
+      return out.join('');
+    };
     const sources = ['north', 'south', 'west'];
     for (const name of sources) {
       await admin.query(`CREATE DATABASE fleet_${name}; CREATE TABLE fleet_${name}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
-      await registry.add(
-        {
-          id: name,
-          settings: { SLUICE_MYSQL_URL: config.mysqlUrl as string, SLUICE_INCLUDE: `fleet_${name}\\.t`, SLUICE_STARTUP: 'latest' },
-          paused: false,
-          everyMinutes: 1,
-          iceberg: false,
-        },
-        Date.now(),
-      );
+      await cli('sources', 'add', name, '--url', config.mysqlUrl as string, '--include', `fleet_${name}\\.t`, '--startup', 'latest');
     }
+    // Each source has the stack's alarms, named after it, on the stack's topic.
+    const alarms = async (name: string) =>
+      (await cloudwatch.send(new DescribeAlarmsCommand({ AlarmNamePrefix: `${config.stateTable}-${name}-` }))).MetricAlarms ?? [];
+    const north = await alarms('north');
+    expect(north.map((a) => a.AlarmName).sort()).toEqual(['errors', 'lag', 'purge-risk', 'stalled'].map((what) => `${config.stateTable}-north-${what}`));
+    expect(new Set(north.flatMap((a) => a.AlarmActions))).toEqual(new Set([outputs.AlarmTopicArn]));
+    expect(north.find((a) => a.MetricName === 'LagSeconds')?.Dimensions).toEqual([
+      { Name: 'service', Value: 'sluice' },
+      { Name: 'source', Value: 'north' },
+    ]);
     const tick = async () => {
       ok(await functions.invoke(fn('poller'), {}));
       expect(functions.queue.map((q) => q.event).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
@@ -516,7 +535,11 @@ describe('the deployed functions against the deployed resources (their packaged 
         [`fleet_${name}`, 'u', 'x'],
       ]);
     }
-    for (const name of sources) await registry.remove(name);
+    // Paused, its alarms send nothing; removed, they are gone.
+    await cli('sources', 'pause', 'west');
+    expect((await alarms('west')).map((a) => a.ActionsEnabled)).toEqual([false, false, false, false]);
+    for (const name of sources) await cli('sources', 'remove', name);
+    expect(await alarms('north')).toEqual([]);
   });
 });
 

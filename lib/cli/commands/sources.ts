@@ -66,6 +66,7 @@ export function sourcesCommands(program: Command, cli: Cli): void {
       const config = sourceConfig(env, { id, settings });
       const record = await registry.add({ id, settings, paused: false, everyMinutes: options.every, iceberg: options.iceberg }, Date.now());
       cli.out(`registered ${describe(masked(record))}`);
+      for (const line of await sourceAlarms(env, id, 'create')) cli.out(line);
       cli.out(
         `its output goes to s3://${config.bucket}/${config.prefix}; the schedule captures it from its next due tick, or now: sluice capture --once --source ${id}`,
       );
@@ -104,8 +105,9 @@ export function sourcesCommands(program: Command, cli: Cli): void {
       .command(`${name} <id>`)
       .description(paused ? 'stop scheduling it (a run under way finishes; its position and output stay)' : 'schedule it again, from its stored position')
       .action(async (id: string) => {
-        const { registry, masked } = await fleet();
+        const { env, registry, masked } = await fleet();
         cli.out(`${paused ? 'paused' : 'resumed'} ${describe(masked(await registry.update(id, { paused }, Date.now())))}`);
+        for (const line of await sourceAlarms(env, id, paused ? 'pause' : 'resume')) cli.out(line);
       });
 
   sources
@@ -116,7 +118,35 @@ export function sourcesCommands(program: Command, cli: Cli): void {
       const { sourcePrefix } = await import('../../fleet/source-config.ts');
       const record = await registry.remove(id);
       for (const line of removalNotes(env, record, sourcePrefix(env, record), await configOf(env, record))) cli.out(line);
+      for (const line of await sourceAlarms(env, id, 'delete')) cli.out(line);
     });
+}
+
+/**
+ * A source's alarms (lib/fleet/alarms.ts) on the stack's topic, kept in step with its record; the
+ * lines saying what was done. Without SLUICE_ALARM_TOPIC_ARN (a local stack) there are none.
+ */
+async function sourceAlarms(env: Record<string, string>, id: string, change: 'create' | 'pause' | 'resume' | 'delete'): Promise<string[]> {
+  const { alarmSettings, sourceAlarms: alarms } = await import('../../fleet/alarms.ts');
+  const settings = alarmSettings(env);
+  if (!settings) return change === 'create' ? ['no alarms: SLUICE_ALARM_TOPIC_ARN (the stack sets it on its functions) is not set'] : [];
+  const { CloudWatchClient, DeleteAlarmsCommand, DisableAlarmActionsCommand, EnableAlarmActionsCommand, PutMetricAlarmCommand } = await import(
+    '@aws-sdk/client-cloudwatch'
+  );
+  const { sdkSettings } = await import('../../aws.ts');
+  const cloudwatch = new CloudWatchClient({ ...sdkSettings(env, 'CLOUDWATCH'), maxAttempts: 5 });
+  try {
+    const inputs = alarms(settings, id);
+    const AlarmNames = inputs.map((a) => a.AlarmName as string);
+    if (change === 'create') for (const input of inputs) await cloudwatch.send(new PutMetricAlarmCommand(input));
+    else if (change === 'pause') await cloudwatch.send(new DisableAlarmActionsCommand({ AlarmNames }));
+    else if (change === 'resume') await cloudwatch.send(new EnableAlarmActionsCommand({ AlarmNames }));
+    else await cloudwatch.send(new DeleteAlarmsCommand({ AlarmNames }));
+    const did = { create: 'created, sent to', pause: 'silenced while paused, on', resume: 'sending again to', delete: 'deleted from' }[change];
+    return [`alarms ${AlarmNames.join(', ')} ${did} ${settings.topicArn}`];
+  } finally {
+    cloudwatch.destroy();
+  }
 }
 
 /** `KEY=VALUE` sets, `KEY=` unsets; anything else is refused before anything is written. */
