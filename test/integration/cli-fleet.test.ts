@@ -195,6 +195,11 @@ describe('sluice sources and --source on a registered source', () => {
     const all = JSON.parse((await sluice(stack.env, ['status', '--json'])).out);
     expect(all).toMatchObject({ source: source.db, fleet: [{ id: 'x', paused: false, status: { source: 'x', commitSeq: 2, stored: exported.position } }] });
     expect(all.fleet[0].status.lagBytes).toBeGreaterThanOrEqual(0);
+    // Its Iceberg merge is its own too, and the fleet line says where it stands.
+    expect((await sluice(stack.env, ['iceberg', '--source', 'x'])).code).toBe(0);
+    const merged = JSON.parse((await sluice(stack.env, ['status', '--json'])).out);
+    expect(merged.fleet[0].icebergTables).toMatchObject([{ table: `${other}.t`, commitSeq: 2, behind: 0 }]);
+    expect((await sluice(stack.env, ['status'])).out).toMatch(/^ {2}x {2,}active, every 1 min; .*; iceberg 1 table, at most 0 commits behind$/m);
     // An id nobody registered is a source of the stack's own settings, as before the fleet.
     expect(JSON.parse((await sluice(stack.env, ['state', 'export', '--source', 'nobody'])).out)).toMatchObject({ source: 'nobody', position: null });
   });

@@ -17,8 +17,29 @@ export function statusCommand(program: Command, cli: Cli): void {
       const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
       const snapshots = await snapshotSummaries(clients.snapshots, config.sourceId);
-      // Without --source: the stack's own source as before, then one line per registered source.
-      const fleet = program.opts().source === undefined ? await fleetStatus(env, await clients.registry.list(), clients.store) : undefined;
+      // Without --source: the stack's own source as before, then one line per registered source
+      // with its latest snapshot and its Iceberg merge.
+      const records = program.opts().source === undefined ? await clients.registry.list() : [];
+      const fleet =
+        program.opts().source === undefined
+          ? await Promise.all(
+              (await fleetStatus(env, records, clients.store)).map(async (source, i) => {
+                if (!source.status) return source;
+                const { sourceConfig } = await import('../../fleet/source-config.ts');
+                const sourceDeps = {
+                  config: sourceConfig(env, records[i] as (typeof records)[number]),
+                  s3: clients.s3,
+                  merges: clients.merges,
+                  snapshots: clients.snapshots,
+                };
+                return {
+                  ...source,
+                  snapshot: (await snapshotSummaries(clients.snapshots, source.id))[0],
+                  icebergTables: source.iceberg ? await icebergStatus(sourceDeps, source.status.commitSeq) : [],
+                };
+              }),
+            )
+          : undefined;
       if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg, ...(fleet ? { fleet } : {}) }, null, 2));
       const rows: [string, string][] = [
         ['source', status.source],
@@ -83,8 +104,13 @@ export function statusCommand(program: Command, cli: Cli): void {
     });
 }
 
-/** A registered source in one line: schedule, position, lag, last commit, lease, error. */
-function fleetLine(source: FleetSourceStatus): string {
+/** A registered source in one line: schedule, position, lag, last commit, lease, snapshot, Iceberg, error. */
+function fleetLine(
+  source: FleetSourceStatus & {
+    snapshot?: { id: string; status: string; tables: readonly { chunksDone: number; chunks: number }[] };
+    icebergTables?: readonly { behind: number; held?: string; error?: unknown }[];
+  },
+): string {
   const schedule = `${source.paused ? 'PAUSED' : 'active'}, every ${source.everyMinutes} min${source.iceberg ? '' : ', no iceberg'}`;
   const s = source.status;
   if (!s) return `${schedule}; its record makes no configuration: ${source.configError?.split('\n').join(' ')}`;
@@ -95,8 +121,24 @@ function fleetLine(source: FleetSourceStatus): string {
     `${s.commitSeq} commits${s.lastCommitAt ? `, last at ${s.lastCommitAt}` : ''}`,
     s.lease?.live ? `leased by ${s.lease.owner} until ${s.lease.expiresAt}` : 'lease free',
     ...(s.pending ? [`commit ${s.pending.commitSeq} being renamed`] : []),
+    ...(source.snapshot ? [`snapshot ${source.snapshot.id} ${source.snapshot.status} (${snapshotChunks(source.snapshot.tables)})`] : []),
+    ...(source.icebergTables?.length ? [icebergLine(source.icebergTables)] : []),
     ...(s.error ? [`error ${s.error.code}: ${s.error.message}`] : []),
   ].join('; ');
+}
+
+const snapshotChunks = (tables: readonly { chunksDone: number; chunks: number }[]) =>
+  `${tables.reduce((a, t) => a + t.chunksDone, 0)}/${tables.reduce((a, t) => a + t.chunks, 0)} chunks`;
+
+/** A source's Iceberg merge in a few words: tables, the furthest behind, held and failing ones. */
+function icebergLine(tables: readonly { behind: number; held?: string; error?: unknown }[]): string {
+  const held = tables.filter((t) => t.held).length;
+  const failing = tables.filter((t) => t.error).length;
+  return [
+    `iceberg ${tables.length} table${tables.length === 1 ? '' : 's'}, at most ${Math.max(...tables.map((t) => t.behind))} commits behind`,
+    ...(held ? [`${held} held`] : []),
+    ...(failing ? [`${failing} failing`] : []),
+  ].join(', ');
 }
 
 /** `sluice status`'s line for the last automatic move to another binlog history. */
