@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from './config/config.ts';
 import { ErrorCode, SluiceError } from './errors.ts';
+import { SourceRegistry } from './fleet/registry.ts';
 import { profileClient } from './profile.ts';
 import { DynamoDbStateStore, ensureStateTable } from './state/dynamodb.ts';
 import { DynamoDbSnapshotStore } from './state/dynamodb-snapshots.ts';
@@ -17,7 +18,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
  * `env`: the CLI hands its own environment (flags, the local stack's defaults) to the clients
  * without writing process.env. What `env` does not set, the SDK resolves as usual.
  */
-export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB' | 'GLUE') {
+export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB' | 'GLUE' | 'CLOUDWATCH') {
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
   const endpoint = env[`AWS_ENDPOINT_URL_${service}`] ?? env.AWS_ENDPOINT_URL;
   const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
@@ -34,13 +35,13 @@ export function sdkSettings(env: Env, service: 'S3' | 'DYNAMODB' | 'GLUE') {
  */
 export function createClients(config: Config, env: Env = process.env) {
   const s3 = new S3Client({ ...sdkSettings(env, 'S3'), forcePathStyle: config.s3ForcePathStyle, maxAttempts: 5 });
-  const dynamo = new DynamoDBClient({ ...sdkSettings(env, 'DYNAMODB'), maxAttempts: 5 });
+  const dynamo = dynamoClient(env);
   profileClient(s3, 's3');
-  profileClient(dynamo, 'dynamodb');
-  nameMissingResources(s3, dynamo);
+  nameMissingBucket(s3);
   return {
     s3,
     dynamo,
+    registry: new SourceRegistry(dynamo, config.stateTable),
     store: new DynamoDbStateStore(dynamo, config.stateTable),
     snapshots: new DynamoDbSnapshotStore(dynamo, config.stateTable),
     merges: new DynamoDbMergeStore(dynamo, config.stateTable),
@@ -49,44 +50,65 @@ export function createClients(config: Config, env: Env = process.env) {
 }
 
 /**
- * Turns the SDK's bare "does not exist" for the state table and the bucket into an error naming
- * them and `sluice init`, whichever command ran into it. DescribeTable and HeadBucket are left alone:
- * `init` asks them to find out what to create.
+ * The DynamoDB client alone, from the environment: what reads the fleet's registry before a
+ * source's configuration (and so `createClients`) exists.
  */
-function nameMissingResources(s3: S3Client, dynamo: DynamoDBClient): void {
-  const fix = 'create it with `sluice init` (or deploy serverless.yml, which creates it), or fix the name';
-  const wrap = (
-    client: S3Client | DynamoDBClient,
-    missing: (error: { name?: string }, input: Record<string, unknown>, command?: string) => SluiceError | undefined,
-  ) =>
-    (client as S3Client).middlewareStack.add(
-      (next, context) => async (args) => {
-        try {
-          return await next(args);
-        } catch (error) {
-          throw missing(error as { name?: string }, args.input as Record<string, unknown>, context.commandName) ?? error;
-        }
-      },
-      { step: 'initialize', name: 'sluiceMissingResources' },
-    );
-  wrap(dynamo, (error, input, command) =>
+export function dynamoClient(env: Env = process.env): DynamoDBClient {
+  const dynamo = new DynamoDBClient({ ...sdkSettings(env, 'DYNAMODB'), maxAttempts: 5 });
+  profileClient(dynamo, 'dynamodb');
+  nameMissing(dynamo, (error, input, command) =>
     error.name === 'ResourceNotFoundException' && command !== 'DescribeTableCommand'
-      ? new SluiceError(ErrorCode.STATE_TABLE_MISSING, `the DynamoDB table ${String(input.TableName)} (SLUICE_STATE_TABLE) does not exist: ${fix}`, {
+      ? new SluiceError(ErrorCode.STATE_TABLE_MISSING, `the DynamoDB table ${tableOf(input)} (SLUICE_STATE_TABLE) does not exist: ${MISSING_FIX}`, {
           cause: error,
         })
       : undefined,
   );
-  wrap(s3, (error, input) =>
+  return dynamo;
+}
+
+/*
+ * The SDK's bare "does not exist" for the state table and the bucket become errors naming them and
+ * `sluice init`, whichever command ran into it. DescribeTable and HeadBucket are left alone: `init`
+ * asks them to find out what to create.
+ */
+const MISSING_FIX = 'create it with `sluice init` (or deploy serverless.yml, which creates it), or fix the name';
+
+function nameMissingBucket(s3: S3Client): void {
+  nameMissing(s3, (error, input) =>
     error.name === 'NoSuchBucket'
-      ? new SluiceError(ErrorCode.BUCKET_MISSING, `the S3 bucket ${String(input.Bucket)} (SLUICE_BUCKET) does not exist: ${fix}`, { cause: error })
+      ? new SluiceError(ErrorCode.BUCKET_MISSING, `the S3 bucket ${String(input.Bucket)} (SLUICE_BUCKET) does not exist: ${MISSING_FIX}`, { cause: error })
       : undefined,
   );
+}
+
+function nameMissing(
+  client: S3Client | DynamoDBClient,
+  missing: (error: { name?: string }, input: Record<string, unknown>, command?: string) => SluiceError | undefined,
+): void {
+  (client as S3Client).middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        throw missing(error as { name?: string }, args.input as Record<string, unknown>, context.commandName) ?? error;
+      }
+    },
+    { step: 'initialize', name: 'sluiceMissingResources' },
+  );
+}
+
+/** The table a request names: its TableName, or the first one of a batch or a transaction. */
+function tableOf(input: Record<string, unknown>): string {
+  if (typeof input.TableName === 'string') return input.TableName;
+  const batch = Object.keys((input.RequestItems as Record<string, unknown> | undefined) ?? {})[0];
+  const item = (input.TransactItems as Record<string, { TableName?: string }>[] | undefined)?.[0];
+  return batch ?? Object.values(item ?? {})[0]?.TableName ?? 'named by SLUICE_STATE_TABLE';
 }
 
 /** Creates the bucket and state table if missing (local and dev use; serverless.yml owns them in AWS). */
 export async function initResources(
   config: Config,
-  clients: Omit<ReturnType<typeof createClients>, 'merges' | 'buckets'>,
+  clients: Omit<ReturnType<typeof createClients>, 'merges' | 'buckets' | 'registry'>,
 ): Promise<{ bucket: 'exists' | 'created' }> {
   await ensureStateTable(clients.dynamo, config.stateTable);
   try {

@@ -125,6 +125,10 @@ export const ErrorCode = {
   STATE_NEWER: 'STATE_NEWER',
   /** `state reset --to` was given a startup mode that is not a position (`initial…`). */
   STATE_RESET: 'STATE_RESET',
+  /** `sluice sources add` of an id already registered in the stack's fleet (`sources set` changes it). */
+  SOURCE_EXISTS: 'SOURCE_EXISTS',
+  /** A source id the stack's fleet does not hold (`sources set`, `pause`, `resume`, `remove`); `sluice sources list` names those it does. */
+  SOURCE_NOT_FOUND: 'SOURCE_NOT_FOUND',
   /** `verify` while a snapshot is copying. */
   VERIFY_SNAPSHOT_RUNNING: 'VERIFY_SNAPSHOT_RUNNING',
   /** The server cannot pin where a consistent snapshot reads (MySQL without RELOAD or LOCK TABLES): verify cannot read it at a known position. */

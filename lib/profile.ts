@@ -110,6 +110,11 @@ export function profileClient(client: S3Client | DynamoDBClient, service: 's3' |
   );
 }
 
+/** The AWS requests counted so far (SLUICE_PROFILE=1), by service and command; a copy. */
+export function requestCounts(): Record<'s3' | 'dynamodb', Record<string, number>> {
+  return { s3: { ...requests.s3 }, dynamodb: { ...requests.dynamodb } };
+}
+
 /** The profile so far as one JSON line. */
 function report(): string {
   account();

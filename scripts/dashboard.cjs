@@ -1,6 +1,9 @@
 // The CloudWatch dashboard serverless.yml deploys (one per stage), built from the metrics the
 // functions emit (lib/ops/lambda-metrics.ts, functions/*.ts; namespace `sluice`, dimensions service
 // and source). test/unit/dashboard.test.ts checks every metric name here against the code's.
+// The first row is the fleet (every source: the stack's own and the registered ones, by their
+// `source` dimension); the rows below are one source's, the stack's own by default, any other
+// chosen with the dashboard's `source` variable (it changes every `source` dimension below).
 // CommonJS: osls loads `${file(...)}` sources with require() and calls the export with its resolver.
 
 const NS = 'sluice';
@@ -11,8 +14,23 @@ function dashboardBody({ service, stage, region, sourceId, lagAlarmSeconds, purg
   const widgets = [];
   const place = (title, properties, width = 12) =>
     widgets.push({ type: 'metric', width, height: 6, properties: { title, region, view: 'timeSeries', ...properties } });
-  const search = (dimensions, metric, stat, period) =>
-    `SEARCH('{${NS},${dimensions.join(',')}} MetricName="${metric}" source="${sourceId}"', '${stat}', ${period})`;
+  const search = (dimensions, metric, stat, period) => `SEARCH('{${NS},${dimensions.join(',')}} MetricName="${metric}"', '${stat}', ${period})`;
+
+  place('Fleet: seconds behind, per source and the worst', {
+    metrics: [
+      [{ expression: search(['service', 'source'], 'LagSeconds', 'Maximum', 60), id: 'lag', label: '' }],
+      [{ expression: 'MAX(lag)', id: 'worst', label: 'worst source' }],
+    ],
+    period: 60,
+  });
+  place('Fleet: sources in error (failed runs by source, function and code)', {
+    metrics: [
+      [{ expression: search(['service', 'source', 'function', 'code'], 'Errors', 'Sum', 300), id: 'failed', label: '' }],
+      [{ expression: 'SUM(IF(failed > 0, 1, 0))', id: 'erring', label: 'series in error', yAxis: 'right' }],
+    ],
+    period: 300,
+    view: 'bar',
+  });
 
   place('Binlog lag', {
     metrics: [
@@ -50,7 +68,7 @@ function dashboardBody({ service, stage, region, sourceId, lagAlarmSeconds, purg
     ],
     period: 60,
   });
-  place('Iceberg merge lag per table (source commits behind)', {
+  place('Iceberg merge lag per source and table (source commits behind)', {
     metrics: [[{ expression: search(['service', 'source', 'table'], 'IcebergLagCommits', 'Maximum', 300), id: 'lag', label: '' }]],
     period: 300,
   });
@@ -66,11 +84,6 @@ function dashboardBody({ service, stage, region, sourceId, lagAlarmSeconds, purg
       [NS, 'Repositions', ...dims, { stat: 'Sum', label: 'followed (Repositions)' }],
       [NS, 'HistoryResyncs', ...dims, { stat: 'Sum', label: 're-copied (HistoryResyncs)' }],
     ],
-    period: 300,
-    view: 'bar',
-  });
-  place('Errors by code', {
-    metrics: [[{ expression: search(['service', 'source', 'function', 'code'], 'Errors', 'Sum', 300), id: 'errors', label: '' }]],
     period: 300,
     view: 'bar',
   });
@@ -106,7 +119,20 @@ function dashboardBody({ service, stage, region, sourceId, lagAlarmSeconds, purg
       8,
     );
   }
-  return JSON.stringify({ widgets });
+  const variables = [
+    {
+      type: 'property',
+      property: 'source',
+      inputType: 'select',
+      id: 'source',
+      label: 'source',
+      defaultValue: sourceId,
+      visible: true,
+      search: `{${NS},service,source} MetricName="LagBytes"`,
+      populateFrom: 'source',
+    },
+  ];
+  return JSON.stringify({ variables, widgets });
 }
 
 /** osls: `${file(./scripts/dashboard.cjs):body}`, from this stage's parameters. */

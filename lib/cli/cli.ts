@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Option } from 'commander';
 import type { Env } from '../aws.ts';
 import type { Config } from '../config/config.ts';
+import type { SourceRecord, SourceRegistry } from '../fleet/registry.ts';
 import type { LocalServer } from '../local/stack.ts';
 import { profilePhase } from '../profile.ts';
 
@@ -67,16 +68,68 @@ export class Cli {
     this.exitCode = 1;
   }
 
-  /** The environment (over a running local stack's defaults), overridden by flags; config and clients from it alone. */
-  async configure(flags: Record<string, unknown>) {
-    // The clients' modules load beside the configuration's (module loading waits on file reads too).
-    const [{ loadConfig }, defaults] = await Promise.all([import('../config/config.ts'), localDefaults(this.io.env), import('../aws.ts')]);
-    const env: Record<string, string> = { ...defaults, ...defined(this.io.env) };
+  /** The environment (over a running local stack's defaults), overridden by flags. */
+  async environment(flags: Record<string, unknown>): Promise<Record<string, string>> {
+    const env: Record<string, string> = { ...(await localDefaults(this.io.env)), ...defined(this.io.env) };
     for (const [flag, variable] of Object.entries(FLAGS)) {
       const value = flags[flag];
       if (value !== undefined) env[variable] = String(value);
     }
-    return this.open(loadConfig(env), env);
+    return env;
+  }
+
+  /**
+   * Config and clients from the environment alone; for a source registered in the stack's fleet
+   * (`--source` or SLUICE_SOURCE_ID naming one), its record's configuration (lib/fleet/source-config.ts).
+   */
+  async configure(flags: Record<string, unknown>) {
+    // The clients' modules load beside the configuration's (module loading waits on file reads too).
+    const [{ loadConfig }, { sourceConfig }, env] = await Promise.all([
+      import('../config/config.ts'),
+      import('../fleet/source-config.ts'),
+      this.environment(flags),
+      import('../aws.ts'),
+    ]);
+    const record = await this.registered(env);
+    return this.open(record ? sourceConfig(env, record) : loadConfig(env), env);
+  }
+
+  /**
+   * The registered source SLUICE_SOURCE_ID names, when the state table is known and holds it. A
+   * state table that does not exist yet (before `sluice init`) registers nothing; any other failure
+   * to read it stops the command: guessing "not registered" would run a registered source's id on
+   * the stack's own settings.
+   */
+  private async registered(env: Record<string, string>): Promise<SourceRecord | undefined> {
+    const [{ SOURCE_ID }, { ErrorCode, SluiceError }] = await Promise.all([import('../fleet/registry.ts'), import('../errors.ts')]);
+    const id = env.SLUICE_SOURCE_ID;
+    if (!id || !SOURCE_ID.test(id) || !env.SLUICE_STATE_TABLE) return undefined;
+    try {
+      return await (await this.registry(env)).get(id);
+    } catch (error) {
+      if (error instanceof SluiceError && error.code === ErrorCode.STATE_TABLE_MISSING) return undefined;
+      throw new SluiceError(
+        error instanceof SluiceError ? error.code : ErrorCode.CONFIG_INVALID,
+        `cannot read the source registry in ${env.SLUICE_STATE_TABLE} (SLUICE_STATE_TABLE) to tell whether source ${id} is registered there: ${(error as Error).message}`,
+        { cause: error, retriable: error instanceof SluiceError ? error.retriable : true },
+      );
+    }
+  }
+
+  /** The stack's fleet registry, in SLUICE_STATE_TABLE of `env`. */
+  async registry(env: Record<string, string>): Promise<SourceRegistry> {
+    const [{ dynamoClient }, { SourceRegistry }, { ConfigError }] = await Promise.all([
+      import('../aws.ts'),
+      import('../fleet/registry.ts'),
+      import('../errors.ts'),
+    ]);
+    if (!env.SLUICE_STATE_TABLE)
+      throw new ConfigError(
+        'invalid configuration:\n  SLUICE_STATE_TABLE: is required (the DynamoDB table holding the registered sources)\nSet it (or --state-table) and retry.',
+      );
+    const dynamo = dynamoClient(env);
+    this.opened.push(dynamo);
+    return new SourceRegistry(dynamo, env.SLUICE_STATE_TABLE);
   }
 
   /** Clients for `config`; with SLUICE_PROFILE=1, the command's start-up ends here (lib/profile.ts). */

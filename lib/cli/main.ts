@@ -10,6 +10,7 @@ import { initCommand } from './commands/init.ts';
 import { localCommands } from './commands/local.ts';
 import { materializeCommand } from './commands/materialize.ts';
 import { snapshotCommand } from './commands/snapshot.ts';
+import { sourcesCommands } from './commands/sources.ts';
 import { stateCommands } from './commands/state.ts';
 import { statusCommand } from './commands/status.ts';
 import { verifyCommand } from './commands/verify.ts';
@@ -66,6 +67,7 @@ function commands(cli: Cli): Command {
     captureCommand,
     snapshotCommand,
     statusCommand,
+    sourcesCommands,
     verifyCommand,
     materializeCommand,
     icebergCommand,

@@ -296,6 +296,9 @@ const schema = z.object({
   SLUICE_ICEBERG_REST_LOCATION: z.enum(['sluice', 'catalog']).optional(),
 });
 
+/** Every SLUICE_* variable the configuration reads. */
+export const SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(schema.shape));
+
 /** The Iceberg catalog the merge publishes each table's committed version to (version-hint.text is always written). */
 export type IcebergCatalogConfig =
   | Readonly<{ kind: 'file' }>
@@ -450,7 +453,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   });
 }
 
-const REST_SETTINGS = [
+export const REST_SETTINGS = [
   'SLUICE_ICEBERG_REST_URI',
   'SLUICE_ICEBERG_REST_WAREHOUSE',
   'SLUICE_ICEBERG_REST_NAMESPACE',

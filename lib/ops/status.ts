@@ -2,6 +2,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '../config/config.ts';
 import { type BinlogPosition, comparePositions, fileNumber } from '../core/position.ts';
 import { formatTableRef } from '../core/table-ref.ts';
+import type { SourceRecord } from '../fleet/registry.ts';
+import { sourceConfig } from '../fleet/source-config.ts';
 import type { CatalogDocument } from '../schema/catalog.ts';
 import { catalogKey } from '../sink/s3/keys.ts';
 import { getJson } from '../sink/s3/objects.ts';
@@ -190,4 +192,46 @@ export async function sourceStatus(config: Config, store: StateStore, now = Date
     status.mysqlError = (error as Error).message;
   }
   return status;
+}
+
+/** One registered source in `sluice status`: its record's schedule, and its status or why there is none. */
+export interface FleetSourceStatus {
+  readonly id: string;
+  readonly paused: boolean;
+  readonly everyMinutes: number;
+  readonly iceberg: boolean;
+  readonly status?: SourceStatus;
+  /** The record makes no configuration (lib/fleet/source-config.ts): what is wrong with it. */
+  readonly configError?: string;
+}
+
+/**
+ * `sourceStatus` of every registered source, a few at a time (each asks its own server): one
+ * source's unreachable server or bad record is its own line, never the fleet's failure.
+ */
+export async function fleetStatus(
+  env: Record<string, string | undefined>,
+  records: readonly SourceRecord[],
+  store: StateStore,
+  now = Date.now(),
+  concurrency = 8,
+): Promise<FleetSourceStatus[]> {
+  const results: FleetSourceStatus[] = new Array(records.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < records.length; i = next++) {
+      const record = records[i] as SourceRecord;
+      const summary = { id: record.id, paused: record.paused, everyMinutes: record.everyMinutes, iceberg: record.iceberg };
+      let config: Config;
+      try {
+        config = sourceConfig(env, record);
+      } catch (error) {
+        results[i] = { ...summary, configError: (error as Error).message };
+        continue;
+      }
+      results[i] = { ...summary, status: await sourceStatus(config, store, now) };
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, records.length) }, worker));
+  return results;
 }

@@ -10,7 +10,7 @@ import {
   GetTemplateCommand,
   ListStackResourcesCommand,
 } from '@aws-sdk/client-cloudformation';
-import { CloudWatchClient, GetDashboardCommand } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchClient, DescribeAlarmsCommand, GetDashboardCommand } from '@aws-sdk/client-cloudwatch';
 import { CloudWatchLogsClient, DescribeLogGroupsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeRuleCommand, EventBridgeClient, ListRuleNamesByTargetCommand, ListTargetsByRuleCommand } from '@aws-sdk/client-eventbridge';
@@ -33,6 +33,7 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createClients } from '../../lib/aws.ts';
+import { run } from '../../lib/cli/main.ts';
 import { type Config, loadConfig } from '../../lib/config/config.ts';
 import { loadVersion } from '../../lib/iceberg/table/table.ts';
 import { eventLines } from '../../lib/materialize/change-log.ts';
@@ -304,6 +305,9 @@ describe('serverless deploy --stage local into the AWS emulator', () => {
         SLUICE_STATE_TABLE: outputs.StateTableName,
         SLUICE_SNAPSHOT_FUNCTION: fn('snapshot'),
         SLUICE_MYSQL_URL: mysqlUrl,
+        // For `sluice sources`, which gives a registered source the stack's alarms.
+        SLUICE_ALARM_TOPIC_ARN: outputs.AlarmTopicArn,
+        SLUICE_LAG_ALARM_SECONDS: '900',
       });
     const groups = (await logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: `/aws/lambda/${STACK}-` }))).logGroups ?? [];
     expect(groups.map((g) => [g.logGroupName, g.retentionInDays]).sort()).toEqual(
@@ -348,13 +352,25 @@ describe('serverless deploy --stage local into the AWS emulator', () => {
       for (const key of ['tables/x', 'manifests/x', 'schema/x', 'iceberg/x'])
         expect(allows(policy, 's3:DeleteObject', `${bucket}/${key}`), `${role} ${key}`).toBe(false);
       expect(allows(policy, 's3:PutObject', `${bucket}/iceberg/x`), role).toBe(false);
-      expect(allows(policy, 's3:ListBucket', bucket), role).toEqual({ condition: { StringLike: { 's3:prefix': ['_staging/*'] } } });
+      expect(allows(policy, 's3:ListBucket', bucket), role).toEqual({ condition: { StringLike: { 's3:prefix': ['_staging/*', '*/_staging/*'] } } });
+      // A registered source's output, under <prefix><id>/: the same rules.
+      expect(allows(policy, 's3:DeleteObject', `${bucket}/orders/_staging/x`), role).toBeTruthy();
+      expect(allows(policy, 's3:PutObject', `${bucket}/orders/tables/x`), role).toBeTruthy();
+      for (const key of ['orders/tables/x', 'orders/manifests/x', 'orders/iceberg/x'])
+        expect(allows(policy, 's3:DeleteObject', `${bucket}/${key}`), `${role} ${key}`).toBe(false);
       expect(allows(policy, 'dynamodb:UpdateItem', table), role).toBeTruthy();
       expect(allows(policy, 'lambda:InvokeFunction', snapshotFn), role).toBeTruthy();
       expect(allows(policy, 'sqs:SendMessage', queue), role).toBeTruthy();
-      // No secret in the local stage, so no secret access.
-      expect(grants(policy, 'secretsmanager:GetSecretValue'), role).toEqual([]);
+      // No secret of its own in the local stage: only registered sources' secrets, those tagged for this stack.
+      expect(
+        grants(policy, 'secretsmanager:GetSecretValue').map((s) => s.Condition),
+        role,
+      ).toEqual([{ StringEquals: { 'secretsmanager:ResourceTag/sluice-stack': STACK } }]);
     }
+    // A tick reads the registry and starts one poller invocation per due source.
+    const poller = await statements('PollerRole');
+    expect(allows(poller, 'dynamodb:BatchGetItem', table)).toBeTruthy();
+    expect(allows(poller, 'lambda:InvokeFunction', (await functionConfig('poller')).FunctionArn as string)).toBeTruthy();
     const iceberg = await statements('IcebergRole');
     expect(allows(iceberg, 's3:DeleteObject', `${bucket}/iceberg/x`)).toBeTruthy();
     expect(allows(iceberg, 's3:GetObject', `${bucket}/tables/x`)).toBeTruthy();
@@ -380,6 +396,8 @@ describe('serverless deploy --stage local into the AWS emulator', () => {
 describe('the deployed functions against the deployed resources (their packaged bundles, run locally)', () => {
   let functions: PackagedFunctions;
   let config: Config;
+  /** The deployed poller's environment with the emulator's endpoints: what an operator's CLI runs with. */
+  let deployedEnv: Record<string, string>;
   let admin: mysql.Connection;
   const db = 'shop';
 
@@ -395,6 +413,7 @@ describe('the deployed functions against the deployed resources (their packaged 
       AWS_ENDPOINT_URL: endpoint,
       SLUICE_S3_FORCE_PATH_STYLE: 'true',
     };
+    deployedEnv = env;
     config = loadConfig(env);
     Object.assign(process.env, { AWS_ENDPOINT_URL: endpoint, AWS_REGION: region, AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' });
     admin = await mysql.createConnection({ uri: mysqlAdminUrl, multipleStatements: true, timezone: 'Z', dateStrings: true });
@@ -465,6 +484,62 @@ describe('the deployed functions against the deployed resources (their packaged 
       const rows = await icebergRowsAt(store, (await loadVersion(store, key)).metadata);
       expect(rows, table).toEqual(await mysqlTextOf(sql, db, table));
     }
+  });
+
+  it('a fleet of three added with `sluice sources add`: each gets its alarms; a tick starts one poller per source, each captures its own database under its own prefix', async () => {
+    const { s3: client } = createClients(config);
+    // The CLI with the deployed poller's environment, as an operator runs it against the stack.
+    const cli = async (...args: string[]) => {
+      const out: string[] = [];
+      const code = await run(args, {
+        env: { ...deployedEnv, SLUICE_HOME: '/nonexistent' },
+        stdout: { write: (t: string) => out.push(t) },
+        stderr: { write: (t: string) => out.push(t) },
+      });
+      expect(code, out.join('')).toBe(0);
+      return out.join('');
+    };
+    const sources = ['north', 'south', 'west'];
+    for (const name of sources) {
+      await admin.query(`CREATE DATABASE fleet_${name}; CREATE TABLE fleet_${name}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
+      await cli('sources', 'add', name, '--url', config.mysqlUrl as string, '--include', `fleet_${name}\\.t`, '--startup', 'latest');
+    }
+    // Each source has the stack's alarms, named after it, on the stack's topic.
+    const alarms = async (name: string) =>
+      (await cloudwatch.send(new DescribeAlarmsCommand({ AlarmNamePrefix: `${config.stateTable}-${name}-` }))).MetricAlarms ?? [];
+    const north = await alarms('north');
+    expect(north.map((a) => a.AlarmName).sort()).toEqual(['errors', 'lag', 'purge-risk', 'stalled'].map((what) => `${config.stateTable}-north-${what}`));
+    expect(new Set(north.flatMap((a) => a.AlarmActions))).toEqual(new Set([outputs.AlarmTopicArn]));
+    expect(north.find((a) => a.MetricName === 'LagSeconds')?.Dimensions).toEqual([
+      { Name: 'service', Value: 'sluice' },
+      { Name: 'source', Value: 'north' },
+    ]);
+    const tick = async () => {
+      ok(await functions.invoke(fn('poller'), {}));
+      expect(functions.queue.map((q) => q.event).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
+        sources.map((source) => ({ source })),
+      );
+      for (const r of await functions.drain()) expect(ok(r).status).toBe('captured');
+    };
+    await timed('fleet tick', tick); // each source's first run: it starts at the server's end
+    for (const name of sources)
+      await admin.query(`INSERT INTO fleet_${name}.t VALUES (1, '${name}'), (2, '${name}!'); UPDATE fleet_${name}.t SET v = 'x' WHERE id = 1`);
+    await tick();
+    for (const name of sources) {
+      const events: ChangeEvent[] = [];
+      for await (const { line } of eventLines(client, config.bucket, `${config.prefix}${name}/`, name)) events.push(JSON.parse(line) as ChangeEvent);
+      const rows = events.filter((e) => e.op !== 't').map((e) => [e.db, e.op, e.after?.v]);
+      expect(rows, name).toEqual([
+        [`fleet_${name}`, 'c', name],
+        [`fleet_${name}`, 'c', `${name}!`],
+        [`fleet_${name}`, 'u', 'x'],
+      ]);
+    }
+    // Paused, its alarms send nothing; removed, they are gone.
+    await cli('sources', 'pause', 'west');
+    expect((await alarms('west')).map((a) => a.ActionsEnabled)).toEqual([false, false, false, false]);
+    for (const name of sources) await cli('sources', 'remove', name);
+    expect(await alarms('north')).toEqual([]);
   });
 });
 

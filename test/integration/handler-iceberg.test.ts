@@ -24,7 +24,7 @@ describe('the iceberg Lambda handler (real stack)', () => {
 
     // Less than the margin one table needs: nothing is started, the next tick does it.
     const late = await printed(() => handler({}, context(60_000)));
-    expect(late.result.map((t) => t.status)).toEqual(['busy', 'busy']);
+    expect((late.result as { status: string }[]).map((t) => t.status)).toEqual(['busy', 'busy']);
 
     const run = await printed(() => handler({}, context(900_000)));
     expect(run.result).toEqual([

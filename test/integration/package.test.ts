@@ -371,11 +371,21 @@ describe('serverless package (osls 3, offline)', () => {
       expect(actions).not.toContain('dynamodb:DeleteItem');
       expect(actions).not.toContain('s3:DeleteBucket');
     }
-    // The secret is readable only when configured, and then only that secret.
+    // The stack's secret is readable only when configured, and then only that secret; registered
+    // sources' secrets only when tagged for this stack.
+    const fleetSecrets = {
+      Sid: 'RegisteredSourceSecrets',
+      Effect: 'Allow',
+      Action: ['secretsmanager:GetSecretValue'],
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation's Fn::Sub placeholders
+      Resource: { 'Fn::Sub': 'arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:*' },
+      Condition: { StringEquals: { 'secretsmanager:ResourceTag/sluice-stack': expect.stringMatching(/^sluice-(dev|prod)$/) } },
+    };
     expect(JSON.stringify(dev.Resources.PollerRole)).toContain('HasSecret');
-    expect(statements(dev, 'PollerRole').filter((s) => s.Action.includes('secretsmanager:GetSecretValue'))).toEqual([]);
+    expect(statements(dev, 'PollerRole').filter((s) => s.Action.includes('secretsmanager:GetSecretValue'))).toEqual([fleetSecrets]);
     expect(statements(prod, 'PollerRole').filter((s) => s.Action.includes('secretsmanager:GetSecretValue'))).toEqual([
       { Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: SECRET },
+      fleetSecrets,
     ]);
   });
 
@@ -389,30 +399,40 @@ describe('serverless package (osls 3, offline)', () => {
         const list = statements(template, role);
         const staging = list.find((s) => s.Sid === 'StagingObjects');
         expect(staging?.Action).toContain('s3:DeleteObject');
-        expect(arns(staging?.Resource)).toEqual([object('_staging/*')]);
+        // The stack's own source's keys, and a registered source's under <prefix><id>/.
+        expect(arns(staging?.Resource)).toEqual([object('_staging/*'), object('*/_staging/*')]);
         // Whatever statement grants a delete, it is for staging keys only.
-        for (const s of list.filter((s) => s.Action.some((a) => /^s3:Delete/.test(a)))) expect(arns(s.Resource)).toEqual([object('_staging/*')]);
+        for (const s of list.filter((s) => s.Action.some((a) => /^s3:Delete/.test(a))))
+          expect(arns(s.Resource)).toEqual([object('_staging/*'), object('*/_staging/*')]);
         const final = list.find((s) => s.Sid === 'FinalObjectsWriteOnce');
         expect(final?.Action.sort()).toEqual(['s3:GetObject', 's3:PutObject']);
-        expect(arns(final?.Resource)).toEqual([object('tables/*'), object('manifests/*'), object('schema/*')]);
+        expect(arns(final?.Resource)).toEqual(['', '*/'].flatMap((source) => ['tables/*', 'manifests/*', 'schema/*'].map((k) => object(`${source}${k}`))));
 
         const may = (action: string, key: string) => allowed(template, role, { action, resource: object(key) });
         expect(may('s3:DeleteObject', '_staging/main/binlog/run/db/t.jsonl.gz')).toBe(true);
+        expect(may('s3:DeleteObject', 'orders/_staging/orders/binlog/run/db/t.jsonl.gz')).toBe(true);
         expect(may('s3:PutObject', '_staging/main/snapshot/s1/t-0/w/00000001/manifest.json')).toBe(true);
-        for (const key of ['tables/db/t/main-000000000001.jsonl.gz', 'manifests/main/000000000001.json', 'schema/db/t.json']) {
+        for (const key of [
+          'tables/db/t/main-000000000001.jsonl.gz',
+          'manifests/main/000000000001.json',
+          'schema/db/t.json',
+          'orders/tables/db/t/orders-000000000001.jsonl.gz',
+          'orders/manifests/orders/000000000001.json',
+        ]) {
           expect(may('s3:PutObject', key)).toBe(true);
           expect(may('s3:GetObject', key)).toBe(true);
           expect(may('s3:DeleteObject', key)).toBe(false);
           expect(may('s3:DeleteObjectVersion', key)).toBe(false);
         }
         // iceberg/ belongs to the (future) merge function's own role; nothing outside the prefix is reachable.
-        for (const key of ['iceberg/db/t/metadata/v1.metadata.json', '../other/x', 'other/x']) {
+        for (const key of ['iceberg/db/t/metadata/v1.metadata.json', 'orders/iceberg/db/t/metadata/v1.metadata.json', '../other/x', 'other/x']) {
           expect(may('s3:PutObject', key)).toBe(false);
           expect(may('s3:DeleteObject', key)).toBe(false);
         }
         expect(may('s3:DeleteObjectVersion', '_staging/main/binlog/x')).toBe(false);
         const list_ = (p: string) => allowed(template, role, { action: 's3:ListBucket', resource: BUCKET_ARN, context: { 's3:prefix': `${prefix}${p}` } });
         expect(list_('_staging/main/binlog/')).toBe(true);
+        expect(list_('orders/_staging/orders/binlog/')).toBe(true);
         expect(list_('tables/')).toBe(false);
         expect(allowed(template, role, { action: 's3:ListBucket', resource: BUCKET_ARN })).toBe(false);
       }
@@ -424,6 +444,8 @@ describe('serverless package (osls 3, offline)', () => {
       expect(broad('s3:DeleteObject', 'tables/db/t/x.jsonl.gz')).toBe(true);
       expect(broad('s3:DeleteObject', 'manifests/main/000000000001.json')).toBe(true);
       expect(broad('s3:DeleteObject', '_staging/main/binlog/x')).toBe(false);
+      expect(broad('s3:DeleteObject', 'orders/_staging/orders/binlog/x')).toBe(false);
+      expect(broad('s3:DeleteObject', 'orders/tables/db/t/x.jsonl.gz')).toBe(true);
       expect(broad('s3:DeleteObjectVersion', 'tables/db/t/x.jsonl.gz')).toBe(true);
       expect(denies.some((s) => matches(s, { action: 's3:PutBucketVersioning', resource: BUCKET_ARN }))).toBe(true);
     }
@@ -595,8 +617,10 @@ describe('serverless package (osls 3, offline)', () => {
         for (const s of statements(template, role).filter((s) => s.Action.some((a) => a === 'dynamodb:DeleteItem' || a === 'dynamodb:*')))
           expect(JSON.stringify(s.Condition), role).toContain('dynamodb:LeadingKeys');
         const may = (pk: string) => allowed(template, role, item(pk));
+        // Any source's rewrite buckets: the merge function serves every source of the fleet.
         expect(may('iceberg#main#shop/orders#rewrite#m000000000007#0003')).toBe(role === 'IcebergRole');
-        for (const pk of ['source#main', 'iceberg#main#shop/orders', 'snapshot#main#s1', 'chunk#main#s1#x', 'iceberg#other#shop/orders#rewrite#m1#0000'])
+        expect(may('iceberg#orders#shop/orders#rewrite#m1#0000')).toBe(role === 'IcebergRole');
+        for (const pk of ['source#main', 'iceberg#main#shop/orders', 'snapshot#main#s1', 'chunk#main#s1#x', 'fleet#orders', 'fleet'])
           expect(may(pk), `${role} ${pk}`).toBe(false);
         // ForAllValues holds for a request without the key; the Null condition does not.
         expect(allowed(template, role, { action: 'dynamodb:DeleteItem', resource: TABLE_ARN })).toBe(false);

@@ -48,6 +48,25 @@ describe('the CloudWatch dashboard (scripts/dashboard.cjs)', () => {
       expect(graphed).toContain(name);
   });
 
+  it('shows the fleet first (every source, the worst lag, the sources in error), then one source, chosen by the `source` variable', async () => {
+    const dashboard = JSON.parse(await body({ resolveVariable })) as {
+      variables: { type: string; property: string; defaultValue: string; search: string; populateFrom: string }[];
+      widgets: { properties: { title: string; metrics: unknown[][] } }[];
+    };
+    const [fleetLag, fleetErrors] = dashboard.widgets;
+    const expressions = (w: typeof fleetLag) => w?.properties.metrics.map((row) => (row[0] as { expression?: string }).expression);
+    // Every source: no source in the searches; the worst of them, and how many series are in error.
+    expect(expressions(fleetLag)).toEqual([`SEARCH('{sluice,service,source} MetricName="LagSeconds"', 'Maximum', 60)`, 'MAX(lag)']);
+    expect(expressions(fleetErrors)?.[1]).toBe('SUM(IF(failed > 0, 1, 0))');
+    // The variable changes the `source` dimension of every per-source graph, listing the sources that emit.
+    expect(dashboard.variables).toEqual([expect.objectContaining({ type: 'property', property: 'source', defaultValue: 'main', populateFrom: 'source' })]);
+    expect(graphedMetricNames(JSON.stringify({ widgets: [{ properties: { metrics: [[{ expression: dashboard.variables[0]?.search }]] } }] }))).toEqual(
+      new Set(['LagBytes']),
+    );
+    const lag = dashboard.widgets.find((w) => w.properties.title === 'Binlog lag');
+    expect(lag?.properties.metrics[0]?.slice(0, 6)).toEqual(['sluice', 'LagBytes', 'service', 'sluice', 'source', 'main']);
+  });
+
   it("draws each function's duration and memory against its own limits, for this stage's function names", async () => {
     const { widgets } = JSON.parse(await body({ resolveVariable })) as {
       widgets: { properties: { title: string; region: string; metrics: unknown[][]; annotations?: { horizontal: { value: number }[] } } }[];

@@ -11,7 +11,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['errors.ts', 'log.ts', 'profile.ts'],
   ['core'],
   ['format', 'config'],
-  ['state', 'schema'],
+  ['state', 'schema', 'fleet'],
   ['source', 'sink', 'aws.ts'],
   ['commit', 'materialize'],
   ['capture', 'snapshot', 'verify', 'iceberg', 'ops', 'local'],

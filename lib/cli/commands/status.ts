@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { formatPosition } from '../../core/position.ts';
-import type { SourceStatus } from '../../ops/status.ts';
+import type { FleetSourceStatus, SourceStatus } from '../../ops/status.ts';
 import type { Cli } from '../cli.ts';
 
 /** `sluice status`: the source, its snapshots and the Iceberg merge, for people or as JSON. */
@@ -11,13 +11,36 @@ export function statusCommand(program: Command, cli: Cli): void {
     .option('--json', 'machine-readable output')
     .action(async (options: { json?: boolean }) => {
       const { snapshotSummaries } = await import('../../snapshot/progress.ts');
-      const { sourceStatus } = await import('../../ops/status.ts');
+      const { fleetStatus, sourceStatus } = await import('../../ops/status.ts');
       const { icebergStatus } = await import('../../iceberg/merge/status.ts');
-      const { config, clients } = await cli.configure(program.opts());
+      const { config, clients, env } = await cli.configure(program.opts());
       const status = await sourceStatus(config, clients.store, Date.now(), clients.s3);
       const iceberg = await icebergStatus({ config, s3: clients.s3, merges: clients.merges, snapshots: clients.snapshots }, status.commitSeq);
       const snapshots = await snapshotSummaries(clients.snapshots, config.sourceId);
-      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg }, null, 2));
+      // Without --source: the stack's own source as before, then one line per registered source
+      // with its latest snapshot and its Iceberg merge.
+      const records = program.opts().source === undefined ? await clients.registry.list() : [];
+      const fleet =
+        program.opts().source === undefined
+          ? await Promise.all(
+              (await fleetStatus(env, records, clients.store)).map(async (source, i) => {
+                if (!source.status) return source;
+                const { sourceConfig } = await import('../../fleet/source-config.ts');
+                const sourceDeps = {
+                  config: sourceConfig(env, records[i] as (typeof records)[number]),
+                  s3: clients.s3,
+                  merges: clients.merges,
+                  snapshots: clients.snapshots,
+                };
+                return {
+                  ...source,
+                  snapshot: (await snapshotSummaries(clients.snapshots, source.id))[0],
+                  icebergTables: source.iceberg ? await icebergStatus(sourceDeps, source.status.commitSeq) : [],
+                };
+              }),
+            )
+          : undefined;
+      if (options.json) return cli.out(JSON.stringify({ ...status, snapshot: snapshots[0], snapshots, iceberg, ...(fleet ? { fleet } : {}) }, null, 2));
       const rows: [string, string][] = [
         ['source', status.source],
         ['stored position', status.stored ? formatPosition(status.stored) : 'none (never ran)'],
@@ -73,8 +96,49 @@ export function statusCommand(program: Command, cli: Cli): void {
         if (t.lease?.live) rows.push(['    lease', `${t.lease.owner} until ${t.lease.expiresAt}`]);
         if (t.error) rows.push(['    error', `${t.error.code}: ${t.error.message} (at ${new Date(t.error.at).toISOString()})`]);
       }
+      if (fleet?.length) {
+        rows.push(['fleet', `${fleet.length} registered source${fleet.length === 1 ? '' : 's'} (\`sluice status --source <id>\` for one in detail)`]);
+        for (const source of fleet) rows.push([`  ${source.id}`, fleetLine(source)]);
+      }
       for (const [k, v] of rows) cli.out(`${k.padEnd(16)} ${v}`);
     });
+}
+
+/** A registered source in one line: schedule, position, lag, last commit, lease, snapshot, Iceberg, error. */
+function fleetLine(
+  source: FleetSourceStatus & {
+    snapshot?: { id: string; status: string; tables: readonly { chunksDone: number; chunks: number }[] };
+    icebergTables?: readonly { behind: number; held?: string; error?: unknown }[];
+  },
+): string {
+  const schedule = `${source.paused ? 'PAUSED' : 'active'}, every ${source.everyMinutes} min${source.iceberg ? '' : ', no iceberg'}`;
+  const s = source.status;
+  if (!s) return `${schedule}; its record makes no configuration: ${source.configError?.split('\n').join(' ')}`;
+  return [
+    schedule,
+    s.stored ? `at ${formatPosition(s.stored)}` : 'never ran',
+    s.lagBytes !== undefined ? `lag ${s.lagBytes} bytes` : `lag unknown${s.mysqlError ? ` (${s.mysqlError})` : ''}`,
+    `${s.commitSeq} commits${s.lastCommitAt ? `, last at ${s.lastCommitAt}` : ''}`,
+    s.lease?.live ? `leased by ${s.lease.owner} until ${s.lease.expiresAt}` : 'lease free',
+    ...(s.pending ? [`commit ${s.pending.commitSeq} being renamed`] : []),
+    ...(source.snapshot ? [`snapshot ${source.snapshot.id} ${source.snapshot.status} (${snapshotChunks(source.snapshot.tables)})`] : []),
+    ...(source.icebergTables?.length ? [icebergLine(source.icebergTables)] : []),
+    ...(s.error ? [`error ${s.error.code}: ${s.error.message}`] : []),
+  ].join('; ');
+}
+
+const snapshotChunks = (tables: readonly { chunksDone: number; chunks: number }[]) =>
+  `${tables.reduce((a, t) => a + t.chunksDone, 0)}/${tables.reduce((a, t) => a + t.chunks, 0)} chunks`;
+
+/** A source's Iceberg merge in a few words: tables, the furthest behind, held and failing ones. */
+function icebergLine(tables: readonly { behind: number; held?: string; error?: unknown }[]): string {
+  const held = tables.filter((t) => t.held).length;
+  const failing = tables.filter((t) => t.error).length;
+  return [
+    `iceberg ${tables.length} table${tables.length === 1 ? '' : 's'}, at most ${Math.max(...tables.map((t) => t.behind))} commits behind`,
+    ...(held ? [`${held} held`] : []),
+    ...(failing ? [`${failing} failing`] : []),
+  ].join(', ');
 }
 
 /** `sluice status`'s line for the last automatic move to another binlog history. */

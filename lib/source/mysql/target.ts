@@ -87,15 +87,20 @@ function uriFromSecret(secretId: string, text: string | undefined): string {
   return `mysql://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${host}:${Number(port ?? 3306)}/`;
 }
 
-const cache = new Map<string, Promise<MysqlTarget>>();
+const cache = new Map<string, { target: Promise<MysqlTarget>; at: number }>();
+
+/** How long a secret's value is used before it is read again: a rotated secret reaches every warm container within this. */
+export const SECRET_REFRESH_MS = 5 * 60_000;
 
 /**
- * Resolves the MySQL target once per container: from SLUICE_MYSQL_SECRET_ID (Secrets Manager,
- * through the SDK's normal endpoint configuration) or SLUICE_MYSQL_URL, with the TLS settings.
+ * Resolves the MySQL target once per container: from SLUICE_MYSQL_URL, or SLUICE_MYSQL_SECRET_ID
+ * (Secrets Manager, through the SDK's normal endpoint configuration), read again once
+ * SECRET_REFRESH_MS old; with the TLS settings.
  */
-export function mysqlTarget(config: Config, secrets?: () => Pick<SecretsManagerClient, 'send'>): Promise<MysqlTarget> {
+export function mysqlTarget(config: Config, secrets?: () => Pick<SecretsManagerClient, 'send'>, now: () => number = Date.now): Promise<MysqlTarget> {
   const cacheKey = `${config.mysqlSecretId ?? config.mysqlUrl}|${config.mysqlTls}|${config.mysqlCa ?? ''}|${config.mysqlServerPublicKey ?? ''}`;
-  let target = cache.get(cacheKey);
+  const cached = cache.get(cacheKey);
+  let target = cached && !(config.mysqlSecretId && now() - cached.at >= SECRET_REFRESH_MS) ? cached.target : undefined;
   if (!target) {
     target = (async () => {
       let uri = config.mysqlUrl;
@@ -120,8 +125,12 @@ export function mysqlTarget(config: Config, secrets?: () => Pick<SecretsManagerC
         label: redact(uri),
       };
     })();
-    target.catch(() => cache.delete(cacheKey)); // a failed lookup is retried by the next run
-    cache.set(cacheKey, target);
+    const entry = { target, at: now() };
+    // A failed lookup is retried by the next run.
+    target.catch(() => {
+      if (cache.get(cacheKey) === entry) cache.delete(cacheKey);
+    });
+    cache.set(cacheKey, entry);
   }
   return target;
 }
