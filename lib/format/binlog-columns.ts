@@ -201,7 +201,7 @@ function fractionText(bytes: Buffer, at: number, fsp: number): string {
 /** `YYYY-MM-DD HH:MM:SS` from its parts, each in range, as one flat string (no concatenation). */
 function dateTimeText(year: number, month: number, day: number, hour: number, minute: number, second: number): string {
   if (year > 9999 || month > 99 || day > 99 || hour > 99) {
-    // Cannot come from a valid value; spelled as zongji would (the last four digits of the year).
+    // Cannot come from a valid value; spelled as the binlog's value reader spells it (the last four digits of the year).
     return `${String(year).padStart(4, '0').slice(-4)}-${two(month)}-${two(day)} ${two(hour)}:${two(minute)}:${two(second)}`;
   }
   return char(
@@ -240,7 +240,7 @@ export function datetime2Text(bytes: Buffer, fsp: number): string {
 }
 
 /**
- * TIMESTAMP2 bytes as zongji printed them with timezone 'Z': 4 bytes big-endian seconds since the
+ * TIMESTAMP2 bytes as the binlog's value reader prints them with timezone 'Z': 4 bytes big-endian seconds since the
  * epoch (unsigned: MariaDB 11.5 stores instants up to 2106), then the fraction, as UTC
  * "YYYY-MM-DD HH:MM:SS[.f]"; the zero timestamp (0 seconds, zero fraction) as "0000-00-00 00:00:00[.0…]".
  */

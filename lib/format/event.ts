@@ -32,13 +32,13 @@ export interface EncodedShape extends TableShape {
 
 export type Row = Record<string, unknown>;
 
-/** Names mysql2 refuses as result fields; a row object's `__proto__` would even set its prototype (zongji assigns rows by name). */
+/** Names mysql2 refuses as result fields; a row object's `__proto__` would even set its prototype (the binlog reader assigns rows by name). */
 const OBJECT_ACCESSORS = new Set(['__proto__', '__defineGetter__', '__defineSetter__', '__lookupGetter__', '__lookupSetter__']);
 
 /**
  * The property a column's value has in a row object: its name, except for the names of
  * Object.prototype's accessors, which are read as `<name>\u0001` (the snapshot's SELECT aliases
- * them so, the binlog reader renames zongji's descriptors so). A table that also has a column
+ * them so, the binlog reader renames the TABLE_MAP's column descriptors so). A table that also has a column
  * named exactly that cannot be told apart from it; U+0001 in a name is not worth a second scheme.
  */
 export const rowProperty = (name: string): string => (OBJECT_ACCESSORS.has(name) ? `${name}\u0001` : name);

@@ -118,7 +118,7 @@ export function encodeValue(kind: ColumnKind, value: unknown, fsp?: number): str
     case 'year': {
       const text = String(value);
       if (!INTEGER.test(text)) throw new TypeError(`integer column holds non-integer value ${text}`);
-      // YEAR holds 1901–2155 or the zero year; zongji (binlog) and YEAR() (the snapshot's read of
+      // YEAR holds 1901–2155 or the zero year; the binlog's value reader and YEAR() (the snapshot's read of
       // YEAR(2)) both add 1900 to the stored byte, so 1900 can only mean the zero year.
       return kind === 'year' && text === '1900' ? '0' : text;
     }
