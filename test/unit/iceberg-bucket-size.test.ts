@@ -47,8 +47,19 @@ const kinds: [Column['kind'], string, (row: number, column: number) => unknown][
   ['datetime', 'datetime(6)', (r) => `2024-05-${String(1 + (r % 28)).padStart(2, '0')} 12:34:56.123456`],
 ];
 
+/** Each width's bucket, staged once for both tests (a 1,000-column Parquet file takes seconds to write). */
+const buckets = new Map<number, Promise<BucketFiles>>();
+const bucketOf = (width: number): Promise<BucketFiles> => {
+  let bucket = buckets.get(width);
+  if (!bucket) {
+    bucket = stagedBucket(width);
+    buckets.set(width, bucket);
+  }
+  return bucket;
+};
+
 /** A bucket of a `width`-column table as stageBucket states it: one file written, its counts set to a full file's, repeated to a bucket's files. */
-async function bucketOf(width: number): Promise<BucketFiles> {
+async function stagedBucket(width: number): Promise<BucketFiles> {
   const columns: Column[] = [{ name: 'id', kind: 'int', sqlType: 'int' }];
   for (let c = 1; c < width; c++) {
     const [kind, sqlType] = kinds[c % kinds.length] as (typeof kinds)[number];
