@@ -32,18 +32,24 @@ function deps({ source, config }: SourceScope, context: Context) {
     buckets: clients.buckets,
     log,
     catalog,
-    invoke: (next: RewriteEvent) => runtime.invokeAsync(context.functionName, source === undefined ? next : { ...next, source }),
+    invoke: (next: RewriteEvent) => runtime.invokeAsync(context.functionName, source === undefined ? next : { ...next, sourceId: source }),
   };
 }
 const budget = (context: Context) => ({ owner: context.awsRequestId, budgetMs: Math.max(0, context.getRemainingTimeInMillis() - TABLE_MARGIN_MS) });
 
-const merge = invocation(runtime, 'iceberg', async (_event: { source?: string } | undefined, context: Context, scope) => {
+const merge = invocation(runtime, 'iceberg', async (_event: { sourceId?: string } | undefined, context: Context, scope) => {
   if (scope.source === undefined) {
-    const ticked = await fanOut(await clients.registry.list(), (id) => runtime.invokeAsync(context.functionName, { source: id }), {
-      now: Date.now(),
-      log,
-      covers: (record) => record.iceberg,
-    });
+    // The merge runs on its own schedule: every source it covers, whatever its capture schedule.
+    const ticked = await fanOut(
+      () => clients.registry.list(),
+      (id) => runtime.invokeAsync(context.functionName, { sourceId: id }),
+      {
+        now: Date.now(),
+        log,
+        covers: (record) => record.iceberg,
+        everyTick: true,
+      },
+    );
     for (const _ of ticked.failed) recordError(scope.metrics, 'iceberg', 'FLEET_START');
   }
   const result = await runIcebergMerge(deps(scope, context), budget(context));
@@ -56,13 +62,13 @@ const merge = invocation(runtime, 'iceberg', async (_event: { source?: string } 
  * then merges the stack's own source. A `rewrite` event is a worker writing a first load's buckets,
  * for the source it names (none: the stack's own).
  */
-export async function handler(event: RewriteEvent & { source?: string }, context: Context): Promise<{ written: number; open: number } | Skipped>;
+export async function handler(event: RewriteEvent & { sourceId?: string }, context: Context): Promise<{ written: number; open: number } | Skipped>;
 export async function handler(event: unknown, context: Context): Promise<{ table: string; status: string; mode?: string; reason?: string }[] | Skipped>;
 export async function handler(input: unknown, context: Context): Promise<unknown> {
-  const event = input as (Partial<RewriteEvent> & { source?: string }) | undefined;
+  const event = input as (Partial<RewriteEvent> & { sourceId?: string }) | undefined;
   if (!event?.rewrite) return merge(event, context);
   log.addContext(context);
-  const scope = await runtime.scope(event.source);
-  if (!scope) return { status: 'skipped', source: event.source };
+  const scope = await runtime.scope(event.sourceId);
+  if (!scope) return { status: 'skipped', source: event.sourceId as string };
   return runRewriteWorker(deps(scope, context), event.rewrite, budget(context));
 }

@@ -11,20 +11,24 @@ const { clients, logger: log } = runtime;
 
 /**
  * Scheduled poller. A tick (an event naming no source) starts one invocation per registered source
- * that is due (lib/fleet/), then serves the stack's own source; an event `{ source }` serves that
+ * that is due (lib/fleet/), then serves the stack's own source; an event `{ sourceId }` serves that
  * one. Serving a source: restart a snapshot whose workers all died, one capture run within this
  * invocation's remaining time, then health metrics (EMF).
  */
-export const handler = invocation(runtime, 'poller', async (_event: { source?: string } | undefined, context: Context, scope) => {
+export const handler = invocation(runtime, 'poller', async (_event: { sourceId?: string } | undefined, context: Context, scope) => {
   const { source, config, metrics } = scope;
   if (source === undefined) {
-    const ticked = await fanOut(await clients.registry.list(), (id) => runtime.invokeAsync(context.functionName, { source: id }), { now: Date.now(), log });
+    const ticked = await fanOut(
+      () => clients.registry.list(),
+      (id) => runtime.invokeAsync(context.functionName, { sourceId: id }),
+      { now: Date.now(), log },
+    );
     for (const _ of ticked.failed) recordError(metrics, 'poller', 'FLEET_START');
   }
   /** Starts the snapshot function (plan + fan-out) for a requested or stalled snapshot. */
   const startSnapshot = async (job: { id: string }) => {
     if (!config.snapshotFunction) return log.warn('a snapshot is pending but SLUICE_SNAPSHOT_FUNCTION is not set', { snapshot: job.id });
-    await runtime.invokeAsync(config.snapshotFunction, { snapshotId: job.id, ...(source === undefined ? {} : { source }) });
+    await runtime.invokeAsync(config.snapshotFunction, { snapshotId: job.id, ...(source === undefined ? {} : { sourceId: source }) });
   };
   await restartStalledSnapshots({ snapshots: clients.snapshots, sourceId: config.sourceId, log }, startSnapshot);
   const deps = { config, s3: clients.s3, store: clients.store, snapshots: clients.snapshots, log, metrics, onSnapshotRequested: startSnapshot };

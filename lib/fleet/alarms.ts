@@ -33,8 +33,13 @@ export function alarmSettings(env: Readonly<Record<string, string | undefined>>)
   };
 }
 
-/** Source `id`'s alarms, as PutMetricAlarm takes them. */
-export function sourceAlarms(settings: AlarmSettings, id: string): PutMetricAlarmCommandInput[] {
+/**
+ * Source `id`'s alarms, as PutMetricAlarm takes them. A source captured every `everyMinutes`
+ * reports that seldom and lags by that much between its runs: its lag and stall thresholds grow by
+ * the gap, and its lag alarm waits longer for data.
+ */
+export function sourceAlarms(settings: AlarmSettings, id: string, everyMinutes = 1): PutMetricAlarmCommandInput[] {
+  const lagSeconds = settings.lagSeconds + (everyMinutes - 1) * 60;
   const dimensions = [
     { Name: 'service', Value: 'sluice' },
     { Name: 'source', Value: id },
@@ -51,8 +56,8 @@ export function sourceAlarms(settings: AlarmSettings, id: string): PutMetricAlar
       Dimensions: dimensions,
       Statistic: 'Maximum',
       Period: 300,
-      EvaluationPeriods: 3,
-      Threshold: settings.lagSeconds,
+      EvaluationPeriods: Math.max(3, Math.ceil((everyMinutes * 60) / 300) + 1),
+      Threshold: lagSeconds,
       ComparisonOperator: 'GreaterThanThreshold',
       // No data means no run reported: as bad as lagging.
       TreatMissingData: 'breaching',
@@ -89,7 +94,7 @@ export function sourceAlarms(settings: AlarmSettings, id: string): PutMetricAlar
       AlarmName: name('stalled'),
       AlarmDescription: `sluice source ${id}'s position has not moved while the binlog grew beyond it (stuck, not just busy)`,
       Metrics: [
-        { Id: 'stalled', Expression: `IF(lag > 0 AND age > ${settings.lagSeconds}, 1, 0)`, Label: 'stalled', ReturnData: true },
+        { Id: 'stalled', Expression: `IF(lag > 0 AND age > ${lagSeconds}, 1, 0)`, Label: 'stalled', ReturnData: true },
         {
           Id: 'lag',
           ReturnData: false,

@@ -15,15 +15,26 @@ export interface FanOut {
 
 /**
  * One scheduled tick of a function for the fleet: starts `start(id)` (an asynchronous invocation
- * of the same function, for that source) for every registered source that is due at `now` and
- * that `covers` takes. One source's failed start never holds back another's.
+ * of the same function, for that source) for every registered source that is due at `now` (its
+ * capture schedule; `everyTick`: every one not paused, for a function on a schedule of its own)
+ * and that `covers` takes. Reading the registry failing, or one source's start, holds back no other
+ * source: logged, counted in `failed`, the next tick tries again.
  */
 export async function fanOut(
-  sources: readonly SourceRecord[],
+  sources: () => Promise<readonly SourceRecord[]>,
   start: (source: string) => Promise<void>,
-  options: { readonly now: number; readonly log: Log; readonly covers?: (record: SourceRecord) => boolean },
+  options: { readonly now: number; readonly log: Log; readonly covers?: (record: SourceRecord) => boolean; readonly everyTick?: boolean },
 ): Promise<FanOut> {
-  const due = sources.filter((record) => isDue(record, options.now) && (options.covers?.(record) ?? true)).map((record) => record.id);
+  let registered: readonly SourceRecord[];
+  try {
+    registered = await sources();
+  } catch (error) {
+    options.log.warn('could not read the registered sources; the next tick tries again', { error: String(error) });
+    return { started: [], failed: ['(registry)'] };
+  }
+  const due = registered
+    .filter((record) => (options.everyTick ? !record.paused : isDue(record, options.now)) && (options.covers?.(record) ?? true))
+    .map((record) => record.id);
   const started: string[] = [];
   const failed: string[] = [];
   let next = 0;
@@ -40,6 +51,6 @@ export async function fanOut(
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, due.length) }, worker));
-  if (sources.length) options.log.info('fleet tick', { registered: sources.length, due: due.length, started: started.length, failed: failed.length });
+  if (registered.length) options.log.info('fleet tick', { registered: registered.length, due: due.length, started: started.length, failed: failed.length });
   return { started: started.sort(), failed: failed.sort() };
 }

@@ -11,7 +11,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { ErrorCode, SluiceError } from '../errors.ts';
 
 /*
- * The sources a stack captures besides (or instead of) its own SLUICE_SOURCE_ID, registered at run
+ * The sources a stack captures besides its own SLUICE_SOURCE_ID, registered at run
  * time in the state table: one item per source (`fleet#<id>`) and one index item (`fleet`) whose
  * string set `ids` names them, so listing the fleet is one GetItem and BatchGets, never a Scan of a
  * table that also holds every lease, snapshot chunk and merge item. The record and the index change
@@ -68,10 +68,22 @@ function toRecord(item: RecordItem): SourceRecord {
   });
 }
 
+/**
+ * Ids a source cannot have: its output goes under `<prefix><id>/`, beside the stack's own source's
+ * folders. These would put it inside them (its change log under the staging lifecycle rule, or where
+ * the Iceberg role may delete), or them inside it (`sources remove`'s cleanup would take them).
+ */
+const RESERVED_IDS = new Set(['tables', 'manifests', 'schema', 'iceberg', 'sources']);
+
 /** Refuses an id or a schedule no source can have, naming it. */
 function checkRecord(record: Partial<Pick<SourceRecord, 'id' | 'everyMinutes'>>): void {
   if (record.id !== undefined && !SOURCE_ID.test(record.id))
     throw new SluiceError(ErrorCode.CONFIG_INVALID, `"${record.id}" is not a source id: use 1-64 letters, digits, "-" or "_"`);
+  if (record.id !== undefined && (record.id.startsWith('_') || RESERVED_IDS.has(record.id.toLowerCase())))
+    throw new SluiceError(
+      ErrorCode.CONFIG_INVALID,
+      `"${record.id}" is not a source id: its output would share the stack's folders (<prefix>_staging/, tables/, manifests/, schema/, iceberg/); choose another`,
+    );
   const every = record.everyMinutes;
   if (every !== undefined && !(Number.isInteger(every) && every >= 1 && every <= MAX_EVERY_MINUTES))
     throw new SluiceError(

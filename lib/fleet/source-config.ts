@@ -14,7 +14,8 @@ import type { SourceRecord } from './registry.ts';
  *   group: a source naming its own SLUICE_ICEBERG_CATALOG inherits none of them, and otherwise the
  *   stack's catalog is named explicitly, so a Glue stack's source without its own
  *   SLUICE_GLUE_DATABASE is refused instead of silently left out of Glue.
- * Its output goes under `<stack prefix><id>/` unless its settings give a SLUICE_PREFIX. Its capture
+ * Its output goes under `<stack prefix><id>/`, never elsewhere (one source per prefix, inside the
+ * stack's grants). Its capture
  * run ends once caught up (SLUICE_STOP_WHEN_CAUGHT_UP=true), unless its settings give it a
  * SLUICE_TARGET_LATENCY_MS, which keeps its poller reading for the whole invocation.
  */
@@ -42,6 +43,8 @@ export const STACK_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   SLUICE_BUCKET: "every source writes to the stack's bucket (under its own prefix)",
   SLUICE_SNAPSHOT_FUNCTION: "the stack's snapshot function copies every source's tables",
   SLUICE_S3_FORCE_PATH_STYLE: 'how the stack reaches its bucket, the same for every source',
+  SLUICE_PREFIX:
+    "a source's output goes under <stack prefix><id>/: two sources sharing a prefix would share Iceberg tables and cleanup, and one outside the stack's prefix has no grants",
 });
 
 /** Where the Iceberg tables are published: inherited together, or not at all when the source names its own catalog. */
@@ -78,7 +81,7 @@ export function sourceConfig(env: Record<string, string | undefined>, record: Pi
   }
 }
 
-/** Where a source's output goes: its SLUICE_PREFIX, else `<stack prefix><id>/`. */
+/** Where a source's output goes: `<stack prefix><id>/` (records made before SLUICE_PREFIX was refused may still name one). */
 export function sourcePrefix(env: Record<string, string | undefined>, record: Pick<SourceRecord, 'id' | 'settings'>): string {
   const trim = (prefix: string) => prefix.replace(/^\/+|\/+$/g, '');
   if (record.settings.SLUICE_PREFIX) return `${trim(record.settings.SLUICE_PREFIX)}/`;

@@ -88,9 +88,12 @@ export interface Skipped {
   readonly source: string;
 }
 
-/** The source an event names (`{ source }`), if any. */
-const sourceOf = (event: unknown): string | undefined =>
-  event && typeof event === 'object' && typeof (event as { source?: unknown }).source === 'string' ? (event as { source: string }).source : undefined;
+/**
+ * The registered source an event names (`{ sourceId }`), if any. Not `source`: EventBridge's own
+ * events (the schedule's among them) carry `"source": "aws.events"`.
+ */
+export const sourceOf = (event: unknown): string | undefined =>
+  event && typeof event === 'object' && typeof (event as { sourceId?: unknown }).sourceId === 'string' ? (event as { sourceId: string }).sourceId : undefined;
 
 /**
  * The handler of function `fn`: `work` for each event, in the scope of the source it names, with

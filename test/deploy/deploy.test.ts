@@ -393,6 +393,19 @@ describe('serverless deploy --stage local into the AWS emulator', () => {
   });
 });
 
+/** What EventBridge sends for a schedule: its own `source` is not a source of the fleet. */
+const scheduledEvent = {
+  version: '0',
+  id: '53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa',
+  'detail-type': 'Scheduled Event',
+  source: 'aws.events',
+  account: '123456789012',
+  time: '2026-12-05T10:00:00Z',
+  region: 'us-east-1',
+  resources: ['arn:aws:events:us-east-1:123456789012:rule/sluice-local-poller'],
+  detail: {},
+};
+
 describe('the deployed functions against the deployed resources (their packaged bundles, run locally)', () => {
   let functions: PackagedFunctions;
   let config: Config;
@@ -515,9 +528,9 @@ describe('the deployed functions against the deployed resources (their packaged 
       { Name: 'source', Value: 'north' },
     ]);
     const tick = async () => {
-      ok(await functions.invoke(fn('poller'), {}));
+      ok(await functions.invoke(fn('poller'), scheduledEvent));
       expect(functions.queue.map((q) => q.event).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
-        sources.map((source) => ({ source })),
+        sources.map((source) => ({ sourceId: source })),
       );
       for (const r of await functions.drain()) expect(ok(r).status).toBe('captured');
     };

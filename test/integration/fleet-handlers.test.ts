@@ -23,6 +23,19 @@ const lambdaApi = createServer((req: IncomingMessage, res) => {
   });
 });
 
+/** What EventBridge sends for a schedule (a rule with no input). */
+const scheduledEvent = {
+  version: '0',
+  id: '53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa',
+  'detail-type': 'Scheduled Event',
+  source: 'aws.events',
+  account: '123456789012',
+  time: '2026-12-05T10:00:00Z',
+  region: 'us-east-1',
+  resources: ['arn:aws:events:us-east-1:123456789012:rule/sluice-poller'],
+  detail: {},
+};
+
 const context = (functionName: string, ms = 4_000): Context =>
   ({ functionName, awsRequestId: `req-${Math.random().toString(16).slice(2)}`, getRemainingTimeInMillis: () => ms }) as unknown as Context;
 
@@ -81,10 +94,11 @@ describe('a fleet in one stack (Lambda handlers on the real stack; the Invoke AP
     const tick = async () => {
       invocations.length = 0;
       const { result } = await printed(async () => {
-        await poller({}, context('sluice-fleet-poller'));
+        // As EventBridge sends it: its `source` is its own, not one of the fleet's.
+        await poller(scheduledEvent as never, context('sluice-fleet-poller'));
         const started = invocations.splice(0);
         for (const { payload } of started) await poller(payload, context('sluice-fleet-poller'));
-        return started.map((i) => i.payload.source).sort();
+        return started.map((i) => i.payload.sourceId).sort();
       });
       return result;
     };
@@ -94,7 +108,7 @@ describe('a fleet in one stack (Lambda handlers on the real stack; the Invoke AP
     await registry.update(ids[1] as string, { paused: true }, Date.now());
     expect(await tick()).toEqual([ids[0], ids[2]]);
     // Paused: an event naming it (a run started before the pause) does nothing either.
-    const paused = await printed(() => poller({ source: ids[1] }, context('sluice-fleet-poller')));
+    const paused = await printed(() => poller({ sourceId: ids[1] }, context('sluice-fleet-poller')));
     expect(paused.result).toEqual({ status: 'skipped', source: ids[1] });
     expect(logs(paused.documents, 'the source is not registered, or is paused: nothing to do')).toMatchObject([{ source: ids[1] }]);
 
@@ -110,7 +124,10 @@ describe('a fleet in one stack (Lambda handlers on the real stack; the Invoke AP
     await own.sql(`INSERT INTO \`${databases[2]}\`.t VALUES (3, 'three-3')`);
     expect(await tick()).toEqual([ids[0], ids[1]]);
     expect(await captured(own, `${own.db}/${ids[1]}/`, ids[1] as string)).toEqual(['one-2', 'two-2']);
-    expect((await printed(() => poller({ source: ids[2] }, context('sluice-fleet-poller')))).result as unknown).toEqual({ status: 'skipped', source: ids[2] });
+    expect((await printed(() => poller({ sourceId: ids[2] }, context('sluice-fleet-poller')))).result as unknown).toEqual({
+      status: 'skipped',
+      source: ids[2],
+    });
     expect(await captured(own, `${own.db}/${ids[2]}/`, ids[2] as string)).toEqual(['one-3', 'two-3']);
     await own.clients.dynamo.send(new DeleteTableCommand({ TableName: table }));
   });

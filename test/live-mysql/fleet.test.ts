@@ -124,9 +124,9 @@ describe('a fleet of ten sources on three servers of both flavors', () => {
       // Their logs and metrics (stdout, as Lambda reads them) are kept out of the test's output.
       const { result } = await printed(async () => {
         await poller({}, context());
-        const started = invocations.splice(0) as { source: string }[];
+        const started = invocations.splice(0) as { sourceId: string }[];
         const ended = await Promise.allSettled(started.map((payload) => poller(payload, context())));
-        return new Map(started.map((payload, i) => [payload.source, ended[i]?.status === 'fulfilled' ? 'ok' : 'failed']));
+        return new Map(started.map((payload, i) => [payload.sourceId, ended[i]?.status === 'fulfilled' ? 'ok' : 'failed']));
       });
       return result;
     };

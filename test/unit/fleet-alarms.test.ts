@@ -23,6 +23,14 @@ describe("a registered source's alarms (lib/fleet/alarms.ts)", () => {
     expect(alarms[3]?.Metrics?.[0]?.Expression).toBe('IF(lag > 0 AND age > 600, 1, 0)');
   });
 
+  it('a source captured every hour lags by that much between runs: its thresholds and its wait for data grow by the gap', () => {
+    const settings = alarmSettings({ SLUICE_ALARM_TOPIC_ARN: 'arn:aws:sns:eu-west-1:1:t', SLUICE_LAG_ALARM_SECONDS: '600' });
+    if (!settings) throw new Error('a topic was given');
+    const [lag, , , stalled] = sourceAlarms(settings, 'nightly', 60);
+    expect(lag).toMatchObject({ Threshold: 600 + 59 * 60, EvaluationPeriods: 13 });
+    expect(stalled?.Metrics?.[0]?.Expression).toBe(`IF(lag > 0 AND age > ${600 + 59 * 60}, 1, 0)`);
+  });
+
   it('none without the stack’s topic (a local stack)', () => {
     expect(alarmSettings({ SLUICE_STATE_TABLE: 'x' })).toBeUndefined();
   });

@@ -33,9 +33,11 @@ describe('a registered source’s configuration', () => {
       batch: { maxEvents: 900 },
     });
     expect(sourceConfig({ ...stack, SLUICE_PREFIX: '' }, { id: 'a', settings: { SLUICE_MYSQL_SECRET_ID: 's' } }).prefix).toBe('a/');
-    expect(sourceConfig(stack, { id: 'a', settings: { SLUICE_MYSQL_SECRET_ID: 's', SLUICE_PREFIX: 'old/place' } }).prefix).toBe('old/place/');
     expect(sourcePrefix({ SLUICE_PREFIX: '/cdc/' }, { id: 'a', settings: {} })).toBe('cdc/a/');
-    expect(sourcePrefix(stack, { id: 'a', settings: { SLUICE_PREFIX: '/old/place' } })).toBe('old/place/');
+    // A source's own prefix would let two share one: refused.
+    expect(() => sourceConfig(stack, { id: 'a', settings: { SLUICE_MYSQL_SECRET_ID: 's', SLUICE_PREFIX: 'old/place' } })).toThrow(
+      /SLUICE_PREFIX: is the stack's/,
+    );
   });
 
   it('a quiet source’s run ends once caught up; one with a latency target reads the whole invocation; neither inherits the stack’s', () => {
@@ -92,7 +94,7 @@ describe('the settings a source may hold', () => {
       '  AWS_REGION: is not a setting sluice knows (a source holds SLUICE_* settings only); see README "Configuration"',
       "  SLUICE_INCLUDE: is empty: leave it out (a source's own setting is then unset, any other is the stack's)",
     ]);
-    expect(() => checkSourceSettings({ SLUICE_MYSQL_URL: 'mysql://u:p@h/', SLUICE_RUN_SECONDS: '30', SLUICE_PREFIX: 'p' })).not.toThrow();
+    expect(() => checkSourceSettings({ SLUICE_MYSQL_URL: 'mysql://u:p@h/', SLUICE_RUN_SECONDS: '30' })).not.toThrow();
     expect(() => sourceConfig(stack, { id: 'x', settings: { SLUICE_MYSQL_SECRET_ID: 's', SLUICE_STATE_TABLE: 't' } })).toThrow(
       /SLUICE_STATE_TABLE: is the stack's/,
     );

@@ -26,11 +26,20 @@ describe('a scheduled tick for the fleet (lib/fleet/fan-out.ts)', () => {
       record('d', { everyMinutes: 2 }), // minute 3: not due
       record('e', { iceberg: false }),
     ];
-    const all = await fanOut(sources, async (id) => void started.push(id), { now, log: silentLog });
+    const all = await fanOut(
+      async () => sources,
+      async (id) => void started.push(id),
+      { now, log: silentLog },
+    );
     expect(all).toEqual({ started: ['a', 'c', 'e'], failed: [] });
     expect(started.sort()).toEqual(['a', 'c', 'e']);
-    const merged = await fanOut(sources, async () => undefined, { now, log: silentLog, covers: (r) => r.iceberg });
-    expect(merged.started).toEqual(['a', 'c']);
+    // The merge's own schedule: every source it covers that is not paused, whatever its capture schedule.
+    const merged = await fanOut(
+      async () => sources,
+      async () => undefined,
+      { now, log: silentLog, covers: (r) => r.iceberg, everyTick: true },
+    );
+    expect(merged.started).toEqual(['a', 'c', 'd']);
   });
 
   it("one source's failed start holds back no other, and at most 16 start at once", async () => {
@@ -38,7 +47,7 @@ describe('a scheduled tick for the fleet (lib/fleet/fan-out.ts)', () => {
     let running = 0;
     let most = 0;
     const result = await fanOut(
-      sources,
+      async () => sources,
       async (id) => {
         running++;
         most = Math.max(most, running);
@@ -51,5 +60,16 @@ describe('a scheduled tick for the fleet (lib/fleet/fan-out.ts)', () => {
     expect(result.failed).toEqual(['s007', 's050']);
     expect(result.started).toHaveLength(98);
     expect(most).toBe(16);
+  });
+
+  it('a registry that cannot be read is logged and counted, and starts nothing: the stack’s own source still runs', async () => {
+    const result = await fanOut(
+      async () => {
+        throw new Error('ProvisionedThroughputExceededException');
+      },
+      async () => undefined,
+      { now, log: silentLog },
+    );
+    expect(result).toEqual({ started: [], failed: ['(registry)'] });
   });
 });

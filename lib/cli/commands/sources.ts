@@ -66,7 +66,7 @@ export function sourcesCommands(program: Command, cli: Cli): void {
       const config = sourceConfig(env, { id, settings });
       const record = await registry.add({ id, settings, paused: false, everyMinutes: options.every, iceberg: options.iceberg }, Date.now());
       cli.out(`registered ${describe(masked(record))}`);
-      for (const line of await sourceAlarms(env, id, 'create')) cli.out(line);
+      for (const line of await sourceAlarms(env, id, 'create', record.everyMinutes)) cli.out(line);
       cli.out(
         `its output goes to s3://${config.bucket}/${config.prefix}; the schedule captures it from its next due tick, or now: sluice capture --once --source ${id}`,
       );
@@ -95,6 +95,10 @@ export function sourcesCommands(program: Command, cli: Cli): void {
         Date.now(),
       );
       cli.out(`changed ${describe(masked(record))}`);
+      // Its alarms' thresholds follow its schedule; a paused source's stay silent.
+      if (options.every !== undefined && options.every !== current?.everyMinutes)
+        for (const line of await sourceAlarms(env, id, 'update', record.everyMinutes)) cli.out(line);
+      if (options.every !== undefined && record.paused) await sourceAlarms(env, id, 'pause');
     });
 
   for (const [name, paused] of [
@@ -126,7 +130,12 @@ export function sourcesCommands(program: Command, cli: Cli): void {
  * A source's alarms (lib/fleet/alarms.ts) on the stack's topic, kept in step with its record; the
  * lines saying what was done. Without SLUICE_ALARM_TOPIC_ARN (a local stack) there are none.
  */
-async function sourceAlarms(env: Record<string, string>, id: string, change: 'create' | 'pause' | 'resume' | 'delete'): Promise<string[]> {
+async function sourceAlarms(
+  env: Record<string, string>,
+  id: string,
+  change: 'create' | 'update' | 'pause' | 'resume' | 'delete',
+  everyMinutes = 1,
+): Promise<string[]> {
   const { alarmSettings, sourceAlarms: alarms } = await import('../../fleet/alarms.ts');
   const settings = alarmSettings(env);
   if (!settings) return change === 'create' ? ['no alarms: SLUICE_ALARM_TOPIC_ARN (the stack sets it on its functions) is not set'] : [];
@@ -136,13 +145,19 @@ async function sourceAlarms(env: Record<string, string>, id: string, change: 'cr
   const { sdkSettings } = await import('../../aws.ts');
   const cloudwatch = new CloudWatchClient({ ...sdkSettings(env, 'CLOUDWATCH'), maxAttempts: 5 });
   try {
-    const inputs = alarms(settings, id);
+    const inputs = alarms(settings, id, everyMinutes);
     const AlarmNames = inputs.map((a) => a.AlarmName as string);
-    if (change === 'create') for (const input of inputs) await cloudwatch.send(new PutMetricAlarmCommand(input));
+    if (change === 'create' || change === 'update') for (const input of inputs) await cloudwatch.send(new PutMetricAlarmCommand(input));
     else if (change === 'pause') await cloudwatch.send(new DisableAlarmActionsCommand({ AlarmNames }));
     else if (change === 'resume') await cloudwatch.send(new EnableAlarmActionsCommand({ AlarmNames }));
     else await cloudwatch.send(new DeleteAlarmsCommand({ AlarmNames }));
-    const did = { create: 'created, sent to', pause: 'silenced while paused, on', resume: 'sending again to', delete: 'deleted from' }[change];
+    const did = {
+      create: 'created, sent to',
+      update: 'updated for its schedule, on',
+      pause: 'silenced while paused, on',
+      resume: 'sending again to',
+      delete: 'deleted from',
+    }[change];
     return [`alarms ${AlarmNames.join(', ')} ${did} ${settings.topicArn}`];
   } finally {
     cloudwatch.destroy();
