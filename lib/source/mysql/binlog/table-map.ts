@@ -2,6 +2,7 @@ import type { ColumnInfo, ColumnSchema, TableMapEntry } from '@vlasky/zongji';
 import iconv from 'iconv-lite';
 import { MysqlType as T } from '../../../core/mysql-types.ts';
 import type { TableMapColumn } from '../../../schema/column-type.ts';
+import { iconvName } from './values.ts';
 import type { EventParserOptions, PacketParser } from './zongji-hooks.ts';
 
 /** TABLE_MAP_EVENT's type code. */
@@ -101,27 +102,13 @@ const MAX_BYTES_PER_CHAR: Record<string, number> = {
 };
 const maxBytesPerChar = (charset: string | null) => (charset && MAX_BYTES_PER_CHAR[charset]) || 4;
 
-/** iconv-lite's names for the server's charsets where they differ (as zongji decodes text). */
-const ICONV_NAMES: Record<string, string> = {
-  utf8mb3: 'utf8',
-  utf8mb4: 'utf8',
-  latin1: 'cp1252',
-  ucs2: 'utf16-be',
-  utf16: 'utf16-be',
-  utf16le: 'utf16-le',
-  utf32: 'utf32-be',
-  ujis: 'eucjp',
-  eucjpms: 'eucjp',
-  macce: 'maccenteuro',
-};
-
 /**
- * ENUM/SET labels, raw bytes in the column's charset, as text, decoded as zongji decodes text: a
- * charset iconv does not know (swe7) is reported on the console, as zongji does, and read as utf8.
+ * ENUM/SET labels, raw bytes in the column's charset, as text, decoded as the column's values are
+ * (values.ts): a charset iconv-lite does not know (swe7) is reported on the console and read as utf8.
  */
 function decodeLabels(labels: readonly Buffer[] | undefined, charset: string | null): string[] {
   if (!labels) return [];
-  const name = (charset && ICONV_NAMES[charset]) || charset || 'utf8';
+  const name = iconvName(charset);
   return labels.map((label) => {
     if (name === 'utf8') return label.toString('utf8');
     try {

@@ -82,9 +82,12 @@ const ICONV_NAMES: Readonly<Record<string, string>> = {
   macce: 'maccenteuro',
 };
 
+/** iconv-lite's name for a MySQL charset (utf8 when none is known). */
+export const iconvName = (charset: string | null | undefined): string => (charset && ICONV_NAMES[charset]) || charset || 'utf8';
+
 /** Text of a column's bytes in its charset (utf8 when none is known); the bytes when iconv-lite lacks the charset. */
 export function decodeText(bytes: Buffer, charset: string | null | undefined): string | Buffer {
-  const name = (charset && ICONV_NAMES[charset]) || charset || 'utf8';
+  const name = iconvName(charset);
   if (name === 'utf8') return bytes.toString('utf8');
   if (!iconv.encodingExists(name)) return bytes;
   // A leading U+FEFF is data, not a byte-order mark: the charset's byte order is fixed.
